@@ -1,0 +1,20 @@
+// Registration of the kvoracle subcommands; each returns the callback that runs it.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace kvo::cli {
+
+struct Global {
+  int threads = 0;
+  bool quiet = false;
+};
+
+using Runner = std::function<int()>;
+Runner add_synth(CLI::App& app, const Global& g);
+Runner add_replay(CLI::App& app, const Global& g);
+Runner add_oracle(CLI::App& app, const Global& g);
+Runner add_verify(CLI::App& app, const Global& g);
+Runner add_policies(CLI::App& app, const Global& g);
+
+}  // namespace kvo::cli

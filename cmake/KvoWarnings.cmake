@@ -1,0 +1,12 @@
+# Project-wide warning and sanitizer flags, applied through the kvo_options interface target.
+add_library(kvo_options INTERFACE)
+target_compile_options(kvo_options INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion>)
+if(KVO_WERROR)
+  target_compile_options(kvo_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+endif()
+if(KVO_SANITIZE)
+  target_compile_options(kvo_options INTERFACE
+    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  target_link_options(kvo_options INTERFACE -fsanitize=address,undefined)
+endif()

@@ -1,0 +1,28 @@
+// Writes an output file atomically: the content goes to a temporary file beside the target,
+// which is renamed over it only on commit(); otherwise the temporary is removed.
+#pragma once
+#include <fstream>
+#include <string>
+
+namespace kvo {
+
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);  // kvo::Error when the temporary cannot be created
+  ~AtomicFile();                          // removes the temporary unless committed
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  std::ofstream& stream() { return out_; }
+  void commit();  // flush, close and rename; kvo::Error on failure
+
+ private:
+  std::string path_, tmp_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
+
+// Writes the whole string atomically.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+}  // namespace kvo

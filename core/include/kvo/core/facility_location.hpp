@@ -1,0 +1,28 @@
+// Facility location over a window of queries: FL(T) = sum_r max_{j in T} s(r, j), with the max
+// over the empty set = 0. With s >= 0 it is monotone and submodular by construction. For
+// attention, s(r, j) = a_{r,j} over the last w queries r (theory note §2.0, objective E).
+#pragma once
+#include <Eigen/Dense>
+
+#include "kvo/core/set_function.hpp"
+
+namespace kvo {
+
+class FacilityLocation final : public SetFunction {
+ public:
+  // similarity: rows are the "clients" r (queries), columns the ground set j (keys).
+  explicit FacilityLocation(Eigen::MatrixXd similarity);
+
+  int ground_size() const override { return static_cast<int>(s_.cols()); }
+  SetFnTraits traits() const override;
+  std::unique_ptr<Memo> empty_memo() const override;
+  double gain(const Memo& memo, int j) const override;
+  void add(Memo& memo, int j) const override;
+  double value(const Memo& memo) const override;
+
+ private:
+  Eigen::MatrixXd s_;
+  bool nonnegative_;
+};
+
+}  // namespace kvo

@@ -1,0 +1,10 @@
+// Runs body(0..count-1) on a few threads; the first exception thrown is rethrown to the caller.
+#pragma once
+#include <functional>
+
+namespace kvo {
+
+// threads <= 0 means std::thread::hardware_concurrency().
+void parallel_for(int count, int threads, const std::function<void(int)>& body);
+
+}  // namespace kvo

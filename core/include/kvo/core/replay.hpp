@@ -1,0 +1,67 @@
+// The replay engine: runs an eviction policy over every (layer, head) of a trace and records,
+// per step, what the query attended, what the cache kept, what left and what came back, the
+// renormalised probabilities and the dense attention mass retained. Deterministic; parallel over
+// cache units; fp64 arithmetic on fp32 storage.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kvo/core/budget.hpp"
+#include "kvo/core/policy_factory.hpp"
+#include "kvo/core/trace.hpp"
+
+namespace kvo {
+
+// How grouped-query attention maps onto caches: one cache per query head, or one per KV head
+// driven by the mean or the max of its group's probabilities.
+enum class GqaMode { PerQueryHead, KvMean, KvMax };
+GqaMode parse_gqa(const std::string& name);  // "query", "kv-mean", "kv-max"
+std::string to_string(GqaMode m);
+
+struct ReplayOptions {
+  PolicySpec policy;
+  Budget budget;
+  GqaMode gqa = GqaMode::PerQueryHead;
+  int prompt_len = 0;       // steps < prompt_len are prefill (full attention, one truncation)
+  std::uint64_t seed = 0;   // randomised policies: unit u uses seed + u
+  std::vector<int> layers;  // empty: all layers
+  bool record_sets = true;  // keep attended / kept sets per step
+  bool record_probs = false;
+  int threads = 0;          // <= 0: all cores
+  std::function<void()> on_unit_done;  // progress hook (called from worker threads)
+};
+
+struct StepRecord {
+  std::vector<int> attended;   // keys query i saw
+  std::vector<int> kept;       // S_i: the cache after step i
+  std::vector<int> evicted;    // (S_{i-1} ∪ {i}) \ S_i
+  std::vector<int> reentered;  // S_i \ (S_{i-1} ∪ {i}): only non-nested policies
+  std::vector<double> probs;   // this head's renormalised probabilities over attended (if recorded)
+  double retained_mass = 0.0;  // sum over attended of the dense attention a_{i,j}
+};
+
+struct HeadReplay {
+  int layer = 0;
+  int head = 0;  // query head
+  ResolvedBudget budget;
+  std::vector<StepRecord> steps;
+  long reentries = 0;
+  long evictions = 0;
+  double mean_retained_mass = 0.0;  // over steps >= prompt_len
+};
+
+struct ReplayResult {
+  std::string policy;
+  bool nested = true;
+  GqaMode gqa = GqaMode::PerQueryHead;
+  std::vector<HeadReplay> heads;  // ordered by (layer, head)
+};
+
+ReplayResult replay(const Trace& trace, const ReplayOptions& options);
+
+// Number of cache units replay() will run (for progress bars).
+int replay_units(const Trace& trace, const ReplayOptions& options);
+
+}  // namespace kvo

@@ -1,0 +1,84 @@
+#include "kvo/core/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "kvo/core/error.hpp"
+
+namespace kvo {
+
+HeadView::HeadView(const Trace& trace, int layer, int head)
+    : trace_(&trace), layer_(layer), head_(head), n_(trace.n_tokens), d_(trace.head_dim),
+      scale_(trace.attn_scale) {
+  require(layer >= 0 && layer < trace.n_layers, "layer " + std::to_string(layer) + " is not in the trace");
+  require(head >= 0 && head < trace.n_heads, "head " + std::to_string(head) + " is not in the trace");
+  const size_t nd = static_cast<size_t>(n_) * d_;
+  const int kvh = trace.kv_head_of(head);
+  if (trace.has_qk(layer)) {
+    q_ = trace.q[layer].data() + static_cast<size_t>(head) * nd;
+    k_ = trace.k[layer].data() + static_cast<size_t>(kvh) * nd;
+  }
+  if (trace.has_values(layer)) v_ = trace.v[layer].data() + static_cast<size_t>(kvh) * nd;
+  if (trace.has_attention(layer))
+    attn_ = trace.attn[layer].data() + static_cast<size_t>(head) * n_ * static_cast<size_t>(n_);
+}
+
+void HeadView::logits(int i, std::span<const int> keys, std::span<double> out) const {
+  if (q_ != nullptr) {
+    const float* qi = q_ + static_cast<size_t>(i) * d_;
+    for (size_t t = 0; t < keys.size(); ++t) {
+      const float* kj = k_ + static_cast<size_t>(keys[t]) * d_;
+      double dot = 0.0;
+      for (int x = 0; x < d_; ++x) dot += static_cast<double>(qi[x]) * kj[x];
+      out[t] = scale_ * dot;
+    }
+    return;
+  }
+  const float* row = attn_ + static_cast<size_t>(i) * n_;
+  for (size_t t = 0; t < keys.size(); ++t) {
+    const double a = row[keys[t]];
+    out[t] = a > 0 ? std::log(a) : -std::numeric_limits<double>::infinity();
+  }
+}
+
+Eigen::VectorXd HeadView::value(int j) const {
+  require(v_ != nullptr, "the trace has no values for this layer");
+  Eigen::VectorXd out(d_);
+  for (int x = 0; x < d_; ++x) out[x] = v_[static_cast<size_t>(j) * d_ + x];
+  return out;
+}
+
+void softmax(std::span<const double> logits, std::span<double> out) {
+  if (logits.empty()) return;
+  const double m = *std::max_element(logits.begin(), logits.end());
+  if (!std::isfinite(m)) {
+    std::fill(out.begin(), out.end(), 1.0 / static_cast<double>(logits.size()));
+    return;
+  }
+  double s = 0.0;
+  for (size_t t = 0; t < logits.size(); ++t) {
+    out[t] = std::exp(logits[t] - m);
+    s += out[t];
+  }
+  for (double& x : out) x /= s;
+}
+
+Eigen::MatrixXd dense_attention(const HeadView& head) {
+  const int n = head.n();
+  Eigen::MatrixXd a = Eigen::MatrixXd::Zero(n, n);
+  std::vector<int> keys(static_cast<size_t>(n));
+  std::iota(keys.begin(), keys.end(), 0);
+  std::vector<double> lg(static_cast<size_t>(n)), p(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const size_t len = static_cast<size_t>(i) + 1;
+    head.logits(i, std::span<const int>(keys.data(), len), std::span<double>(lg.data(), len));
+    softmax(std::span<const double>(lg.data(), len), std::span<double>(p.data(), len));
+    for (int j = 0; j <= i; ++j) a(i, j) = p[j];
+  }
+  return a;
+}
+
+}  // namespace kvo

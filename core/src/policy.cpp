@@ -1,0 +1,43 @@
+#include "kvo/core/policy.hpp"
+
+#include <algorithm>
+
+namespace kvo {
+
+std::vector<int> EvictionPolicy::attended(int i) const {
+  std::vector<int> a = cache();
+  a.push_back(i);
+  return a;
+}
+
+void NestedPolicy::begin(const PolicySetup& setup) {
+  setup_ = setup;
+  cache_.clear();
+  cache_.reserve(static_cast<size_t>(setup.budget.total) + 1);
+  on_begin();
+}
+
+void NestedPolicy::observe(int i, std::span<const int> attended, std::span<const double> probs) {
+  on_attend(i, attended, probs);
+  cache_.push_back(i);
+  if (i < setup_.prompt_len - 1) return;  // prefill: the prompt stays whole until its last token
+  while (static_cast<int>(cache_.size()) > setup_.budget.total) {
+    const size_t pos = victim(i);
+    on_evict(cache_[pos]);
+    cache_.erase(cache_.begin() + static_cast<long>(pos));
+  }
+}
+
+size_t NestedPolicy::candidates(int recent) const {
+  const size_t r = static_cast<size_t>(std::max(recent, 0));
+  return cache_.size() > r ? cache_.size() - r : 0;
+}
+
+size_t NestedPolicy::argmin_score(const std::vector<double>& score, size_t count) const {
+  size_t best = 0;
+  for (size_t p = 1; p < count; ++p)
+    if (score[cache_[p]] < score[cache_[best]]) best = p;  // strict: ties keep the oldest
+  return best;
+}
+
+}  // namespace kvo

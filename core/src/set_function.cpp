@@ -1,0 +1,25 @@
+#include "kvo/core/set_function.hpp"
+
+#include <vector>
+
+#include "kvo/core/error.hpp"
+
+namespace kvo {
+
+double SetFunction::evaluate(std::span<const int> set) const {
+  auto memo = empty_memo();
+  for (int j : set) add(*memo, j);
+  return value(*memo);
+}
+
+void validate_set(std::span<const int> set, int n) {
+  std::vector<char> seen(static_cast<size_t>(n), 0);
+  for (int j : set) {
+    require(j >= 0 && j < n, "set element " + std::to_string(j) + " is outside the ground set of size " +
+                                 std::to_string(n));
+    require(!seen[j], "set element " + std::to_string(j) + " appears twice");
+    seen[j] = 1;
+  }
+}
+
+}  // namespace kvo

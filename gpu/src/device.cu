@@ -1,0 +1,20 @@
+#include <cuda_runtime.h>
+
+#include "kvo/gpu/device.hpp"
+
+namespace kvo::gpu {
+
+bool built_with_cuda() { return true; }
+
+int device_count(std::string* why) {
+  int n = 0;
+  const cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) {
+    if (why) *why = std::string("no usable CUDA device: ") + cudaGetErrorString(err);
+    return 0;
+  }
+  if (n == 0 && why) *why = "no CUDA device is present";
+  return n;
+}
+
+}  // namespace kvo::gpu

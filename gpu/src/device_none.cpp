@@ -1,0 +1,12 @@
+#include "kvo/gpu/device.hpp"
+
+namespace kvo::gpu {
+
+bool built_with_cuda() { return false; }
+
+int device_count(std::string* why) {
+  if (why) *why = "kvoracle was built without CUDA (nvcc was not found at configure time)";
+  return 0;
+}
+
+}  // namespace kvo::gpu
