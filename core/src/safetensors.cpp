@@ -178,10 +178,11 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       tensors_.push_back(std::move(t));
     }
     std::vector<const TensorInfo*> by_off;
-    for (const auto& t : tensors_) by_off.push_back(&t);
+    for (const auto& t : tensors_)
+      if (t.end > t.begin) by_off.push_back(&t);  // empty tensors occupy no bytes
     std::sort(by_off.begin(), by_off.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
     for (size_t x = 1; x < by_off.size(); ++x)
-      require(by_off[x]->begin >= by_off[x - 1]->end || by_off[x - 1]->begin == by_off[x - 1]->end,
+      require(by_off[x]->begin >= by_off[x - 1]->end,
               "'" + path + "': tensors '" + by_off[x - 1]->name + "' and '" + by_off[x]->name + "' overlap");
   } catch (...) {
     ::munmap(map_, map_size_);

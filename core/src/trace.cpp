@@ -50,9 +50,9 @@ void Trace::validate() const {
               static_cast<int>(v.size()) == n_layers && static_cast<int>(attn.size()) == n_layers,
           "trace layer tables are inconsistent");
   for (int l = 0; l < n_layers; ++l) {
+    require(q[l].empty() == k[l].empty(), "layer " + std::to_string(l) + " has only one of q and k");
     require(has_qk(l) || has_attention(l),
             "layer " + std::to_string(l) + " has neither q and k nor a dense attention tensor");
-    require(q[l].empty() == k[l].empty(), "layer " + std::to_string(l) + " has only one of q and k");
     if (has_qk(l) || has_values(l)) require(head_dim >= 1, "trace head dimension must be >= 1");
     check_tensor(q[l], "q", l, n_heads, n_tokens, head_dim);
     check_tensor(k[l], "k", l, n_kv_heads, n_tokens, head_dim);

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Bad input exits non-zero with one clear line on stderr naming the problem, and leaves no output
+# file behind. Usage: cli_errors.sh path/to/kvoracle
+set -u
+K="$1"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$K" -q synth --out "$dir/ok.safetensors" --tokens 64 >/dev/null || { echo "synth failed"; exit 1; }
+python3 "$(dirname "$0")/make_bad_traces.py" "$dir" || { echo "cannot make bad traces"; exit 1; }
+fails=0
+expect_error() {  # expect_error "needle" args...
+  local needle="$1"; shift
+  rm -f "$dir/out.jsonl"
+  "$K" -q "$@" >"$dir/stdout" 2>"$dir/stderr" </dev/null
+  local rc=$?
+  local lines; lines=$(wc -l <"$dir/stderr")
+  if [ $rc -eq 0 ]; then echo "FAIL (exit 0): $*"; fails=$((fails+1)); return; fi
+  if [ "$lines" -ne 1 ]; then echo "FAIL ($lines stderr lines): $*"; cat "$dir/stderr"; fails=$((fails+1)); return; fi
+  if ! grep -q -- "$needle" "$dir/stderr"; then echo "FAIL (no '$needle'): $*"; cat "$dir/stderr"; fails=$((fails+1)); return; fi
+  if ls "$dir" | grep -q -E 'out\.jsonl|\.tmp\.'; then echo "FAIL (left a file): $*"; fails=$((fails+1)); return; fi
+  echo "ok: $* -> $(cat "$dir/stderr")"
+}
+expect_error "does not exist" replay "$dir/missing.safetensors" --out "$dir/out.jsonl"
+expect_error "tokens" replay "$dir/shape.safetensors" --out "$dir/out.jsonl"
+expect_error "non-finite value in q at layer 0, head 0, position 5" replay "$dir/nan.safetensors" --out "$dir/out.jsonl"
+expect_error "exceeds the file size" replay "$dir/garbage.safetensors" --out "$dir/out.jsonl"
+expect_error "must be > 0" replay "$dir/ok.safetensors" --budget 0 --out "$dir/out.jsonl"
+expect_error "must be > 0" replay "$dir/ok.safetensors" --budget=-5 --out "$dir/out.jsonl"
+expect_error "larger than the sequence" replay "$dir/ok.safetensors" --budget 1000 --out "$dir/out.jsonl"
+expect_error "not a number" replay "$dir/ok.safetensors" --budget lots --out "$dir/out.jsonl"
+expect_error "unknown policy 'lru'" replay "$dir/ok.safetensors" --policy lru --out "$dir/out.jsonl"
+expect_error "unknown objective" replay "$dir/ok.safetensors" --policy greedy --objective nope --out "$dir/out.jsonl"
+expect_error "unknown concave" verify "$dir/ok.safetensors" --objective-h cube
+expect_error "not in the trace" replay "$dir/ok.safetensors" --layers 7 --out "$dir/out.jsonl"
+expect_error "larger than the sequence" oracle "$dir/ok.safetensors" --budget 1000 --out "$dir/out.jsonl"
+expect_error "larger than the sequence" verify "$dir/ok.safetensors" --budget 1000
+expect_error "cannot write" synth --out "$dir/no/such/dir/x.safetensors"
+expect_error "unknown GQA mode" replay "$dir/ok.safetensors" --gqa sideways --out "$dir/out.jsonl"
+expect_error "prompt length" replay "$dir/ok.safetensors" --prompt-len 999 --out "$dir/out.jsonl"
+expect_error "heads must be a multiple" synth --out "$dir/x.safetensors" --heads 3 --kv-heads 2
+expect_error "subcommand" frobnicate
+[ -e "$dir/x.safetensors" ] && { echo "FAIL: synth left a file"; fails=$((fails+1)); }
+echo "failures: $fails"
+[ $fails -eq 0 ]

@@ -1,0 +1,112 @@
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "kvo/core/error.hpp"
+#include "kvo/core/output_fidelity.hpp"
+#include "test_support.hpp"
+
+using namespace kvo;
+using namespace kvo::test;
+
+namespace {
+
+std::vector<int> random_subset(int n, std::mt19937_64& g, int exclude = -1) {
+  std::vector<int> s;
+  for (int j = 0; j < n; ++j)
+    if (j != exclude && g() % 2) s.push_back(j);
+  return s;
+}
+
+}  // namespace
+
+// Memoised gains agree with evaluating from scratch, for every family.
+TEST(SetFunctions, MemoisedGainsMatchEvaluation) {
+  std::mt19937_64 g(1);
+  for (auto fam : monotone_families())
+    for (int t = 0; t < 200; ++t) {
+      const int n = 3 + static_cast<int>(g() % 8);
+      auto f = random_function(fam, n, g);
+      auto memo = f->empty_memo();
+      std::vector<int> set;
+      for (int j = 0; j < n; ++j) {
+        if (g() % 2) continue;
+        const double before = f->evaluate(set);
+        const double gain = f->gain(*memo, j);
+        f->add(*memo, j);
+        set.push_back(j);
+        EXPECT_NEAR(f->evaluate(set) - before, gain, 1e-12);
+        EXPECT_NEAR(f->value(*memo), f->evaluate(set), 1e-12);
+      }
+    }
+}
+
+// Families that claim monotone submodular satisfy Def D.1 (3) and monotonicity on random triples.
+TEST(SetFunctions, ClaimedSubmodularityHoldsOnRandomTriples) {
+  std::mt19937_64 g(2);
+  for (auto fam : monotone_families())
+    for (int t = 0; t < 500; ++t) {
+      const int n = 4 + static_cast<int>(g() % 8);
+      auto f = random_function(fam, n, g);
+      ASSERT_TRUE(f->traits().monotone && f->traits().submodular) << f->traits().name;
+      const int a1 = static_cast<int>(g() % n);
+      int a2 = static_cast<int>(g() % n);
+      if (a2 == a1) a2 = (a1 + 1) % n;
+      std::vector<int> s;
+      for (int j = 0; j < n; ++j)
+        if (j != a1 && j != a2 && g() % 2) s.push_back(j);
+      auto with = [&](std::vector<int> x, std::initializer_list<int> add) {
+        x.insert(x.end(), add);
+        return f->evaluate(x);
+      };
+      const double lhs = with(s, {a1}) + with(s, {a2});
+      const double rhs = with(s, {a1, a2}) + f->evaluate(s);
+      EXPECT_GE(lhs - rhs, -1e-12) << f->traits().name;
+      EXPECT_GE(with(s, {a1}) - f->evaluate(s), -1e-12) << f->traits().name;
+    }
+}
+
+// h(sum w) with a negative weight is neither monotone nor (for concave h) claimed submodular.
+TEST(SetFunctions, NegativeWeightsDropTheClaims) {
+  const ModularConcave f({1.0, -0.5}, Concave::Sqrt);
+  EXPECT_FALSE(f.traits().monotone);
+  EXPECT_FALSE(f.traits().submodular);
+  const ModularConcave lin({1.0, -0.5}, Concave::Identity);
+  EXPECT_TRUE(lin.traits().submodular);
+}
+
+TEST(SetFunctions, ConcaveTransformsAreNormalised) {
+  for (Concave h : {Concave::Identity, Concave::Sqrt, Concave::Log}) {
+    EXPECT_DOUBLE_EQ(apply(h, 0.0), 0.0);
+    EXPECT_LT(apply(h, 1.0), apply(h, 2.0));
+  }
+  EXPECT_THROW(parse_concave("cube"), Error);
+}
+
+// Output fidelity (objective E) is not submodular: a concrete instance violates Def D.1 (3).
+TEST(SetFunctions, OutputFidelityIsNotSubmodular) {
+  // Two keys pulling the output in opposite directions: each alone moves o_T away from o_full,
+  // together they cancel, so the second one's gain grows when the first is present.
+  Eigen::VectorXd a(3);
+  a << 1.0, 1.0, 0.2;
+  Eigen::MatrixXd v(3, 2);
+  v << 1.0, 0.0, -1.0, 0.0, 0.0, 1.0;
+  const OutputFidelity f(a, v);
+  EXPECT_FALSE(f.traits().submodular);
+  const std::vector<int> empty, s0 = {0}, s1 = {1}, s01 = {0, 1};
+  const double lhs = f.evaluate(s0) + f.evaluate(s1);
+  const double rhs = f.evaluate(s01) + f.evaluate(empty);
+  EXPECT_LT(lhs, rhs - 1e-6);
+  // Its full set recovers o_full exactly: phi(V) = |o_full|^2.
+  const std::vector<int> all = {0, 1, 2};
+  const Eigen::VectorXd o = v.transpose() * a / a.sum();
+  EXPECT_NEAR(f.evaluate(all), o.squaredNorm(), 1e-12);
+}
+
+TEST(SetFunctions, ValidateSetRejectsDuplicatesAndRange) {
+  const std::vector<int> dup = {1, 1}, out = {5};
+  EXPECT_THROW(validate_set(dup, 3), Error);
+  EXPECT_THROW(validate_set(out, 3), Error);
+  std::mt19937_64 g(3);
+  EXPECT_NO_THROW(validate_set(random_subset(6, g), 6));
+}
