@@ -47,16 +47,17 @@ std::vector<Unit> make_units(const Trace& tr, const ReplayOptions& o) {
   return units;
 }
 
-// log sum_{j <= i} exp(logit_ij): the dense normaliser of query i.
-double dense_lse(const HeadView& hv, int i, std::vector<int>& keys, std::vector<double>& buf) {
+// Logits of query i over the whole prefix [0, i] into row; returns their log-sum-exp (the dense
+// normaliser), -inf when every logit is -inf.
+double prefix_logits(const HeadView& hv, int i, std::vector<int>& keys, std::vector<double>& row) {
   keys.resize(static_cast<size_t>(i) + 1);
   std::iota(keys.begin(), keys.end(), 0);
-  buf.resize(keys.size());
-  hv.logits(i, keys, buf);
-  const double m = *std::max_element(buf.begin(), buf.end());
+  row.resize(keys.size());
+  hv.logits(i, keys, row);
+  const double m = *std::max_element(row.begin(), row.end());
   if (!std::isfinite(m)) return m;
   double s = 0.0;
-  for (double x : buf) s += std::exp(x - m);
+  for (double x : row) s += std::exp(x - m);
   return m + std::log(s);
 }
 
@@ -90,16 +91,18 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
   std::vector<char> was(static_cast<size_t>(n), 0);  // membership of S_{i-1} ∪ {i}
   std::vector<int> prev;
   std::vector<int> keys;
-  std::vector<double> buf, lg, agg;
-  std::vector<std::vector<double>> probs(u.heads.size());
+  std::vector<double> lg, agg, lse(u.heads.size());
+  std::vector<std::vector<double>> probs(u.heads.size()), rows(u.heads.size());
   for (int i = 0; i < n; ++i) {
     const std::vector<int> att = policy->attended(i);
-    require(!att.empty(), "policy " + policy->name() + " attended no key at step " + std::to_string(i));
+    require(!att.empty() && att.front() >= 0 && att.back() <= i && std::is_sorted(att.begin(), att.end()),
+            "policy " + policy->name() + " returned an invalid attended set at step " + std::to_string(i));
     lg.resize(att.size());
     agg.assign(att.size(), o.gqa == GqaMode::KvMax ? -std::numeric_limits<double>::infinity() : 0.0);
     for (size_t x = 0; x < views.size(); ++x) {
       probs[x].resize(att.size());
-      views[x].logits(i, att, lg);
+      lse[x] = prefix_logits(views[x], i, keys, rows[x]);  // one pass serves both softmaxes
+      for (size_t t = 0; t < att.size(); ++t) lg[t] = rows[x][static_cast<size_t>(att[t])];
       softmax(lg, probs[x]);
       for (size_t t = 0; t < att.size(); ++t)
         agg[t] = o.gqa == GqaMode::KvMax ? std::max(agg[t], probs[x][t]) : agg[t] + probs[x][t];
@@ -129,9 +132,9 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
     for (size_t x = 0; x < views.size(); ++x) {
       StepRecord& rec = out[x].steps[static_cast<size_t>(i)];
       rec = base;
-      const double lse = dense_lse(views[x], i, keys, buf);
       double mass = 0.0;
-      for (int j : att) mass += std::isfinite(lse) ? std::exp(buf[static_cast<size_t>(j)] - lse) : 1.0 / (i + 1);
+      for (int j : att)
+        mass += std::isfinite(lse[x]) ? std::exp(rows[x][static_cast<size_t>(j)] - lse[x]) : 1.0 / (i + 1);
       rec.retained_mass = std::min(mass, 1.0);
       if (o.record_probs) rec.probs = probs[x];
       out[x].reentries += static_cast<long>(base.reentered.size());
