@@ -52,13 +52,37 @@ void BM_Replay(benchmark::State& st, const char* policy) {
 
 }  // namespace
 
-BENCHMARK(BM_Greedy<naive_greedy>)->Name("greedy/naive")->Args({1000, 10})->Args({1000, 50})->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Greedy<lazy_greedy>)->Name("greedy/lazy")->Args({1000, 10})->Args({1000, 50})->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Greedy<stochastic_greedy>)->Name("greedy/stochastic")->Args({1000, 10})->Args({1000, 50})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Greedy<naive_greedy>)
+    ->Name("greedy/naive")
+    ->Args({1000, 10})
+    ->Args({1000, 50})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Greedy<lazy_greedy>)
+    ->Name("greedy/lazy")
+    ->Args({1000, 10})
+    ->Args({1000, 50})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Greedy<stochastic_greedy>)
+    ->Name("greedy/stochastic")
+    ->Args({1000, 10})
+    ->Args({1000, 50})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MarginalGain)->Name("gain/facility-location")->Arg(16)->Arg(256);
 BENCHMARK_CAPTURE(BM_Replay, full, "full")->Name("replay/full")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Replay, h2o, "h2o")->Name("replay/h2o")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Replay, h2o_mask, "h2o-mask")->Name("replay/h2o-mask")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Replay, h2o_paper, "h2o-paper")->Name("replay/h2o-paper")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Replay, h2o_mask, "h2o-mask")
+    ->Name("replay/h2o-mask")
+    ->Arg(256)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Replay, h2o_paper, "h2o-paper")
+    ->Name("replay/h2o-paper")
+    ->Arg(256)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Replay, tova, "tova")->Name("replay/tova")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Replay, window, "window")->Name("replay/window")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Replay, window, "window")
+    ->Name("replay/window")
+    ->Arg(256)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond);

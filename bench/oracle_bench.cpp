@@ -46,6 +46,10 @@ void BM_TopK(benchmark::State& st) {
 
 }  // namespace
 
-BENCHMARK(BM_BranchAndBound)->Name("static/branch-and-bound-fl")->Args({40, 8})->Args({80, 10})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BranchAndBound)
+    ->Name("static/branch-and-bound-fl")
+    ->Args({40, 8})
+    ->Args({80, 10})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BruteForce)->Name("static/brute-force-fl")->Args({20, 5})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TopK)->Name("static/topk")->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);

@@ -83,9 +83,9 @@ Runner add_oracle(CLI::App& app, const Global& g) {
       AtomicFile f(a->out);
       for (size_t x = 0; x < heads.size(); ++x)
         for (const auto& s : results[x])
-          f.stream() << nlohmann::json{{"layer", heads[x].first}, {"head", heads[x].second}, {"step", s.step},
-                                       {"objective", a->objective}, {"value", s.sol.value}, {"upper", s.sol.upper},
-                                       {"exact", s.sol.exact}, {"method", s.sol.method}, {"set", s.sol.set}}
+          f.stream() << nlohmann::json{{"layer", heads[x].first},   {"head", heads[x].second}, {"step", s.step},
+                                       {"objective", a->objective}, {"value", s.sol.value},    {"upper", s.sol.upper},
+                                       {"exact", s.sol.exact},      {"method", s.sol.method},  {"set", s.sol.set}}
                             .dump()
                      << '\n';
       f.commit();

@@ -42,16 +42,21 @@ Runner add_replay(CLI::App& app, const Global& g) {
       for (const auto& h : r.heads)
         for (size_t i = 0; i < h.steps.size(); ++i) {
           const auto& s = h.steps[i];
-          nlohmann::json j = {{"layer", h.layer}, {"head", h.head}, {"step", i}, {"attended", s.attended},
-                              {"kept", s.kept}, {"evicted", s.evicted}, {"reentered", s.reentered},
+          nlohmann::json j = {{"layer", h.layer},
+                              {"head", h.head},
+                              {"step", i},
+                              {"attended", s.attended},
+                              {"kept", s.kept},
+                              {"evicted", s.evicted},
+                              {"reentered", s.reentered},
                               {"retained_mass", s.retained_mass}};
           if (a->probs) j["probs"] = s.probs;
           f.stream() << j.dump() << '\n';
         }
       f.commit();
     }
-    std::cout << "policy " << r.policy << " on " << a->trace << " (n = " << tr.n_tokens << ", budget "
-              << o.budget.str() << ", gqa " << to_string(r.gqa) << ")\n";
+    std::cout << "policy " << r.policy << " on " << a->trace << " (n = " << tr.n_tokens << ", budget " << o.budget.str()
+              << ", gqa " << to_string(r.gqa) << ")\n";
     struct Agg {
       int heads = 0;
       long evictions = 0, reentries = 0;

@@ -9,7 +9,8 @@
 namespace kvo::cli {
 
 Runner add_synth(CLI::App& app, const Global&) {
-  auto* cmd = app.add_subcommand("synth", "write a seeded synthetic heavy-hitter trace (Zipf importance, sinks, recency)");
+  auto* cmd =
+      app.add_subcommand("synth", "write a seeded synthetic heavy-hitter trace (Zipf importance, sinks, recency)");
   auto o = std::make_shared<SynthOptions>();
   auto out = std::make_shared<std::string>();
   auto dtype = std::make_shared<std::string>("f32");

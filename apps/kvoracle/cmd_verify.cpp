@@ -2,8 +2,8 @@
 // static greedy theorem check. Exit 1 when a theorem fails (a kvoracle bug); findings never fail.
 #include <cmath>
 #include <iostream>
-#include <numbers>
 #include <nlohmann/json.hpp>
+#include <numbers>
 
 #include "commands.hpp"
 #include "kvo/checks/greedy_vs_static.hpp"
@@ -51,8 +51,12 @@ Runner add_verify(CLI::App& app, const Global& g) {
       units += replay_units(tr, opts.back());
     }
     const double line = 1.0 - 1.0 / std::numbers::e;
-    nlohmann::json out = {{"trace", a->trace}, {"n", tr.n_tokens}, {"budget", opts.front().budget.str()},
-                          {"objective", "dense-acc[" + to_string(h) + "]"}, {"line", line}, {"policies", nlohmann::json::array()}};
+    nlohmann::json out = {{"trace", a->trace},
+                          {"n", tr.n_tokens},
+                          {"budget", opts.front().budget.str()},
+                          {"objective", "dense-acc[" + to_string(h) + "]"},
+                          {"line", line},
+                          {"policies", nlohmann::json::array()}};
     Table t({"policy", "heads", "steps", "rho min", "rho median", "rho mean", "below 1-1/e", "worst (layer,head,step)",
              "retained mass"});
     Progress bar("verify", units, !g.quiet);
@@ -75,11 +79,18 @@ Runner add_verify(CLI::App& app, const Global& g) {
         mass += hr.mean_retained_mass;
         if (hr.stats.steps > 0 && hr.stats.min <= mn) {
           mn = hr.stats.min;
-          worst = "(" + std::to_string(hr.layer) + "," + std::to_string(hr.head) + "," + std::to_string(hr.stats.worst_step) + ")";
+          worst = "(" + std::to_string(hr.layer) + "," + std::to_string(hr.head) + "," +
+                  std::to_string(hr.stats.worst_step) + ")";
         }
-        jh.push_back({{"layer", hr.layer}, {"head", hr.head}, {"k", hr.budget.total}, {"steps", hr.stats.steps},
-                      {"rho_min", hr.stats.min}, {"rho_median", hr.stats.median}, {"rho_mean", hr.stats.mean},
-                      {"worst_step", hr.stats.worst_step}, {"below_line", hr.stats.below_line},
+        jh.push_back({{"layer", hr.layer},
+                      {"head", hr.head},
+                      {"k", hr.budget.total},
+                      {"steps", hr.stats.steps},
+                      {"rho_min", hr.stats.min},
+                      {"rho_median", hr.stats.median},
+                      {"rho_mean", hr.stats.mean},
+                      {"worst_step", hr.stats.worst_step},
+                      {"below_line", hr.stats.below_line},
                       {"retained_mass", hr.mean_retained_mass}});
       }
       const double nh = static_cast<double>(gv.heads.size());
@@ -104,16 +115,25 @@ Runner add_verify(CLI::App& app, const Global& g) {
     for (const auto& s : theorem) {
       fails += s.holds ? 0 : 1;
       if (s.opt > 0) worst_ratio = std::min(worst_ratio, s.greedy / s.opt);
-      jt.push_back({{"layer", s.layer}, {"head", s.head}, {"step", s.step}, {"ground", s.ground}, {"k", s.k},
-                    {"greedy", s.greedy}, {"opt", s.opt}, {"bound", s.bound}, {"factor", s.factor},
-                    {"exact", s.exact}, {"holds", s.holds}});
+      jt.push_back({{"layer", s.layer},
+                    {"head", s.head},
+                    {"step", s.step},
+                    {"ground", s.ground},
+                    {"k", s.k},
+                    {"greedy", s.greedy},
+                    {"opt", s.opt},
+                    {"bound", s.bound},
+                    {"factor", s.factor},
+                    {"exact", s.exact},
+                    {"holds", s.holds}});
     }
     theorems_hold = fails == 0;
     out["theorem_static_greedy"] = jt;
-    std::cout << "\nTheorem (Nemhauser-Wolsey-Fisher; Leskovec a-posteriori bound): lazy greedy on facility location vs "
-                 "exact optimum at "
-              << theorem.size() << " sampled steps: worst greedy/OPT = " << fmt(worst_ratio)
-              << ", violations = " << fails << (theorems_hold ? "  [holds]" : "  [FAILS: bug in kvoracle]") << '\n';
+    std::cout
+        << "\nTheorem (Nemhauser-Wolsey-Fisher; Leskovec a-posteriori bound): lazy greedy on facility location vs "
+           "exact optimum at "
+        << theorem.size() << " sampled steps: worst greedy/OPT = " << fmt(worst_ratio) << ", violations = " << fails
+        << (theorems_hold ? "  [holds]" : "  [FAILS: bug in kvoracle]") << '\n';
     if (!a->json.empty()) {
       write_file_atomic(a->json, out.dump(2) + "\n");
       std::cout << "results: " << a->json << '\n';

@@ -11,7 +11,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "kvoracle 0.1.0");
   // Bad input: one line on stderr, no usage dump.
-  app.failure_message([](const CLI::App*, const CLI::Error& e) { return "kvoracle: error: " + std::string(e.what()) + "\n"; });
+  app.failure_message(
+      [](const CLI::App*, const CLI::Error& e) { return "kvoracle: error: " + std::string(e.what()) + "\n"; });
   kvo::cli::Global g;
   app.add_option("--threads,-j", g.threads, "worker threads (default: all cores)");
   app.add_flag("--quiet,-q", g.quiet, "no progress bar");

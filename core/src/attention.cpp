@@ -11,8 +11,7 @@
 namespace kvo {
 
 HeadView::HeadView(const Trace& trace, int layer, int head)
-    : trace_(&trace), layer_(layer), head_(head), n_(trace.n_tokens), d_(trace.head_dim),
-      scale_(trace.attn_scale) {
+    : trace_(&trace), layer_(layer), head_(head), n_(trace.n_tokens), d_(trace.head_dim), scale_(trace.attn_scale) {
   require(layer >= 0 && layer < trace.n_layers, "layer " + std::to_string(layer) + " is not in the trace");
   require(head >= 0 && head < trace.n_heads, "head " + std::to_string(head) + " is not in the trace");
   const size_t nd = static_cast<size_t>(n_) * d_;

@@ -56,8 +56,7 @@ Budget::Budget(Amount total, std::optional<Amount> recent) : total_(total), rece
 void Budget::add_override(const std::string& spec) {
   static const std::regex re(R"(L(\d+)(?:H(\d+))?=(.+))");
   std::smatch m;
-  require(std::regex_match(spec, m, re),
-          "budget override '" + spec + "' must look like L3=0.1 or L3H2=32");
+  require(std::regex_match(spec, m, re), "budget override '" + spec + "' must look like L3=0.1 or L3H2=32");
   const int layer = std::stoi(m[1].str());
   const Amount a = Amount::parse(m[3].str());
   if (m[2].matched)
@@ -75,8 +74,7 @@ ResolvedBudget Budget::resolve(int n, int layer, int head) const {
   if (auto it = head_.find({layer, head}); it != head_.end()) a = it->second;
   ResolvedBudget b;
   b.total = a.resolve(n);
-  require(b.total >= 1, "budget " + a.str() + " resolves to " + std::to_string(b.total) +
-                            " tokens; it must be >= 1");
+  require(b.total >= 1, "budget " + a.str() + " resolves to " + std::to_string(b.total) + " tokens; it must be >= 1");
   require(b.total <= n, "budget " + a.str() + " (" + std::to_string(b.total) +
                             " tokens) is larger than the sequence (" + std::to_string(n) + " tokens)");
   if (recent_) {
@@ -85,8 +83,8 @@ ResolvedBudget Budget::resolve(int n, int layer, int head) const {
   } else {
     b.recent = b.total / 2;
   }
-  require(b.recent <= b.total, "recent window " + std::to_string(b.recent) +
-                                   " is larger than the budget " + std::to_string(b.total));
+  require(b.recent <= b.total,
+          "recent window " + std::to_string(b.recent) + " is larger than the budget " + std::to_string(b.total));
   b.heavy = b.total - b.recent;
   return b;
 }

@@ -8,9 +8,12 @@ namespace kvo {
 
 double apply(Concave h, double z) {
   switch (h) {
-    case Concave::Identity: return z;
-    case Concave::Sqrt: return std::sqrt(1.0 + z) - 1.0;
-    case Concave::Log: return std::log1p(z);
+    case Concave::Identity:
+      return z;
+    case Concave::Sqrt:
+      return std::sqrt(1.0 + z) - 1.0;
+    case Concave::Log:
+      return std::log1p(z);
   }
   return z;
 }
@@ -24,9 +27,12 @@ Concave parse_concave(const std::string& name) {
 
 std::string to_string(Concave h) {
   switch (h) {
-    case Concave::Identity: return "id";
-    case Concave::Sqrt: return "sqrt";
-    case Concave::Log: return "log";
+    case Concave::Identity:
+      return "id";
+    case Concave::Sqrt:
+      return "sqrt";
+    case Concave::Log:
+      return "log";
   }
   return "?";
 }

@@ -13,9 +13,7 @@ FacilityLocation::FacilityLocation(Eigen::MatrixXd similarity) : s_(std::move(si
   nonnegative_ = s_.size() == 0 || s_.minCoeff() >= 0.0;
 }
 
-SetFnTraits FacilityLocation::traits() const {
-  return {"facility-location", nonnegative_, nonnegative_};
-}
+SetFnTraits FacilityLocation::traits() const { return {"facility-location", nonnegative_, nonnegative_}; }
 
 std::unique_ptr<Memo> FacilityLocation::empty_memo() const {
   auto m = std::make_unique<MaxMemo>();

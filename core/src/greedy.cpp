@@ -129,8 +129,8 @@ GreedyResult stochastic_greedy(const SetFunction& f, const GreedyOptions& opt) {
   GreedyResult r;
   if (k == 0) return finish(f, *memo, std::move(r), opt.budget);
   std::mt19937_64 rng(opt.seed);
-  const int sample = std::clamp(
-      static_cast<int>(std::ceil(static_cast<double>(n) / k * std::log(1.0 / opt.epsilon))), 1, n);
+  const int sample =
+      std::clamp(static_cast<int>(std::ceil(static_cast<double>(n) / k * std::log(1.0 / opt.epsilon))), 1, n);
   std::vector<int> rest(static_cast<size_t>(n));
   for (int j = 0; j < n; ++j) rest[j] = j;
   for (int t = 0; t < k && !rest.empty(); ++t) {

@@ -35,8 +35,6 @@ void ModularConcave::add(Memo& memo, int j) const {
   m.members.push_back(j);
 }
 
-double ModularConcave::value(const Memo& memo) const {
-  return apply(h_, static_cast<const SumMemo&>(memo).z);
-}
+double ModularConcave::value(const Memo& memo) const { return apply(h_, static_cast<const SumMemo&>(memo).z); }
 
 }  // namespace kvo

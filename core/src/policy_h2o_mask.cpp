@@ -40,9 +40,8 @@ void H2OMaskPolicy::observe(int i, std::span<const int> attended, std::span<cons
   std::vector<int> pool(static_cast<size_t>(length - r));
   std::iota(pool.begin(), pool.end(), 0);
   const size_t take = std::min(pool.size(), static_cast<size_t>(h));
-  std::partial_sort(pool.begin(), pool.begin() + static_cast<long>(take), pool.end(), [&](int a, int b) {
-    return score_[a] > score_[b] || (score_[a] == score_[b] && a > b);
-  });
+  std::partial_sort(pool.begin(), pool.begin() + static_cast<long>(take), pool.end(),
+                    [&](int a, int b) { return score_[a] > score_[b] || (score_[a] == score_[b] && a > b); });
   std::vector<char> keep(static_cast<size_t>(length) + 1, 0);
   for (size_t t = 0; t < take; ++t) keep[pool[t]] = 1;
   for (int j = length + 1 - r; j <= length; ++j) keep[j] = 1;  // last r of the next length+1

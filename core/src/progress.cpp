@@ -7,8 +7,11 @@
 namespace kvo {
 
 Progress::Progress(std::string label, long total, bool enabled)
-    : label_(std::move(label)), total_(total), enabled_(enabled && isatty(STDERR_FILENO) != 0),
-      start_(std::chrono::steady_clock::now()), last_(start_) {}
+    : label_(std::move(label)),
+      total_(total),
+      enabled_(enabled && isatty(STDERR_FILENO) != 0),
+      start_(std::chrono::steady_clock::now()),
+      last_(start_) {}
 
 Progress::~Progress() { finish(); }
 

@@ -14,8 +14,8 @@ namespace {
 
 struct Unit {
   int layer;
-  int budget_head;           // index used for per-head budget overrides
-  std::vector<int> heads;    // query heads sharing the cache
+  int budget_head;         // index used for per-head budget overrides
+  std::vector<int> heads;  // query heads sharing the cache
 };
 
 std::vector<int> chosen_layers(const Trace& tr, const ReplayOptions& o) {
@@ -25,8 +25,8 @@ std::vector<int> chosen_layers(const Trace& tr, const ReplayOptions& o) {
     return all;
   }
   for (int l : o.layers)
-    require(l >= 0 && l < tr.n_layers, "layer " + std::to_string(l) + " is not in the trace (it has " +
-                                           std::to_string(tr.n_layers) + ")");
+    require(l >= 0 && l < tr.n_layers,
+            "layer " + std::to_string(l) + " is not in the trace (it has " + std::to_string(tr.n_layers) + ")");
   return o.layers;
 }
 
@@ -161,9 +161,12 @@ GqaMode parse_gqa(const std::string& name) {
 
 std::string to_string(GqaMode m) {
   switch (m) {
-    case GqaMode::PerQueryHead: return "query";
-    case GqaMode::KvMean: return "kv-mean";
-    case GqaMode::KvMax: return "kv-max";
+    case GqaMode::PerQueryHead:
+      return "query";
+    case GqaMode::KvMean:
+      return "kv-mean";
+    case GqaMode::KvMax:
+      return "kv-max";
   }
   return "?";
 }
@@ -194,8 +197,9 @@ ReplayResult replay(const Trace& trace, const ReplayOptions& o) {
   r.gqa = o.gqa;
   for (auto& v : per_unit)
     for (auto& h : v) r.heads.push_back(std::move(h));
-  std::sort(r.heads.begin(), r.heads.end(),
-            [](const HeadReplay& a, const HeadReplay& b) { return std::tie(a.layer, a.head) < std::tie(b.layer, b.head); });
+  std::sort(r.heads.begin(), r.heads.end(), [](const HeadReplay& a, const HeadReplay& b) {
+    return std::tie(a.layer, a.head) < std::tie(b.layer, b.head);
+  });
   return r;
 }
 

@@ -36,22 +36,34 @@ DType parse_dtype(const std::string& s, const std::string& tensor) {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::F32: case DType::I32: return 4;
-    case DType::F16: case DType::BF16: return 2;
-    case DType::I64: return 8;
-    case DType::U8: return 1;
+    case DType::F32:
+    case DType::I32:
+      return 4;
+    case DType::F16:
+    case DType::BF16:
+      return 2;
+    case DType::I64:
+      return 8;
+    case DType::U8:
+      return 1;
   }
   return 1;
 }
 
 std::string dtype_name(DType t) {
   switch (t) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::I32: return "I32";
-    case DType::I64: return "I64";
-    case DType::U8: return "U8";
+    case DType::F32:
+      return "F32";
+    case DType::F16:
+      return "F16";
+    case DType::BF16:
+      return "BF16";
+    case DType::I32:
+      return "I32";
+    case DType::I64:
+      return "I64";
+    case DType::U8:
+      return "U8";
   }
   return "?";
 }
@@ -88,7 +100,7 @@ std::uint16_t float_to_half(float f) {
     return static_cast<std::uint16_t>(sign | m);
   }
   int e;
-  const float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  const float m = std::frexp(a, &e);                                          // a = m * 2^e, m in [0.5, 1)
   auto mant = static_cast<std::uint32_t>(std::nearbyint(std::ldexp(m, 11)));  // 11 bits incl. hidden
   if (mant == 2048u) {
     mant = 1024u;
@@ -167,12 +179,11 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       require(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() && off[1].is_number_unsigned(),
               where + " has data_offsets that are not two non-negative integers");
       const auto b = off[0].get<std::uint64_t>(), e = off[1].get<std::uint64_t>();
-      require(b <= e && e <= data_size, where + " has data_offsets [" + std::to_string(b) + ", " +
-                                            std::to_string(e) + "] outside the data section (" +
-                                            std::to_string(data_size) + " bytes)");
-      require(e - b == numel * dtype_size(t.dtype),
-              where + " holds " + std::to_string(e - b) + " bytes but its shape and dtype need " +
-                  std::to_string(numel * dtype_size(t.dtype)));
+      require(b <= e && e <= data_size, where + " has data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
+                                            "] outside the data section (" + std::to_string(data_size) + " bytes)");
+      require(e - b == numel * dtype_size(t.dtype), where + " holds " + std::to_string(e - b) +
+                                                        " bytes but its shape and dtype need " +
+                                                        std::to_string(numel * dtype_size(t.dtype)));
       t.begin = static_cast<size_t>(b);
       t.end = static_cast<size_t>(e);
       tensors_.push_back(std::move(t));

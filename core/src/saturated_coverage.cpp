@@ -11,16 +11,13 @@ struct CoverMemo final : Memo {
 };
 }  // namespace
 
-SaturatedCoverage::SaturatedCoverage(Eigen::MatrixXd similarity, double alpha)
-    : s_(std::move(similarity)) {
+SaturatedCoverage::SaturatedCoverage(Eigen::MatrixXd similarity, double alpha) : s_(std::move(similarity)) {
   require(alpha > 0.0, "saturated coverage needs alpha > 0");
   cap_ = alpha * s_.rowwise().sum();
   nonnegative_ = s_.size() == 0 || s_.minCoeff() >= 0.0;
 }
 
-SetFnTraits SaturatedCoverage::traits() const {
-  return {"saturated-coverage", nonnegative_, nonnegative_};
-}
+SetFnTraits SaturatedCoverage::traits() const { return {"saturated-coverage", nonnegative_, nonnegative_}; }
 
 std::unique_ptr<Memo> SaturatedCoverage::empty_memo() const {
   auto m = std::make_unique<CoverMemo>();

@@ -15,8 +15,8 @@ double SetFunction::evaluate(std::span<const int> set) const {
 void validate_set(std::span<const int> set, int n) {
   std::vector<char> seen(static_cast<size_t>(n), 0);
   for (int j : set) {
-    require(j >= 0 && j < n, "set element " + std::to_string(j) + " is outside the ground set of size " +
-                                 std::to_string(n));
+    require(j >= 0 && j < n,
+            "set element " + std::to_string(j) + " is outside the ground set of size " + std::to_string(n));
     require(!seen[j], "set element " + std::to_string(j) + " appears twice");
     seen[j] = 1;
   }

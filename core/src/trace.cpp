@@ -7,20 +7,18 @@
 namespace kvo {
 namespace {
 
-void check_tensor(const std::vector<float>& t, const char* name, int layer, int heads, int rows,
-                  int cols) {
+void check_tensor(const std::vector<float>& t, const char* name, int layer, int heads, int rows, int cols) {
   if (t.empty()) return;
   const size_t want = static_cast<size_t>(heads) * rows * cols;
-  require(t.size() == want, std::string("layer ") + std::to_string(layer) + " tensor " + name +
-                                " holds " + std::to_string(t.size()) + " values, expected " +
-                                std::to_string(want));
+  require(t.size() == want, std::string("layer ") + std::to_string(layer) + " tensor " + name + " holds " +
+                                std::to_string(t.size()) + " values, expected " + std::to_string(want));
   for (size_t x = 0; x < t.size(); ++x) {
     if (!std::isfinite(t[x])) {
       const size_t per_head = static_cast<size_t>(rows) * cols;
       const size_t head = x / per_head;
       const size_t pos = (x % per_head) / static_cast<size_t>(cols);
-      throw Error(std::string("non-finite value in ") + name + " at layer " + std::to_string(layer) +
-                  ", head " + std::to_string(head) + ", position " + std::to_string(pos));
+      throw Error(std::string("non-finite value in ") + name + " at layer " + std::to_string(layer) + ", head " +
+                  std::to_string(head) + ", position " + std::to_string(pos));
     }
   }
 }
@@ -39,8 +37,7 @@ void Trace::validate() const {
   require(n_layers >= 1, "trace has no layers");
   require(n_tokens >= 1, "trace has no tokens");
   require(n_heads >= 1 && n_kv_heads >= 1, "trace has no heads");
-  require(n_heads % n_kv_heads == 0, "query heads (" + std::to_string(n_heads) +
-                                         ") are not a multiple of KV heads (" +
+  require(n_heads % n_kv_heads == 0, "query heads (" + std::to_string(n_heads) + ") are not a multiple of KV heads (" +
                                          std::to_string(n_kv_heads) + ")");
   require(std::isfinite(attn_scale) && attn_scale > 0, "trace attention scale must be finite and > 0");
   require(prompt_len >= 0 && prompt_len <= n_tokens, "trace prompt length is outside [0, n]");

@@ -16,14 +16,14 @@ double meta_number(const std::map<std::string, std::string>& m, const std::strin
   if (it == m.end()) return fallback;
   char* end = nullptr;
   const double v = std::strtod(it->second.c_str(), &end);
-  require(!it->second.empty() && *end == '\0', "'" + path + "': metadata " + key + " = '" + it->second +
-                                                   "' is not a number");
+  require(!it->second.empty() && *end == '\0',
+          "'" + path + "': metadata " + key + " = '" + it->second + "' is not a number");
   return v;
 }
 
 void expect_rank3(const TensorInfo& t, const std::string& path) {
-  require(t.shape.size() == 3, "'" + path + "': tensor '" + t.name + "' must have 3 dimensions, has " +
-                                   std::to_string(t.shape.size()));
+  require(t.shape.size() == 3,
+          "'" + path + "': tensor '" + t.name + "' must have 3 dimensions, has " + std::to_string(t.shape.size()));
 }
 
 }  // namespace

@@ -109,8 +109,9 @@ StaticSolution solve_branch_and_bound(const SetFunction& f, int k, const BranchA
       }
     if (local.empty()) return;
     const size_t take = std::min(local.size(), static_cast<size_t>(kk - size));
-    std::partial_sort(local.begin(), local.begin() + static_cast<long>(take), local.end(),
-                      [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+    std::partial_sort(local.begin(), local.begin() + static_cast<long>(take), local.end(), [](auto& a, auto& b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
     double bound = fs;
     for (size_t t = 0; t < take; ++t) bound += local[t].first;
     if (bound <= best.value + opt.tolerance * std::max(1.0, std::fabs(best.value))) return;

@@ -47,8 +47,8 @@ std::vector<StaticGreedySample> static_greedy_check(const Trace& trace, const Re
       smp.factor = nwf_factor(k);
       smp.exact = opt.exact;
       const double tol = 1e-9 * std::max(1.0, std::fabs(opt.value));
-      smp.holds = gr.value >= smp.factor * opt.value - tol && gr.upper_bound >= opt.value - tol &&
-                  opt.value >= gr.value - tol;
+      smp.holds =
+          gr.value >= smp.factor * opt.value - tol && gr.upper_bound >= opt.value - tol && opt.value >= gr.value - tol;
       per_head[x].push_back(smp);
     }
   });

@@ -4,10 +4,10 @@
 
 #include <random>
 
+#include "kvo/core/attention.hpp"
 #include "kvo/core/greedy_evictor.hpp"
 #include "kvo/core/policy_factory.hpp"
 #include "kvo/core/replay.hpp"
-#include "kvo/core/attention.hpp"
 #include "test_support.hpp"
 
 using namespace kvo;

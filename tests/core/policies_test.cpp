@@ -20,7 +20,8 @@ ReplayResult run(const Trace& tr, const std::string& policy, const std::string& 
                  int prompt = 0, bool probs = false, GqaMode gqa = GqaMode::PerQueryHead, std::uint64_t seed = 0) {
   ReplayOptions o;
   o.policy.name = policy;
-  o.budget = recent.empty() ? Budget(Amount::parse(budget)) : Budget(Amount::parse(budget), Amount::parse(recent, true));
+  o.budget =
+      recent.empty() ? Budget(Amount::parse(budget)) : Budget(Amount::parse(budget), Amount::parse(recent, true));
   o.prompt_len = prompt;
   o.record_probs = probs;
   o.gqa = gqa;

@@ -71,7 +71,8 @@ TEST(TraceIO, RoundTripF16IsWithinHalfPrecision) {
   const auto p = tmp("rt16.safetensors");
   write_trace(p.string(), tr, DType::F16);
   const Trace back = read_trace(p.string());
-  for (size_t x = 0; x < tr.q[0].size(); ++x) EXPECT_NEAR(back.q[0][x], tr.q[0][x], 2e-3 * std::fabs(tr.q[0][x]) + 1e-7);
+  for (size_t x = 0; x < tr.q[0].size(); ++x)
+    EXPECT_NEAR(back.q[0][x], tr.q[0][x], 2e-3 * std::fabs(tr.q[0][x]) + 1e-7);
 }
 
 TEST(TraceIO, HalfConversionsAreExactOnRepresentableValues) {
@@ -106,17 +107,26 @@ TEST(TraceIO, BrokenFilesGiveOneClearError) {
       {"hlen", "{}", "", 1000, "exceeds the file size"},
       {"json", "{not json", "", -1, "not valid JSON"},
       {"array", "[1,2]", "", -1, "not a JSON object"},
-      {"format", R"({"layers.0.q":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", four, -1, "not a kvoracle trace"},
+      {"format", R"({"layers.0.q":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", four, -1,
+       "not a kvoracle trace"},
       {"version", R"({"__metadata__":{"format":"kvoracle-trace","format_version":"9"}})", "", -1, "version '9'"},
-      {"dtype", "{" + kMeta + R"(,"layers.0.q":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})", four, -1, "unsupported dtype 'C64'"},
-      {"range", "{" + kMeta + R"(,"layers.0.q":{"dtype":"F32","shape":[1,1,2],"data_offsets":[0,800]}})", four, -1, "outside the data section"},
-      {"size", "{" + kMeta + R"(,"layers.0.q":{"dtype":"F32","shape":[1,1,3],"data_offsets":[0,8]}})", four, -1, "need 12"},
-      {"overlap", "{" + kMeta + "," + q + R"(,"layers.0.k":{"dtype":"F32","shape":[1,1,2],"data_offsets":[4,12]}})", four, -1, "overlap"},
-      {"negative", "{" + kMeta + R"(,"layers.0.q":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", four, -1, "negative"},
-      {"rank", "{" + kMeta + R"(,"layers.0.q":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})", four, -1, "3 dimensions"},
+      {"dtype", "{" + kMeta + R"(,"layers.0.q":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})", four, -1,
+       "unsupported dtype 'C64'"},
+      {"range", "{" + kMeta + R"(,"layers.0.q":{"dtype":"F32","shape":[1,1,2],"data_offsets":[0,800]}})", four, -1,
+       "outside the data section"},
+      {"size", "{" + kMeta + R"(,"layers.0.q":{"dtype":"F32","shape":[1,1,3],"data_offsets":[0,8]}})", four, -1,
+       "need 12"},
+      {"overlap", "{" + kMeta + "," + q + R"(,"layers.0.k":{"dtype":"F32","shape":[1,1,2],"data_offsets":[4,12]}})",
+       four, -1, "overlap"},
+      {"negative", "{" + kMeta + R"(,"layers.0.q":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", four, -1,
+       "negative"},
+      {"rank", "{" + kMeta + R"(,"layers.0.q":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})", four, -1,
+       "3 dimensions"},
       {"onlyq", "{" + kMeta + "," + q + "}", four, -1, "only one of q and k"},
-      {"gap", "{" + kMeta + R"(,"layers.1.attn":{"dtype":"F32","shape":[1,1,1],"data_offsets":[0,4]}})", four, -1, "without gaps"},
-      {"stranger", "{" + kMeta + "," + q + "," + k + R"(,"weights":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}})", four, -1, "unexpected tensor"},
+      {"gap", "{" + kMeta + R"(,"layers.1.attn":{"dtype":"F32","shape":[1,1,1],"data_offsets":[0,4]}})", four, -1,
+       "without gaps"},
+      {"stranger", "{" + kMeta + "," + q + "," + k + R"(,"weights":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}})",
+       four, -1, "unexpected tensor"},
   };
   for (const auto& c : cases) {
     const auto p = tmp(c.name + ".safetensors");

@@ -55,12 +55,17 @@ inline std::unique_ptr<SetFunction> random_function(Family fam, int n, std::mt19
   std::vector<double> w(static_cast<size_t>(n));
   for (auto& x : w) x = E(g);
   switch (fam) {
-    case Family::Modular: return std::make_unique<ModularConcave>(w, Concave::Identity);
-    case Family::Sqrt: return std::make_unique<ModularConcave>(w, Concave::Sqrt);
-    case Family::Log: return std::make_unique<ModularConcave>(w, Concave::Log);
-    case Family::FacilityLocation: return std::make_unique<FacilityLocation>(sim(1 + static_cast<int>(g() % 6)));
+    case Family::Modular:
+      return std::make_unique<ModularConcave>(w, Concave::Identity);
+    case Family::Sqrt:
+      return std::make_unique<ModularConcave>(w, Concave::Sqrt);
+    case Family::Log:
+      return std::make_unique<ModularConcave>(w, Concave::Log);
+    case Family::FacilityLocation:
+      return std::make_unique<FacilityLocation>(sim(1 + static_cast<int>(g() % 6)));
     case Family::SaturatedCoverage:
-      return std::make_unique<SaturatedCoverage>(sim(1 + static_cast<int>(g() % 6)), 0.2 + 0.6 * static_cast<double>(g() % 100) / 100.0);
+      return std::make_unique<SaturatedCoverage>(sim(1 + static_cast<int>(g() % 6)),
+                                                 0.2 + 0.6 * static_cast<double>(g() % 100) / 100.0);
   }
   return nullptr;
 }

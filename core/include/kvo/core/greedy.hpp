@@ -11,10 +11,10 @@
 namespace kvo {
 
 struct GreedyOptions {
-  int budget = 1;                   // k
+  int budget = 1;                    // k
   bool stop_if_nonpositive = false;  // stop early when the best gain is <= 0 (non-monotone f)
-  double epsilon = 0.1;             // stochastic greedy: sample (n/k) ln(1/epsilon) per pick
-  std::uint64_t seed = 0;           // stochastic greedy only
+  double epsilon = 0.1;              // stochastic greedy: sample (n/k) ln(1/epsilon) per pick
+  std::uint64_t seed = 0;            // stochastic greedy only
 };
 
 struct GreedyResult {

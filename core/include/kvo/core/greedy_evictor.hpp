@@ -14,9 +14,9 @@ namespace kvo {
 // What an objective sees when it builds F_i over the ground set G (indices into `ground`).
 struct EvictionState {
   int step = 0;
-  std::span<const int> ground;           // G_i, ascending token positions
-  const std::vector<double>* accumulated; // õ_i by token: renormalised attention summed over full steps
-  const std::vector<double>* current;     // p_i by token: this step's renormalised attention (0 if unseen)
+  std::span<const int> ground;             // G_i, ascending token positions
+  const std::vector<double>* accumulated;  // õ_i by token: renormalised attention summed over full steps
+  const std::vector<double>* current;      // p_i by token: this step's renormalised attention (0 if unseen)
   const PolicySetup* setup = nullptr;
 };
 

@@ -73,7 +73,7 @@ class ScissorhandsPolicy final : public NestedPolicy {
 
  private:
   int history_;
-  std::vector<int> marks_;                // unimportant marks in the history, by token
+  std::vector<int> marks_;               // unimportant marks in the history, by token
   std::deque<std::vector<int>> window_;  // tokens marked at each of the last `history` steps
 };
 

@@ -17,10 +17,10 @@ namespace kvo {
 class HeadView;
 
 struct PolicySetup {
-  int n = 0;                // sequence length
-  ResolvedBudget budget;    // total = heavy + recent
-  int prompt_len = 0;       // steps i < prompt_len attend the whole prefix (prefill)
-  std::uint64_t seed = 0;   // for randomised policies
+  int n = 0;               // sequence length
+  ResolvedBudget budget;   // total = heavy + recent
+  int prompt_len = 0;      // steps i < prompt_len attend the whole prefix (prefill)
+  std::uint64_t seed = 0;  // for randomised policies
   // Dense causal attention of the unit (mean over its query heads); set only when the policy
   // says needs_dense(). Objective-driven policies read rows <= i at step i (no look-ahead).
   const Eigen::MatrixXd* dense = nullptr;

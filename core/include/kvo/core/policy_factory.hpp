@@ -12,9 +12,9 @@ namespace kvo {
 
 struct PolicySpec {
   std::string name = "h2o";
-  int sinks = 4;             // streaming: attention sinks kept forever
-  int history = 32;          // scissorhands: steps of history
-  ObjectiveSpec objective;   // greedy: the set function F_i; h2o-paper: its h
+  int sinks = 4;            // streaming: attention sinks kept forever
+  int history = 32;         // scissorhands: steps of history
+  ObjectiveSpec objective;  // greedy: the set function F_i; h2o-paper: its h
 };
 
 struct PolicyInfo {

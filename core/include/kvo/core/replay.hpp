@@ -29,7 +29,7 @@ struct ReplayOptions {
   std::vector<int> layers;  // empty: all layers
   bool record_sets = true;  // keep attended / kept sets per step
   bool record_probs = false;
-  int threads = 0;          // <= 0: all cores
+  int threads = 0;                     // <= 0: all cores
   std::function<void()> on_unit_done;  // progress hook (called from worker threads)
 };
 

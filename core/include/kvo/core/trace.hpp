@@ -10,10 +10,10 @@ namespace kvo {
 
 struct Trace {
   int n_layers = 0;
-  int n_heads = 0;     // query heads H
-  int n_kv_heads = 0;  // KV heads H_kv; H is a multiple of H_kv (grouped-query attention)
-  int n_tokens = 0;    // n
-  int head_dim = 0;    // d (0 when the trace holds dense attention only)
+  int n_heads = 0;          // query heads H
+  int n_kv_heads = 0;       // KV heads H_kv; H is a multiple of H_kv (grouped-query attention)
+  int n_tokens = 0;         // n
+  int head_dim = 0;         // d (0 when the trace holds dense attention only)
   double attn_scale = 1.0;  // logits = attn_scale * q_i . k_j
   int prompt_len = 0;
   std::map<std::string, std::string> metadata;  // free-form provenance (model, text source, ...)

@@ -11,12 +11,12 @@
 namespace kvo {
 
 struct RatioStats {
-  int steps = 0;          // steps with a cache under budget pressure (i >= max(k, P - 1))
+  int steps = 0;  // steps with a cache under budget pressure (i >= max(k, P - 1))
   double min = 1.0;
   double median = 1.0;
   double mean = 1.0;
   int worst_step = -1;
-  int below_line = 0;     // steps with rho < 1 - 1/e
+  int below_line = 0;  // steps with rho < 1 - 1/e
 };
 RatioStats summarize_ratios(const std::vector<double>& rho, int first_step);
 

@@ -18,10 +18,10 @@ struct StaticGreedySample {
 };
 
 struct StaticGreedyOptions {
-  int budget = 8;             // k of the static problem
-  int window = 16;            // client queries
-  int samples_per_head = 4;   // evenly spaced steps
-  int max_ground = 48;        // candidates: the most recent attended keys, at most this many
+  int budget = 8;            // k of the static problem
+  int window = 16;           // client queries
+  int samples_per_head = 4;  // evenly spaced steps
+  int max_ground = 48;       // candidates: the most recent attended keys, at most this many
   int threads = 0;
 };
 
