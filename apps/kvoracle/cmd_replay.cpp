@@ -49,7 +49,8 @@ Runner add_replay(CLI::App& app, const Global& g) {
                               {"kept", s.kept},
                               {"evicted", s.evicted},
                               {"reentered", s.reentered},
-                              {"retained_mass", s.retained_mass}};
+                              {"retained_mass", s.retained_mass},
+                              {"accumulated", s.accumulated}};
           if (a->probs) j["probs"] = s.probs;
           f.stream() << j.dump() << '\n';
         }

@@ -93,6 +93,7 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
   std::vector<int> keys;
   std::vector<double> lg, agg, lse(u.heads.size());
   std::vector<std::vector<double>> probs(u.heads.size()), rows(u.heads.size());
+  std::vector<std::vector<double>> dense_acc(u.heads.size(), std::vector<double>(static_cast<size_t>(n), 0.0));
   for (int i = 0; i < n; ++i) {
     const std::vector<int> att = policy->attended(i);
     require(!att.empty() && att.front() >= 0 && att.back() <= i && std::is_sorted(att.begin(), att.end()),
@@ -102,6 +103,8 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
     for (size_t x = 0; x < views.size(); ++x) {
       probs[x].resize(att.size());
       lse[x] = prefix_logits(views[x], i, keys, rows[x]);  // one pass serves both softmaxes
+      for (int j = 0; j <= i; ++j)
+        dense_acc[x][j] += std::isfinite(lse[x]) ? std::exp(rows[x][j] - lse[x]) : 1.0 / (i + 1);
       for (size_t t = 0; t < att.size(); ++t) lg[t] = rows[x][static_cast<size_t>(att[t])];
       softmax(lg, probs[x]);
       for (size_t t = 0; t < att.size(); ++t)
@@ -136,6 +139,7 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
       for (int j : att)
         mass += std::isfinite(lse[x]) ? std::exp(rows[x][static_cast<size_t>(j)] - lse[x]) : 1.0 / (i + 1);
       rec.retained_mass = std::min(mass, 1.0);
+      for (int j : kept) rec.accumulated += dense_acc[x][j];
       if (o.record_probs) rec.probs = probs[x];
       out[x].reentries += static_cast<long>(base.reentered.size());
       out[x].evictions += static_cast<long>(base.evicted.size());

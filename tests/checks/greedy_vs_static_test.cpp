@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "kvo/checks/static_greedy_check.hpp"
+#include "kvo/core/attention.hpp"
 #include "kvo/core/synth.hpp"
 #include "test_support.hpp"
 
@@ -41,6 +42,20 @@ TEST(GreedyVsStatic, WindowMissesAConstructedHeavyHitter) {
   EXPECT_LT(w.heads[0].stats.min, 0.2);
   EXPECT_GT(w.heads[0].stats.below_line, 0);
   EXPECT_GT(h.heads[0].stats.min, 0.9);  // H2O keeps the heavy hitter
+}
+
+// The replay's recorded objective A equals f(S_i) as the check recomputes it.
+TEST(GreedyVsStatic, ReplayRecordsTheAccumulatedObjective) {
+  const Trace tr = random_trace(1, 2, 1, 40, 8, 63);
+  const auto r = run(tr, "h2o", "6");
+  const auto g = greedy_vs_static(tr, r, Concave::Identity, 0);
+  const Eigen::MatrixXd a = dense_attention(HeadView(tr, 0, 1));
+  for (int i = 0; i < 40; ++i) {
+    double want = 0;
+    for (int j : r.heads[1].steps[i].kept) want += a.col(j).segment(j, i - j + 1).sum();
+    EXPECT_NEAR(r.heads[1].steps[i].accumulated, want, 1e-10);
+    EXPECT_LE(g.heads[1].rho[i], 1.0 + 1e-12);
+  }
 }
 
 TEST(GreedyVsStatic, SummaryStatistics) {

@@ -39,7 +39,8 @@ struct StepRecord {
   std::vector<int> evicted;    // (S_{i-1} ∪ {i}) \ S_i
   std::vector<int> reentered;  // S_i \ (S_{i-1} ∪ {i}): only non-nested policies
   std::vector<double> probs;   // this head's renormalised probabilities over attended (if recorded)
-  double retained_mass = 0.0;  // sum over attended of the dense attention a_{i,j}
+  double retained_mass = 0.0;  // objective M: sum over attended of the dense attention a_{i,j}
+  double accumulated = 0.0;    // objective A (h = id): sum over kept of A_i(j) = sum_{r=j..i} a_{r,j}
 };
 
 struct HeadReplay {
