@@ -1,5 +1,6 @@
 // kvoracle verify: greedy eviction against the static optimum per step on each head, plus the
 // static greedy theorem check. Exit 1 when a theorem fails (a kvoracle bug); findings never fail.
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include "commands.hpp"
 #include "kvo/checks/greedy_vs_static.hpp"
 #include "kvo/checks/static_greedy_check.hpp"
+#include "kvo/checks/svg_plot.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/progress.hpp"
@@ -20,7 +22,7 @@ namespace kvo::cli {
 Runner add_verify(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand("verify", "check greedy eviction against the static optimum on a trace");
   struct Args {
-    std::string trace, policies = "h2o,h2o-paper,tova,scissorhands,streaming,window,random", json;
+    std::string trace, policies = "h2o,h2o-paper,tova,scissorhands,streaming,window,random", json, plot;
     std::string objective_h = "id";
     BudgetArgs budget;
     PolicyArgs params;
@@ -33,6 +35,7 @@ Runner add_verify(CLI::App& app, const Global& g) {
   cmd->add_option("--objective-h", a->objective_h, "h of the dense accumulated objective: id, sqrt, log")
       ->capture_default_str();
   cmd->add_option("--json", a->json, "write the results as JSON");
+  cmd->add_option("--plot", a->plot, "write an SVG plot of the median ratio per step against the 1-1/e line");
   cmd->add_option("--theorem-samples", a->sg.samples_per_head, "static greedy theorem check: steps per head")
       ->capture_default_str();
   cmd->add_option("--theorem-budget", a->sg.budget, "static greedy theorem check: k")->capture_default_str();
@@ -60,6 +63,12 @@ Runner add_verify(CLI::App& app, const Global& g) {
     Table t({"policy", "heads", "steps", "rho min", "rho median", "rho mean", "below 1-1/e", "worst (layer,head,step)",
              "retained mass"});
     Progress bar("verify", units, !g.quiet);
+    LinePlot plot;
+    plot.title = "median over heads of rho_i = f(S_i) / OPT_i (dense accumulated attention), budget " +
+                 opts.front().budget.str();
+    plot.x_label = "step i";
+    plot.y_label = "rho_i";
+    plot.lines.push_back({"1 - 1/e", line});
     bool theorems_hold = true;
     std::vector<StaticGreedySample> theorem;
     for (size_t x = 0; x < names.size(); ++x) {
@@ -94,6 +103,15 @@ Runner add_verify(CLI::App& app, const Global& g) {
                       {"retained_mass", hr.mean_retained_mass}});
       }
       const double nh = static_cast<double>(gv.heads.size());
+      PlotSeries ser{r.policy, {}, {}, false};
+      std::vector<double> col(gv.heads.size());
+      for (int i = 0; i < tr.n_tokens; ++i) {
+        for (size_t hh = 0; hh < gv.heads.size(); ++hh) col[hh] = gv.heads[hh].rho[static_cast<size_t>(i)];
+        std::nth_element(col.begin(), col.begin() + static_cast<long>(col.size() / 2), col.end());
+        ser.x.push_back(i);
+        ser.y.push_back(col[col.size() / 2]);
+      }
+      plot.series.push_back(std::move(ser));
       t.row({r.policy, std::to_string(gv.heads.size()), std::to_string(steps), fmt(mn), fmt(med_sum / nh),
              fmt(mean_sum / nh), std::to_string(below), worst, fmt(mass / nh)});
       out["policies"].push_back({{"policy", r.policy}, {"nested", r.nested}, {"heads", jh}});
@@ -134,6 +152,10 @@ Runner add_verify(CLI::App& app, const Global& g) {
            "exact optimum at "
         << theorem.size() << " sampled steps: worst greedy/OPT = " << fmt(worst_ratio) << ", violations = " << fails
         << (theorems_hold ? "  [holds]" : "  [FAILS: bug in kvoracle]") << '\n';
+    if (!a->plot.empty()) {
+      write_file_atomic(a->plot, plot.svg());
+      std::cout << "plot: " << a->plot << '\n';
+    }
     if (!a->json.empty()) {
       write_file_atomic(a->json, out.dump(2) + "\n");
       std::cout << "results: " << a->json << '\n';

@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "kvo/checks/static_greedy_check.hpp"
+#include "kvo/checks/svg_plot.hpp"
 #include "kvo/core/attention.hpp"
 #include "kvo/core/synth.hpp"
 #include "test_support.hpp"
@@ -82,4 +83,20 @@ TEST(StaticGreedyCheck, HoldsOnASyntheticTrace) {
     EXPECT_TRUE(s.exact);
     EXPECT_GE(s.greedy, s.factor * s.opt - 1e-9);
   }
+}
+
+TEST(SvgPlot, DrawsEverySeriesReferenceLineAndLegend) {
+  LinePlot p;
+  p.title = "a < b";
+  p.series.push_back({"one", {0, 1, 2}, {0.5, 0.7, 2.0}, false});
+  p.series.push_back({"two", {0, 2}, {0.1, 0.2}, true});
+  p.lines.push_back({"1 - 1/e", 1.0 - 1.0 / std::numbers::e});
+  const std::string svg = p.svg();
+  size_t polylines = 0;
+  for (size_t at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1)) ++polylines;
+  EXPECT_EQ(polylines, 2u);
+  EXPECT_NE(svg.find("a &lt; b"), std::string::npos);  // escaped title
+  EXPECT_NE(svg.find(">two<"), std::string::npos);
+  EXPECT_NE(svg.find("1 - 1/e"), std::string::npos);
+  EXPECT_EQ(svg.rfind("</svg>"), svg.size() - 7);
 }

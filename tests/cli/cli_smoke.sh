@@ -8,7 +8,8 @@ trap 'rm -rf "$dir"' EXIT
 "$K" -q replay "$dir/t.safetensors" --policy h2o-mask --budget 20% --out "$dir/r.jsonl" --probs
 "$K" -q oracle "$dir/t.safetensors" --budget 16 --out "$dir/o.jsonl"
 "$K" -q oracle "$dir/t.safetensors" --budget 6 --objective fl --every 24
-"$K" -q verify "$dir/t.safetensors" --budget 0.25 --json "$dir/v.json"
+"$K" -q verify "$dir/t.safetensors" --budget 0.25 --json "$dir/v.json" --plot "$dir/v.svg"
+grep -q "<polyline" "$dir/v.svg"
 "$K" policies | grep -q h2o-paper
 "$K" replay --help | grep -q -- --budget
 python3 - "$dir" <<'PY'

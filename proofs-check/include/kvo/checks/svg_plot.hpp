@@ -1,0 +1,29 @@
+// A small SVG line-plot writer for reports: several named series over a shared x axis, dashed
+// horizontal reference lines, axes with ticks, and a legend. No dependencies.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace kvo {
+
+struct PlotSeries {
+  std::string name;
+  std::vector<double> x, y;
+  bool dashed = false;
+};
+
+struct PlotLine {  // horizontal reference line
+  std::string label;
+  double y = 0.0;
+};
+
+struct LinePlot {
+  std::string title, x_label, y_label;
+  double y_min = 0.0, y_max = 1.0;  // fixed y range (values are clipped)
+  std::vector<PlotSeries> series;
+  std::vector<PlotLine> lines;
+
+  std::string svg(int width = 860, int height = 460) const;
+};
+
+}  // namespace kvo
