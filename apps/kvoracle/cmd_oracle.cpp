@@ -30,6 +30,7 @@ Runner add_oracle(CLI::App& app, const Global& g) {
   struct Args {
     std::string trace, out, objective = "dense-acc", h = "id";
     int window = 16, every = 1;
+    long long node_limit = 200000;
     std::vector<int> layers;
     BudgetArgs budget;
   };
@@ -42,6 +43,10 @@ Runner add_oracle(CLI::App& app, const Global& g) {
   cmd->add_option("--window", a->window, "fl: client queries")->capture_default_str();
   cmd->add_option("--every", a->every, "solve every N-th step")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--layers", a->layers, "layers (default: all)")->delimiter(',');
+  cmd->add_option("--node-limit", a->node_limit,
+                  "fl: branch-and-bound nodes per solve; past it the record is inexact with bounds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--out,-o", a->out, "per-step optima as JSON Lines");
   add_budget_options(cmd, a->budget);
   return [a, &g] {
@@ -69,7 +74,9 @@ Runner add_oracle(CLI::App& app, const Global& g) {
         if (a->objective == "fl") {
           const int first = std::max(0, i - a->window + 1);
           const FacilityLocation f(dense.block(first, 0, i - first + 1, i + 1));
-          results[x].push_back({i, solve_static(f, k)});
+          BranchAndBoundOptions bb;
+          bb.node_limit = a->node_limit;
+          results[x].push_back({i, solve_static(f, k, bb)});
         } else {
           std::vector<double> w(static_cast<size_t>(i) + 1);
           for (int j = 0; j <= i; ++j) w[j] = a->objective == "mass" ? dense(i, j) : acc[j];

@@ -37,4 +37,12 @@ void ModularConcave::add(Memo& memo, int j) const {
 
 double ModularConcave::value(const Memo& memo) const { return apply(h_, static_cast<const SumMemo&>(memo).z); }
 
+std::vector<double> ModularConcave::leave_one_out() const {
+  double total = 0.0;
+  for (double x : w_) total += x;
+  std::vector<double> out(w_.size());
+  for (size_t v = 0; v < w_.size(); ++v) out[v] = apply(h_, total - w_[v]);
+  return out;
+}
+
 }  // namespace kvo

@@ -106,16 +106,10 @@ void GreedyEvictor::observe(int i, std::span<const int> attended, std::span<cons
   while (static_cast<int>(cache_.size()) > setup_.budget.total) {
     EvictionState st{i, cache_, &acc_, &cur_, &setup_};
     const auto f = objective_(st);
-    const int m = static_cast<int>(cache_.size());
-    std::vector<int> without(static_cast<size_t>(m) - 1);
-    last_values_.assign(static_cast<size_t>(m), 0.0);
+    last_values_ = f->leave_one_out();
     int best = 0;
-    for (int v = 0; v < m; ++v) {
-      for (int t = 0, o = 0; t < m; ++t)
-        if (t != v) without[o++] = t;
-      last_values_[v] = f->evaluate(without);
+    for (int v = 1; v < static_cast<int>(last_values_.size()); ++v)
       if (last_values_[v] > last_values_[best]) best = v;  // strict: ties evict the oldest
-    }
     cache_.erase(cache_.begin() + best);
   }
 }

@@ -135,11 +135,11 @@ StaticSolution solve_branch_and_bound(const SetFunction& f, int k, const BranchA
   return best;
 }
 
-StaticSolution solve_static(const SetFunction& f, int k) {
+StaticSolution solve_static(const SetFunction& f, int k, const BranchAndBoundOptions& opt) {
   if (const auto* mc = dynamic_cast<const ModularConcave*>(&f); mc && mc->traits().monotone) return solve_topk(*mc, k);
   const auto t = f.traits();
   if (f.ground_size() <= 16 || !(t.monotone && t.submodular)) return solve_brute_force(f, k);
-  return solve_branch_and_bound(f, k);
+  return solve_branch_and_bound(f, k, opt);
 }
 
 }  // namespace kvo

@@ -10,16 +10,16 @@
 
 TEST(LibraryExample, GreedyAgainstTheExactOptimum) {
   // --8<-- [start:greedy]
-  Eigen::MatrixXd sim(3, 5);  // 3 client queries x 5 candidate keys
+  Eigen::MatrixXd sim(3, 5);       // 3 client queries x 5 candidate keys
   sim << 0.9, 0.1, 0.0, 0.3, 0.2,  //
       0.1, 0.8, 0.1, 0.0, 0.4,     //
       0.0, 0.2, 0.7, 0.6, 0.1;
   const kvo::FacilityLocation f(sim);
   kvo::GreedyOptions opt;
   opt.budget = 2;
-  const kvo::GreedyResult g = kvo::lazy_greedy(f, opt);         // picks, gains, upper_bound
-  const kvo::StaticSolution best = kvo::solve_static(f, 2);     // exact (brute force here)
-  const double ratio = g.value / best.value;                    // >= 1 - (1 - 1/2)^2 = 0.75
+  const kvo::GreedyResult g = kvo::lazy_greedy(f, opt);      // picks, gains, upper_bound
+  const kvo::StaticSolution best = kvo::solve_static(f, 2);  // exact (brute force here)
+  const double ratio = g.value / best.value;                 // >= 1 - (1 - 1/2)^2 = 0.75
   // --8<-- [end:greedy]
   EXPECT_GE(ratio, kvo::nwf_factor(2));
   EXPECT_GE(g.upper_bound, best.value);

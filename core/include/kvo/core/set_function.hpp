@@ -40,6 +40,9 @@ class SetFunction {
 
   // f(S) from scratch (through a fresh memo). Elements must be distinct and in range.
   virtual double evaluate(std::span<const int> set) const;
+  // f(V \ {v}) for every v of the ground set V, in order (the dynamic eviction step). The default
+  // evaluates each set, O(n) evaluations; families with a closed form override it.
+  virtual std::vector<double> leave_one_out() const;
 };
 
 // Checks that a set holds distinct elements of [0, n); kvo::Error otherwise.

@@ -36,6 +36,6 @@ struct BranchAndBoundOptions {
 StaticSolution solve_branch_and_bound(const SetFunction& f, int k, const BranchAndBoundOptions& opt = {});
 
 // Chooses: top-k for ModularConcave, brute force for n <= 16 or non-submodular f, else B&B.
-StaticSolution solve_static(const SetFunction& f, int k);
+StaticSolution solve_static(const SetFunction& f, int k, const BranchAndBoundOptions& opt = {});
 
 }  // namespace kvo
