@@ -21,7 +21,7 @@ def main(path):
             continue
         name = b["run_name"]
         runs[name].append(b["real_time"] * {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b["time_unit"]])
-        counters[name] = {k: v for k, v in b.items() if k in ("nodes", "exact", "gain_evals", "items_per_second")}
+        counters[name] = {k: v for k, v in b.items() if k in ("nodes", "exact", "gain_evals")}
     ctx = data["context"]
     print(f"Machine: {ctx.get('num_cpus')} CPUs at {ctx.get('mhz_per_cpu')} MHz, host {ctx.get('host_name')}, "
           f"date {ctx.get('date')}; {len(next(iter(runs.values())))} repetitions, medians.\n")
@@ -38,6 +38,8 @@ def main(path):
             if bname in med:
                 ratio = f"{m / med[bname]:.3f}"
         c = ", ".join(f"{k}={v:.4g}" for k, v in counters[name].items())
+        if family == "replay":  # items are head-steps: one per token of the one-head trace
+            c = f"{int(name.split('/')[2]) * 1000.0 / m:.4g} head-steps/s"
         print(f"| `{name}` | {m:.4g} | {ratio} | {c} |")
 
 
