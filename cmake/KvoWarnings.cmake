@@ -10,3 +10,8 @@ if(KVO_SANITIZE)
     -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   target_link_options(kvo_options INTERFACE -fsanitize=address,undefined)
 endif()
+if(KVO_NATIVE)
+  # Every target, so that Eigen's alignment and vector width agree across libraries.
+  # GCC 12 reports false -Wmaybe-uninitialized inside its AVX-512 intrinsics as Eigen inlines them.
+  target_compile_options(kvo_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native -Wno-maybe-uninitialized>)
+endif()

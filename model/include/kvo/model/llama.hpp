@@ -1,0 +1,67 @@
+// The Llama architecture (SmolLM2) on Eigen, fp32: RMSNorm, RoPE on adjacent pairs (GGUF's
+// permuted q/k layout) with the file's theta, grouped-query attention, SwiGLU MLP and tied
+// embeddings, with a KV cache. A tap sees every layer's post-RoPE q, k and v (the recorder).
+#pragma once
+#include <Eigen/Dense>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kvo/model/tokenizer.hpp"
+
+namespace kvo::model {
+
+using MatrixRM = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+struct LlamaConfig {
+  std::string name;
+  int n_layers = 0, d_model = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, d_ff = 0, vocab = 0, context = 0;
+  double rope_theta = 10000.0, rms_eps = 1e-5;
+};
+
+// Receives, per layer, the rows of a forward call: q [T, H*hd] and k, v [T, H_kv*hd], post-RoPE,
+// for the positions first_pos .. first_pos + T - 1.
+class LayerTap {
+ public:
+  virtual ~LayerTap() = default;
+  virtual void on_layer(int layer, int first_pos, const MatrixRM& q, const MatrixRM& k, const MatrixRM& v) = 0;
+};
+
+struct KvCache {
+  int length = 0;
+  int capacity = 0;
+  std::vector<MatrixRM> k, v;  // per layer: [capacity, H_kv*hd]
+  size_t bytes() const;
+};
+
+class Llama {
+ public:
+  // Loads and dequantises every weight; kvo::Error for a file that is not a usable Llama GGUF.
+  explicit Llama(const std::string& gguf_path);
+  ~Llama();
+
+  const LlamaConfig& config() const { return cfg_; }
+  const Tokenizer& tokenizer() const { return *tok_; }
+  const std::string& path() const { return path_; }
+
+  KvCache new_cache(int capacity) const;
+  // Runs tokens at positions cache.length.., appends their K/V, and returns logits [T, vocab]
+  // (an empty matrix when want_logits is false).
+  MatrixRM forward(std::span<const int> tokens, KvCache& cache, bool want_logits = true, LayerTap* tap = nullptr) const;
+
+ private:
+  struct Layer;
+  std::string path_;
+  LlamaConfig cfg_;
+  std::unique_ptr<Tokenizer> tok_;
+  MatrixRM embed_;  // [vocab, d_model], tied with the output
+  Eigen::VectorXf out_norm_;
+  std::vector<Layer> layers_;
+};
+
+// Mean negative log-likelihood (nats) of tokens[1..] under teacher forcing, full attention,
+// processed in chunks of `chunk` tokens.
+double mean_nll(const Llama& model, std::span<const int> tokens, int chunk = 256);
+
+}  // namespace kvo::model

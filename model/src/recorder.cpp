@@ -1,0 +1,121 @@
+#include "kvo/model/recorder.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "kvo/core/error.hpp"
+
+namespace kvo::model {
+namespace {
+
+// Copies the tapped rows of each recorded layer into the trace's [heads, n, d] tensors.
+class TraceTap final : public LayerTap {
+ public:
+  TraceTap(Trace& tr, const std::vector<int>& layers, int hd) : tr_(tr), hd_(hd), slot_(256, -1) {
+    for (size_t s = 0; s < layers.size(); ++s) slot_.at(static_cast<size_t>(layers[s])) = static_cast<int>(s);
+  }
+  void on_layer(int layer, int first_pos, const MatrixRM& q, const MatrixRM& k, const MatrixRM& v) override {
+    const int s = slot_.at(static_cast<size_t>(layer));
+    if (s < 0) return;
+    scatter(q, tr_.q[s], tr_.n_heads, first_pos);
+    scatter(k, tr_.k[s], tr_.n_kv_heads, first_pos);
+    scatter(v, tr_.v[s], tr_.n_kv_heads, first_pos);
+  }
+
+ private:
+  void scatter(const MatrixRM& x, std::vector<float>& dst, int heads, int first_pos) const {
+    const size_t n = static_cast<size_t>(tr_.n_tokens);
+    for (Eigen::Index t = 0; t < x.rows(); ++t)
+      for (int h = 0; h < heads; ++h)
+        std::copy_n(x.data() + t * x.cols() + h * hd_, hd_,
+                    dst.data() + (static_cast<size_t>(h) * n + static_cast<size_t>(first_pos + t)) * hd_);
+  }
+  Trace& tr_;
+  int hd_;
+  std::vector<int> slot_;
+};
+
+}  // namespace
+
+std::string file_sha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  require(in.good(), "cannot read '" + path + "'");
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  std::string hex;
+  char b[3];
+  for (unsigned i = 0; i < len; ++i) {
+    std::snprintf(b, sizeof b, "%02x", md[i]);
+    hex += b;
+  }
+  return hex;
+}
+
+Trace record_trace(const Llama& model, const std::string& text, const RecordOptions& o) {
+  const LlamaConfig& c = model.config();
+  require(o.tokens >= 2, "record: --tokens must be >= 2");
+  require(o.tokens <= c.context, "record: --tokens " + std::to_string(o.tokens) + " exceeds the model's context (" +
+                                     std::to_string(c.context) + ")");
+  std::vector<int> ids = model.tokenizer().encode(text);
+  require(static_cast<int>(ids.size()) >= o.tokens, "record: the text has " + std::to_string(ids.size()) +
+                                                        " tokens, fewer than the " + std::to_string(o.tokens) +
+                                                        " asked for");
+  ids.resize(static_cast<size_t>(o.tokens));
+  std::vector<int> layers = o.layers;
+  if (layers.empty())
+    for (int l = 0; l < c.n_layers; ++l) layers.push_back(l);
+  for (int l : layers) require(l >= 0 && l < c.n_layers, "record: layer " + std::to_string(l) + " is not in the model");
+  require(o.prompt_len >= 0 && o.prompt_len <= o.tokens, "record: prompt length must be in [0, tokens]");
+
+  Trace tr;
+  tr.resize_layers(static_cast<int>(layers.size()));
+  tr.n_heads = c.n_heads;
+  tr.n_kv_heads = c.n_kv_heads;
+  tr.n_tokens = o.tokens;
+  tr.head_dim = c.head_dim;
+  tr.attn_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  tr.prompt_len = o.prompt_len;
+  tr.tokens.assign(ids.begin(), ids.end());
+  const size_t nd = static_cast<size_t>(o.tokens) * c.head_dim;
+  for (size_t s = 0; s < layers.size(); ++s) {
+    tr.q[s].assign(nd * c.n_heads, 0.f);
+    tr.k[s].assign(nd * c.n_kv_heads, 0.f);
+    tr.v[s].assign(nd * c.n_kv_heads, 0.f);
+  }
+  std::string layer_list;
+  for (int l : layers) {
+    if (!layer_list.empty()) layer_list += ',';
+    layer_list += std::to_string(l);
+  }
+  tr.metadata = {{"model", c.name},
+                 {"model_file", model.path().substr(model.path().find_last_of('/') + 1)},
+                 {"model_sha256", file_sha256(model.path())},
+                 {"text_source", o.text_source},
+                 {"rope_theta", std::to_string(c.rope_theta)},
+                 {"model_layers", layer_list},
+                 {"recorder", "kvoracle record (full attention, fp32)"}};
+  TraceTap tap(tr, layers, c.head_dim);
+  KvCache cache = model.new_cache(o.tokens);
+  for (int start = 0; start < o.tokens; start += o.chunk) {
+    const int n = std::min(o.chunk, o.tokens - start);
+    model.forward(std::span<const int>(ids.data() + start, static_cast<size_t>(n)), cache, false, &tap);
+    if (o.progress) o.progress(start + n, o.tokens);
+  }
+  tr.validate();
+  return tr;
+}
+
+}  // namespace kvo::model

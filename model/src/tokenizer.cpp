@@ -1,0 +1,191 @@
+#include "kvo/model/tokenizer.hpp"
+
+#include <unicode/regex.h>
+#include <unicode/unistr.h>
+
+#include <algorithm>
+#include <climits>
+#include <memory>
+
+#include "kvo/core/error.hpp"
+#include "kvo/model/gguf.hpp"
+
+namespace kvo::model {
+namespace {
+
+std::string utf8(char32_t cp) {
+  std::string s;
+  icu::UnicodeString(static_cast<UChar32>(cp)).toUTF8String(s);
+  return s;
+}
+
+// Splits UTF-8 text into its code points, each as a UTF-8 string.
+std::vector<std::string> code_points(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+    out.push_back(s.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+// GPT-2's pre-tokenizer pattern; SmolLM first isolates every digit.
+const char* kDigit = "\\p{N}";
+const char* kGpt2 = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+std::unique_ptr<icu::RegexPattern> compile(const char* pattern) {
+  UErrorCode status = U_ZERO_ERROR;
+  UParseError pe;
+  std::unique_ptr<icu::RegexPattern> p(
+      icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(pattern), 0, pe, status));
+  require(U_SUCCESS(status), std::string("tokenizer: cannot compile the split pattern: ") + u_errorName(status));
+  return p;
+}
+
+// All matches of pattern in text (the GPT-2 pattern covers every character, so nothing is lost).
+std::vector<icu::UnicodeString> matches(const icu::RegexPattern& pattern, const icu::UnicodeString& text) {
+  UErrorCode status = U_ZERO_ERROR;
+  std::unique_ptr<icu::RegexMatcher> m(pattern.matcher(text, status));
+  std::vector<icu::UnicodeString> out;
+  while (m->find(status) && U_SUCCESS(status)) out.push_back(m->group(status));
+  require(U_SUCCESS(status), std::string("tokenizer: split failed: ") + u_errorName(status));
+  return out;
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer(const GgufFile& f) {
+  const auto& meta = f.metadata();
+  require(f.get_string("tokenizer.ggml.model") == "gpt2",
+          "tokenizer: only byte-level BPE (tokenizer.ggml.model = gpt2) is supported");
+  const auto& toks = meta.at("tokenizer.ggml.tokens");
+  require(toks.is_array() && !toks.empty(), "tokenizer: tokenizer.ggml.tokens is missing");
+  tokens_.reserve(toks.size());
+  for (const auto& t : toks) {
+    require(t.is_string(), "tokenizer: a vocabulary entry is not a string");
+    ids_.emplace(t.get<std::string>(), static_cast<int>(tokens_.size()));
+    tokens_.push_back(t.get<std::string>());
+  }
+  const auto& merges = meta.at("tokenizer.ggml.merges");
+  for (size_t r = 0; r < merges.size(); ++r) merge_rank_.emplace(merges[r].get<std::string>(), static_cast<int>(r));
+  if (meta.contains("tokenizer.ggml.token_type")) {
+    const auto& types = meta["tokenizer.ggml.token_type"];
+    for (size_t i = 0; i < types.size() && i < tokens_.size(); ++i)
+      if (types[i].get<int>() == 3) specials_.push_back(tokens_[i]);  // CONTROL
+    std::sort(specials_.begin(), specials_.end(), [](auto& a, auto& b) { return a.size() > b.size(); });
+  }
+  if (meta.contains("tokenizer.ggml.bos_token_id")) bos_ = meta["tokenizer.ggml.bos_token_id"].get<int>();
+  if (meta.contains("tokenizer.ggml.eos_token_id")) eos_ = meta["tokenizer.ggml.eos_token_id"].get<int>();
+  // GPT-2 bytes_to_unicode: printable bytes map to themselves, the rest to 256, 257, ...
+  int next = 256;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+    byte_to_char_[b] = utf8(static_cast<char32_t>(printable ? b : next++));
+    char_to_byte_[byte_to_char_[b]] = static_cast<unsigned char>(b);
+  }
+}
+
+std::vector<int> Tokenizer::bpe(const std::string& mapped) const {
+  std::vector<std::string> sym = code_points(mapped);
+  while (sym.size() > 1) {
+    int best = INT_MAX;
+    size_t at = 0;
+    for (size_t i = 0; i + 1 < sym.size(); ++i) {
+      auto it = merge_rank_.find(sym[i] + " " + sym[i + 1]);
+      if (it != merge_rank_.end() && it->second < best) {
+        best = it->second;
+        at = i;
+      }
+    }
+    if (best == INT_MAX) break;
+    sym[at] += sym[at + 1];
+    sym.erase(sym.begin() + static_cast<long>(at) + 1);
+  }
+  std::vector<int> ids;
+  for (const auto& s : sym) {
+    auto it = ids_.find(s);
+    if (it != ids_.end()) {
+      ids.push_back(it->second);
+    } else {  // not in the vocabulary: fall back to its single mapped bytes
+      for (const auto& cp : code_points(s)) {
+        auto b = ids_.find(cp);
+        require(b != ids_.end(), "tokenizer: the vocabulary lacks the byte symbol '" + cp + "'");
+        ids.push_back(b->second);
+      }
+    }
+  }
+  return ids;
+}
+
+void Tokenizer::encode_plain(const std::string& text, std::vector<int>& out) const {
+  static const auto digit = compile(kDigit);
+  static const auto gpt2 = compile(kGpt2);
+  const icu::UnicodeString u = icu::UnicodeString::fromUTF8(text);
+  // Pieces: each digit alone, and the runs between digits.
+  std::vector<icu::UnicodeString> pieces;
+  UErrorCode status = U_ZERO_ERROR;
+  std::unique_ptr<icu::RegexMatcher> m(digit->matcher(u, status));
+  int32_t last = 0;
+  while (m->find(status) && U_SUCCESS(status)) {
+    const int32_t s = m->start(status), e = m->end(status);
+    if (s > last) pieces.push_back(icu::UnicodeString(u, last, s - last));
+    pieces.push_back(icu::UnicodeString(u, s, e - s));
+    last = e;
+  }
+  if (last < u.length()) pieces.push_back(icu::UnicodeString(u, last));
+  for (const auto& piece : pieces)
+    for (const auto& word : matches(*gpt2, piece)) {
+      std::string bytes;
+      word.toUTF8String(bytes);
+      std::string mapped;
+      for (unsigned char c : bytes) mapped += byte_to_char_[c];
+      const auto ids = bpe(mapped);
+      out.insert(out.end(), ids.begin(), ids.end());
+    }
+}
+
+std::vector<int> Tokenizer::encode(const std::string& text, bool parse_special) const {
+  std::vector<int> out;
+  size_t start = 0;
+  if (parse_special && !specials_.empty()) {
+    for (size_t i = 0; i < text.size();) {
+      const std::string* hit = nullptr;
+      for (const auto& s : specials_)
+        if (text.compare(i, s.size(), s) == 0) {
+          hit = &s;
+          break;
+        }
+      if (!hit) {
+        ++i;
+        continue;
+      }
+      if (i > start) encode_plain(text.substr(start, i - start), out);
+      out.push_back(ids_.at(*hit));
+      i += hit->size();
+      start = i;
+    }
+  }
+  if (start < text.size()) encode_plain(text.substr(start), out);
+  return out;
+}
+
+std::string Tokenizer::decode(const std::vector<int>& ids) const {
+  std::string out;
+  for (int id : ids) {
+    require(id >= 0 && id < vocab_size(), "tokenizer: id " + std::to_string(id) + " is outside the vocabulary");
+    const std::string& t = tokens_[static_cast<size_t>(id)];
+    if (std::find(specials_.begin(), specials_.end(), t) != specials_.end()) {
+      out += t;
+      continue;
+    }
+    for (const auto& cp : code_points(t)) {
+      auto it = char_to_byte_.find(cp);
+      out += it != char_to_byte_.end() ? std::string(1, static_cast<char>(it->second)) : cp;
+    }
+  }
+  return out;
+}
+
+}  // namespace kvo::model
