@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
   reg(kvo::cli::add_oracle);
   reg(kvo::cli::add_verify);
   reg(kvo::cli::add_policies);
+  reg(kvo::cli::add_record);
+  reg(kvo::cli::add_generate);
+  reg(kvo::cli::add_perplexity);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

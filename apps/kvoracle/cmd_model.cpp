@@ -1,0 +1,113 @@
+// kvoracle record / generate / perplexity: the real model (SmolLM2-135M-Instruct) in our C++.
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include "commands.hpp"
+#include "kvo/core/error.hpp"
+#include "kvo/core/progress.hpp"
+#include "kvo/core/trace_io.hpp"
+#include "kvo/model/llama.hpp"
+#include "kvo/model/recorder.hpp"
+#include "model_options.hpp"
+
+namespace kvo::cli {
+namespace {
+
+model::Llama load(const std::string& path) {
+  require(std::filesystem::exists(path), "model '" + path + "' is missing: run scripts/fetch-model (or pass --model)");
+  return model::Llama(path);
+}
+
+}  // namespace
+
+Runner add_record(CLI::App& app, const Global& g) {
+  auto* cmd = app.add_subcommand("record", "run the model over a text with full attention and write the trace");
+  struct Args {
+    std::string text, out, model, dtype = "f32";
+    int tokens = 1024, prompt_len = 0;
+    std::vector<int> layers;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--text,-t", a->text, "UTF-8 text file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--tokens,-n", a->tokens, "tokens to record (the text's first n)")->capture_default_str();
+  cmd->add_option("--out,-o", a->out, "output trace (.safetensors)")->required();
+  cmd->add_option("--layers", a->layers, "model layers to record (default: all)")->delimiter(',');
+  cmd->add_option("--prompt-len", a->prompt_len, "prompt length to store in the metadata")->capture_default_str();
+  cmd->add_option("--dtype", a->dtype, "f32 or f16")->check(CLI::IsMember({"f32", "f16"}))->capture_default_str();
+  add_model_option(cmd, a->model);
+  return [a, &g] {
+    const model::Llama m = load(a->model);
+    model::RecordOptions o;
+    o.tokens = a->tokens;
+    o.layers = a->layers;
+    o.prompt_len = a->prompt_len;
+    o.text_source = std::filesystem::path(a->text).filename().string();
+    Progress bar("record", a->tokens, !g.quiet);
+    long last = 0;
+    o.progress = [&](int done, int) {
+      bar.tick(done - last);
+      last = done;
+    };
+    const Trace tr = model::record_trace(m, read_text(a->text), o);
+    bar.finish();
+    write_trace(a->out, tr, a->dtype == "f16" ? DType::F16 : DType::F32);
+    std::cout << "wrote " << a->out << ": " << m.config().name << ", " << tr.n_layers << " layers x " << tr.n_heads
+              << " heads (" << tr.n_kv_heads << " KV), n = " << tr.n_tokens << ", d = " << tr.head_dim << '\n';
+    return 0;
+  };
+}
+
+Runner add_generate(CLI::App& app, const Global&) {
+  auto* cmd = app.add_subcommand("generate", "greedy continuation of a prompt with the model (full cache)");
+  struct Args {
+    std::string prompt, model;
+    int tokens = 32;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("prompt", a->prompt, "prompt text")->required();
+  cmd->add_option("--tokens,-n", a->tokens, "tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
+  add_model_option(cmd, a->model);
+  return [a] {
+    const model::Llama m = load(a->model);
+    std::vector<int> ids = m.tokenizer().encode(a->prompt);
+    require(!ids.empty(), "the prompt is empty");
+    model::KvCache cache = m.new_cache(static_cast<int>(ids.size()) + a->tokens);
+    model::MatrixRM logits = m.forward(ids, cache);
+    std::vector<int> out;
+    for (int t = 0; t < a->tokens; ++t) {
+      Eigen::Index best = 0;
+      logits.row(logits.rows() - 1).maxCoeff(&best);  // ties: the smallest id
+      out.push_back(static_cast<int>(best));
+      if (best == m.tokenizer().eos()) break;
+      const int next = static_cast<int>(best);
+      logits = m.forward(std::span<const int>(&next, 1), cache);
+    }
+    std::cout << a->prompt << m.tokenizer().decode(out) << '\n';
+    return 0;
+  };
+}
+
+Runner add_perplexity(CLI::App& app, const Global&) {
+  auto* cmd = app.add_subcommand("perplexity", "teacher-forced perplexity of a text under full attention");
+  struct Args {
+    std::string text, model;
+    int tokens = 1024;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--text,-t", a->text, "UTF-8 text file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--tokens,-n", a->tokens, "the text's first n tokens (0: all)")->capture_default_str();
+  add_model_option(cmd, a->model);
+  return [a] {
+    const model::Llama m = load(a->model);
+    std::vector<int> ids = m.tokenizer().encode(read_text(a->text));
+    if (a->tokens > 0 && static_cast<int>(ids.size()) > a->tokens) ids.resize(static_cast<size_t>(a->tokens));
+    require(static_cast<int>(ids.size()) <= m.config().context, "the text exceeds the model's context; pass --tokens");
+    const double nll = model::mean_nll(m, ids);
+    std::cout << "perplexity " << std::exp(nll) << " (mean NLL " << nll << " nats) over " << ids.size()
+              << " tokens of " << a->text << '\n';
+    return 0;
+  };
+}
+
+}  // namespace kvo::cli

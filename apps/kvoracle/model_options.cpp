@@ -1,0 +1,24 @@
+#include "model_options.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "kvo/core/error.hpp"
+#include "kvo/model/model_path.hpp"
+
+namespace kvo::cli {
+
+void add_model_option(CLI::App* cmd, std::string& path) {
+  path = model::default_model_path();
+  cmd->add_option("--model,-m", path, "GGUF model (fetched by scripts/fetch-model)")->capture_default_str();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  require(in.good(), "cannot read text file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace kvo::cli

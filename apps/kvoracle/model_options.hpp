@@ -1,0 +1,13 @@
+// The --model option shared by the commands that run the real model.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace kvo::cli {
+
+// --model, defaulting to kvo::model::default_model_path().
+void add_model_option(CLI::App* cmd, std::string& path);
+// Reads a whole text file; kvo::Error when it cannot.
+std::string read_text(const std::string& path);
+
+}  // namespace kvo::cli

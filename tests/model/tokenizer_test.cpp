@@ -1,0 +1,44 @@
+#include "kvo/model/tokenizer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "model_fixture.hpp"
+
+using namespace kvo;
+
+namespace {
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST(Tokenizer, RoundTripsRealText) {
+  const auto& tok = test::shared_model().tokenizer();
+  for (const char* p : {"/usr/share/common-licenses/GPL-3", "/usr/share/common-licenses/Apache-2.0"}) {
+    const std::string text = slurp(p);
+    ASSERT_FALSE(text.empty()) << p;
+    const auto ids = tok.encode(text);
+    EXPECT_LT(ids.size(), text.size() / 3) << "BPE should merge most bytes";
+    EXPECT_EQ(tok.decode(ids), text) << p;
+  }
+  const std::string u = "Größe 12345 naïve café — 日本語\n\n  x";
+  EXPECT_EQ(tok.decode(tok.encode(u)), u);
+}
+
+// Ids checked against Hugging Face `tokenizers` built from the same vocabulary (the Python test
+// does this on whole files); pinned here so a C++-only run catches a change too.
+TEST(Tokenizer, KnownIds) {
+  const auto& tok = test::shared_model().tokenizer();
+  EXPECT_EQ(tok.encode("The capital of France is"), (std::vector<int>{504, 3575, 282, 4649, 314}));
+  const auto digits = tok.encode("2023");
+  EXPECT_EQ(digits.size(), 4u);  // SmolLM splits every digit
+  EXPECT_EQ(tok.token(tok.encode("<|im_start|>", true).at(0)), "<|im_start|>");
+  EXPECT_GT(tok.encode("<|im_start|>", false).size(), 1u);
+  EXPECT_EQ(tok.vocab_size(), 49152);
+}

@@ -1,0 +1,44 @@
+"""Shared fixtures: paths handed over by ctest through the environment."""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+
+def _env(name):
+    value = os.environ.get(name)
+    if not value:
+        pytest.fail(f"{name} is not set: run the Python tests through ctest (scripts/run-tests)")
+    return value
+
+
+@pytest.fixture(scope="session")
+def model_path():
+    # Same rule as kvo::model::default_model_path().
+    name = "SmolLM2-135M-Instruct.Q4_1.gguf"
+    path = os.environ.get("KVO_MODEL") or os.path.join(
+        os.environ.get("KVO_MODEL_DIR") or os.path.expanduser("~/.cache/kvoracle"), name)
+    if not pathlib.Path(path).exists():
+        pytest.fail(f"model {path} is missing: scripts/fetch-model installs it")
+    return path
+
+
+@pytest.fixture(scope="session")
+def probe():
+    exe = _env("KVO_PROBE")
+
+    def run(*args):
+        subprocess.run([exe, *map(str, args)], check=True)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def kvoracle():
+    return _env("KVO_CLI")
+
+
+@pytest.fixture(scope="session")
+def text_path():
+    return "/usr/share/common-licenses/GPL-3"
