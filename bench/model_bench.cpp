@@ -39,9 +39,11 @@ void BM_Prefill(benchmark::State& st) {
   for (auto _ : st) {
     auto cache = m->new_cache(n);
     for (int s = 0; s < n; s += 256)
-      benchmark::DoNotOptimize(m->forward(std::span<const int>(ids.data() + s, static_cast<size_t>(std::min(256, n - s))), cache, logits));
+      benchmark::DoNotOptimize(
+          m->forward(std::span<const int>(ids.data() + s, static_cast<size_t>(std::min(256, n - s))), cache, logits));
   }
-  st.counters["tokens_per_s"] = benchmark::Counter(static_cast<double>(n) * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+  st.counters["tokens_per_s"] =
+      benchmark::Counter(static_cast<double>(n) * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
 }
 
 void BM_DecodeStep(benchmark::State& st) {
@@ -60,5 +62,10 @@ void BM_DecodeStep(benchmark::State& st) {
 
 }  // namespace
 
-BENCHMARK(BM_Prefill)->Name("model/prefill")->Args({1024, 0})->Args({1024, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Prefill)
+    ->Name("model/prefill")
+    ->Args({1024, 0})
+    ->Args({1024, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_DecodeStep)->Name("model/decode-step")->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -39,6 +39,10 @@ expect_error "unknown GQA mode" replay "$dir/ok.safetensors" --gqa sideways --ou
 expect_error "prompt length" replay "$dir/ok.safetensors" --prompt-len 999 --out "$dir/out.jsonl"
 expect_error "heads must be a multiple" synth --out "$dir/x.safetensors" --heads 3 --kv-heads 2
 expect_error "subcommand" frobnicate
+expect_error "run scripts/fetch-model" record --text /usr/share/common-licenses/GPL-3 --out "$dir/out.jsonl" --model "$dir/none.gguf"
+expect_error "bad magic" generate "hi" --model "$dir/ok.safetensors"
+echo "tiny text" > "$dir/tiny.txt"
+expect_error "fewer than the 1024 asked for" record --text "$dir/tiny.txt" --out "$dir/out.jsonl"
 [ -e "$dir/x.safetensors" ] && { echo "FAIL: synth left a file"; fails=$((fails+1)); }
 echo "failures: $fails"
 [ $fails -eq 0 ]

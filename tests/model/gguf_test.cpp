@@ -39,8 +39,14 @@ std::string valid_file(std::uint32_t q8_type = 8, std::uint64_t q8_offset = 32) 
   x.str("general.architecture").put<std::uint32_t>(8).str("llama");
   x.str("llama.block_count").put<std::uint32_t>(4).put<std::uint32_t>(7);
   x.str("tokenizer.ggml.tokens").put<std::uint32_t>(9).put<std::uint32_t>(8).put<std::uint64_t>(2).str("a").str("b");
-  x.str("w").put<std::uint32_t>(2).put<std::uint64_t>(3).put<std::uint64_t>(2).put<std::uint32_t>(0).put<std::uint64_t>(0);
-  x.str("q").put<std::uint32_t>(2).put<std::uint64_t>(32).put<std::uint64_t>(1).put<std::uint32_t>(q8_type).put<std::uint64_t>(q8_offset);
+  x.str("w").put<std::uint32_t>(2).put<std::uint64_t>(3).put<std::uint64_t>(2).put<std::uint32_t>(0).put<std::uint64_t>(
+      0);
+  x.str("q")
+      .put<std::uint32_t>(2)
+      .put<std::uint64_t>(32)
+      .put<std::uint64_t>(1)
+      .put<std::uint32_t>(q8_type)
+      .put<std::uint64_t>(q8_offset);
   while (x.b.size() % 32) x.b += '\0';
   for (int i = 0; i < 6; ++i) x.put<float>(static_cast<float>(i) + 0.5f);
   while (x.b.size() % 32) x.b += '\0';
