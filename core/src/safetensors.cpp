@@ -113,6 +113,13 @@ std::uint16_t float_to_half(float f) {
 
 float bf16_to_float(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
 
+std::uint16_t float_to_bf16(float f) {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  if (std::isnan(f)) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
+  const std::uint32_t rounded = x + 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<std::uint16_t>(rounded >> 16);
+}
+
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
   require(fd >= 0, "cannot open '" + path + "': " + std::strerror(errno));
@@ -273,6 +280,12 @@ TensorOut tensor_f16(std::string name, std::vector<std::int64_t> shape, const st
   std::vector<std::uint16_t> h(values.size());
   for (size_t x = 0; x < values.size(); ++x) h[x] = float_to_half(values[x]);
   return {std::move(name), DType::F16, std::move(shape), raw(h)};
+}
+
+TensorOut tensor_bf16(std::string name, std::vector<std::int64_t> shape, const std::vector<float>& values) {
+  std::vector<std::uint16_t> b(values.size());
+  for (size_t x = 0; x < values.size(); ++x) b[x] = float_to_bf16(values[x]);
+  return {std::move(name), DType::BF16, std::move(shape), raw(b)};
 }
 
 TensorOut tensor_i32(std::string name, std::vector<std::int64_t> shape, const std::vector<std::int32_t>& values) {

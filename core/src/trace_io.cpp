@@ -108,8 +108,8 @@ Trace read_trace(const std::string& path) {
 
 void write_trace(const std::string& path, const Trace& tr, DType dtype) {
   tr.validate();
-  require(dtype == DType::F32 || dtype == DType::F16, "traces are written as F32 or F16");
-  auto make = dtype == DType::F32 ? tensor_f32 : tensor_f16;
+  require(dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16, "traces are written as F32, F16 or BF16");
+  auto make = dtype == DType::F32 ? tensor_f32 : dtype == DType::F16 ? tensor_f16 : tensor_bf16;
   std::vector<TensorOut> out;
   const auto n = static_cast<std::int64_t>(tr.n_tokens), d = static_cast<std::int64_t>(tr.head_dim);
   for (int l = 0; l < tr.n_layers; ++l) {

@@ -75,6 +75,16 @@ TEST(TraceIO, RoundTripF16IsWithinHalfPrecision) {
     EXPECT_NEAR(back.q[0][x], tr.q[0][x], 2e-3 * std::fabs(tr.q[0][x]) + 1e-7);
 }
 
+TEST(TraceIO, RoundTripBF16IsWithinBFloatPrecision) {
+  const Trace tr = random_trace(1, 2, 1, 9, 4, 55);
+  const auto p = tmp("rtbf.safetensors");
+  write_trace(p.string(), tr, DType::BF16);
+  const Trace back = read_trace(p.string());
+  for (size_t x = 0; x < tr.q[0].size(); ++x) EXPECT_NEAR(back.q[0][x], tr.q[0][x], 4e-3 * std::fabs(tr.q[0][x]) + 1e-30);
+  EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(float_to_bf16(bf16_to_float(0x4049)), 0x4049);  // exact values survive
+}
+
 TEST(TraceIO, HalfConversionsAreExactOnRepresentableValues) {
   for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 0.000061035156f, 5.9604645e-08f})
     EXPECT_EQ(half_to_float(float_to_half(f)), f) << f;

@@ -56,6 +56,7 @@ struct TensorOut {
 };
 TensorOut tensor_f32(std::string name, std::vector<std::int64_t> shape, const std::vector<float>& values);
 TensorOut tensor_f16(std::string name, std::vector<std::int64_t> shape, const std::vector<float>& values);
+TensorOut tensor_bf16(std::string name, std::vector<std::int64_t> shape, const std::vector<float>& values);
 TensorOut tensor_i32(std::string name, std::vector<std::int64_t> shape, const std::vector<std::int32_t>& values);
 
 void write_safetensors(const std::string& path, const std::vector<TensorOut>& tensors,
@@ -64,5 +65,6 @@ void write_safetensors(const std::string& path, const std::vector<TensorOut>& te
 float half_to_float(std::uint16_t h);
 std::uint16_t float_to_half(float f);
 float bf16_to_float(std::uint16_t b);
+std::uint16_t float_to_bf16(float f);  // round to nearest even; NaN stays NaN
 
 }  // namespace kvo

@@ -14,7 +14,7 @@ inline constexpr const char* kTraceVersion = "1";
 
 // Validates the container, the layout and every value; kvo::Error naming the first problem.
 Trace read_trace(const std::string& path);
-// Writes atomically (temporary file, then rename). dtype: F32 or F16 for q, k, v, attn.
+// Writes atomically (temporary file, then rename). dtype: F32, F16 or BF16 for q, k, v, attn.
 void write_trace(const std::string& path, const Trace& trace, DType dtype = DType::F32);
 
 }  // namespace kvo
