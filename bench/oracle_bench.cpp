@@ -2,6 +2,7 @@
 // brute force, and top-k.
 #include <benchmark/benchmark.h>
 
+#include <map>
 #include <random>
 
 #include "bench_inputs.hpp"
@@ -53,3 +54,41 @@ BENCHMARK(BM_BranchAndBound)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BruteForce)->Name("static/brute-force-fl")->Args({20, 5})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TopK)->Name("static/topk")->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);
+
+// The dynamic (nested) oracle on one head's dense attention, k = 20% of n: the specialised
+// flow solver (default) against Boost Graph's min-cost flow on the chain network.
+#include "kvo/core/attention.hpp"
+#include "kvo/oracle/dynamic_oracle.hpp"
+
+namespace {
+
+const DynamicProblem& dynamic_problem(int n) {
+  static std::map<int, DynamicProblem> cache;
+  auto it = cache.find(n);
+  if (it == cache.end()) {
+    DynamicProblem p;
+    p.w = dense_attention(HeadView(bench::trace(n, 64), 0, 0));
+    p.budget = n / 5;
+    it = cache.emplace(n, std::move(p)).first;
+  }
+  return it->second;
+}
+
+template <DynamicSolution (*Solve)(const DynamicProblem&)>
+void BM_Dynamic(benchmark::State& st) {
+  const DynamicProblem& p = dynamic_problem(static_cast<int>(st.range(0)));
+  double value = 0;
+  for (auto _ : st) value = Solve(p).value;
+  st.counters["value"] = value;
+}
+
+}  // namespace
+
+BENCHMARK(BM_Dynamic<solve_dynamic>)
+    ->Name("dynamic/flow")
+    ->Arg(256)
+    ->Arg(512)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Dynamic<solve_dynamic_bgl>)->Name("dynamic/bgl")->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond);

@@ -1,0 +1,60 @@
+// Exact offline optimum of the dynamic (irreversible-eviction) problem with an additive
+// per-step objective (theory note §3.6; proof in docs/oracle.md):
+//   maximise sum_i sum_{j in S_i} w(i, j)  s.t.  S_i ⊆ S_{i-1} ∪ {i},  |S_i| <= k,
+// optionally with the last r tokens forced in (heavy capacity h = k - r, the H2O shape).
+// Solvers: min-cost flow by successive shortest paths on a graph of n + 1 time nodes (the
+// default), Boost Graph's min-cost flow on the full chain network, a DP over cache states and
+// exhaustive enumeration (small n). Every solution carries an LP-dual certificate.
+#pragma once
+#include <Eigen/Dense>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kvo {
+
+struct DynamicProblem {
+  // w(i, j) >= 0 for j <= i: reward of holding token j at step i (entries above the diagonal are
+  // ignored). Retained dense attention mass: w = a.
+  Eigen::MatrixXd w;
+  int budget = 1;  // k: cache size after each step
+  int recent = 0;  // r: tokens i-r+1..i are always kept (0: nothing forced, the paper's problem)
+  int n() const { return static_cast<int>(w.rows()); }
+  int heavy() const { return budget - recent; }
+};
+
+struct DynamicSolution {
+  double value = 0.0;         // sum_i w(i, S_i): the schedule's value (lower bound on OPT)
+  double upper = 0.0;         // dual objective (upper bound on OPT); == value when certified
+  std::vector<int> end;       // per token j: last step it is kept (j - 1: never kept)
+  std::vector<double> price;  // dual price of a heavy slot at each step (lambda_i >= 0)
+  std::string method;
+  long long work = 0;  // augmentations, DP states or enumerated schedules
+  // S_i for every step, ascending.
+  std::vector<std::vector<int>> schedule() const;
+};
+
+// Validates the problem (square w, finite, w >= 0 on and below the diagonal, 0 <= r <= k <= n).
+void validate(const DynamicProblem& p);
+
+// The default exact solver (specialised successive shortest paths).
+DynamicSolution solve_dynamic(const DynamicProblem& p);
+// Boost Graph Library successive_shortest_path_nonnegative_weights on the chain network
+// (n^2/2 nodes): the comparison baseline.
+DynamicSolution solve_dynamic_bgl(const DynamicProblem& p);
+// DP over cache states V_i(S) (exact for any per-step objective; exponential: n <= ~25, small k).
+// value(i, S) is g_i(S) for the cache S after step i; monotone g needs only maximal caches.
+using StepObjective = std::function<double(int step, const std::vector<int>& cache)>;
+DynamicSolution solve_dynamic_dp(int n, int budget, int recent, const StepObjective& g, bool monotone);
+// Every schedule (token end times), n <= 12: the test oracle for the others.
+DynamicSolution solve_dynamic_brute(const DynamicProblem& p);
+
+// The value of a schedule given as kept sets S_i (any policy's), sum_i sum_{j in S_i} w(i, j).
+double schedule_value(const DynamicProblem& p, const std::vector<std::vector<int>>& kept);
+
+// Independent optimality certificate: checks that `end` is feasible, that (price, mu) with
+// mu_j = max(0, max_e R_j(e) - sum price) is dual feasible, and returns the dual objective.
+// kvo::Error when the schedule is infeasible or a price is negative.
+double dual_bound(const DynamicProblem& p, const std::vector<int>& end, const std::vector<double>& price);
+
+}  // namespace kvo
