@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "kvo/checks/competitive.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
@@ -25,9 +26,83 @@ struct Solve {
 
 }  // namespace
 
+namespace {
+
+template <class Args>
+int run_dynamic(const Args& a, const Global& g) {
+  const Trace tr = read_trace(a.trace);
+  CompetitiveOptions co;
+  co.forced_window = a.forced_window;
+  co.threads = g.threads;
+  for (const auto& p : split_list(a.policies))
+    co.policies.push_back(make_replay_options(a.replay, a.budget, a.params, p, g.threads));
+  require(!co.policies.empty(), "--policies names no policy");
+  long units = 0;
+  for (const auto& p : co.policies) units += replay_units(tr, p);
+  Progress bar("oracle --dynamic", units / static_cast<long>(co.policies.size()), !g.quiet);
+  co.on_head_done = [&] { bar.tick(); };
+  const auto heads = competitive_ratios(tr, co);
+  bar.finish();
+  double opt = 0, stat = 0;
+  long bugs = 0;
+  std::vector<std::string> names;
+  for (const auto& pr : heads.front().policies) names.push_back(pr.policy);
+  std::vector<double> mean(names.size(), 0.0), worst(names.size(), 1e300), value(names.size(), 0.0),
+      excess(names.size(), 0.0);
+  nlohmann::json jh = nlohmann::json::array();
+  for (const auto& h : heads) {
+    opt += h.opt_dyn;
+    stat += h.static_sum;
+    bugs += static_cast<long>(h.violations.size());
+    nlohmann::json jp = nlohmann::json::object();
+    for (size_t x = 0; x < h.policies.size(); ++x) {
+      const auto& pr = h.policies[x];
+      mean[x] += pr.ratio;
+      worst[x] = std::min(worst[x], pr.ratio);
+      value[x] += pr.value;
+      excess[x] = std::max(excess[x], pr.value - h.opt_dyn);
+      jp[pr.policy] = {{"value", pr.value}, {"ratio", pr.ratio}, {"nested", pr.nested}};
+    }
+    jh.push_back({{"layer", h.layer},
+                  {"head", h.head},
+                  {"k", h.k},
+                  {"opt_dyn", h.opt_dyn},
+                  {"dual_bound", h.dual_bound},
+                  {"static_sum", h.static_sum},
+                  {"policies", jp},
+                  {"violations", h.violations}});
+  }
+  const double nh = static_cast<double>(heads.size());
+  std::cout << "dynamic offline optimum of the retained dense mass on " << a.trace << " (n = " << tr.n_tokens
+            << ", budget " << co.policies.front().budget.str() << ", forced window " << a.forced_window << ", "
+            << heads.size() << " heads)\n"
+            << "mean per head: OPT_dyn = " << fmt(opt / nh) << ", sum_i opt_i = " << fmt(stat / nh)
+            << ", OPT_dyn / sum_i opt_i = " << fmt(opt / stat) << "\n";
+  Table t({"policy", "nested", "mean value", "mean ratio", "worst head ratio", "max excess over OPT_dyn"});
+  for (size_t x = 0; x < names.size(); ++x)
+    t.row({names[x], heads.front().policies[x].nested ? "yes" : "no", fmt(value[x] / nh), fmt(mean[x] / nh),
+           fmt(worst[x]), excess[x] > 0 ? fmt(excess[x]) : "-"});
+  t.print(std::cout);
+  std::cout << "ordering policy <= OPT_dyn <= sum_i opt_i and dual certificates: " << bugs
+            << (bugs ? " violations [FAILS: bug in kvoracle]" : " violations [holds]") << '\n';
+  if (!a.json.empty()) {
+    write_file_atomic(
+        a.json, nlohmann::json{{"trace", a.trace}, {"forced_window", a.forced_window}, {"heads", jh}}.dump(1) + "\n");
+    std::cout << "results: " << a.json << '\n';
+  }
+  return bugs ? 1 : 0;
+}
+
+}  // namespace
+
 Runner add_oracle(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand("oracle", "exact static optimum per step for each head");
   struct Args {
+    bool dynamic = false;
+    std::string policies = "h2o,h2o-paper,tova,scissorhands,streaming,window,random,h2o-mask", json;
+    int forced_window = 0;
+    PolicyArgs params;
+    ReplayArgs replay;
     std::string trace, out, objective = "dense-acc", h = "id";
     int window = 16, every = 1;
     long long node_limit = 200000;
@@ -48,8 +123,18 @@ Runner add_oracle(CLI::App& app, const Global& g) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out,-o", a->out, "per-step optima as JSON Lines");
+  cmd->add_flag(
+      "--dynamic", a->dynamic,
+      "exact offline optimum of the nested problem (retained dense mass) and each policy's competitive ratio");
+  cmd->add_option("--policies", a->policies, "--dynamic: comma-separated policies")->capture_default_str();
+  cmd->add_option("--forced-window", a->forced_window, "--dynamic: last r tokens forced into OPT's caches")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--json", a->json, "--dynamic: write per-head results as JSON");
   add_budget_options(cmd, a->budget);
   return [a, &g] {
+    a->replay.layers = a->layers;
+    if (a->dynamic) return run_dynamic(*a, g);
     const Trace tr = read_trace(a->trace);
     const Budget budget = a->budget.build();
     const Concave h = parse_concave(a->h);

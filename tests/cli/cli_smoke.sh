@@ -8,6 +8,7 @@ trap 'rm -rf "$dir"' EXIT
 "$K" -q replay "$dir/t.safetensors" --policy h2o-mask --budget 20% --out "$dir/r.jsonl" --probs
 "$K" -q oracle "$dir/t.safetensors" --budget 16 --out "$dir/o.jsonl"
 "$K" -q oracle "$dir/t.safetensors" --budget 6 --objective fl --every 24
+"$K" -q oracle --dynamic "$dir/t.safetensors" --budget 12 --json "$dir/d.json" | grep -q "0 violations"
 "$K" -q verify "$dir/t.safetensors" --budget 0.25 --json "$dir/v.json" --plot "$dir/v.svg"
 grep -q "<polyline" "$dir/v.svg"
 "$K" policies | grep -q h2o-paper
@@ -24,5 +25,12 @@ assert all(o["exact"] for o in opt) and len(opt) == 96 * 4
 v = json.load(open(d + "/v.json"))
 assert {p["policy"] for p in v["policies"]} >= {"h2o", "h2o-paper", "window"}
 assert all(t["holds"] for t in v["theorem_static_greedy"])
+d = json.load(open(d + "/d.json"))
+for h in d["heads"]:
+    assert abs(h["dual_bound"] - h["opt_dyn"]) <= 1e-9 * max(1, h["static_sum"])
+    assert h["opt_dyn"] <= h["static_sum"] + 1e-9
+    for name, p in h["policies"].items():
+        if p["nested"]:
+            assert p["value"] <= h["opt_dyn"] + 1e-9, name
 print("smoke ok")
 PY
