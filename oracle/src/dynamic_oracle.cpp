@@ -166,6 +166,10 @@ DynamicSolution solve_dynamic(const DynamicProblem& p) {
         const double* piv = pi.data() + a;
         double* dv = dist.data() + a;
         const double floor = dist[u];
+        // A branch-free pass first (it vectorises): most scans improve nothing.
+        int better = 0;
+        for (int k = 0; k < count; ++k) better += (offset - g[k] - piv[k] < dv[k]) ? 1 : 0;
+        if (better == 0) continue;
         for (int k = 0; k < count; ++k) {
           const double d = std::max(offset - g[k] - piv[k], floor);
           if (d < dv[k] && k != x[j] && !done[a + k]) {
