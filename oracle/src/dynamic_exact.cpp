@@ -8,6 +8,7 @@
 
 #include "dynamic_common.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/oracle/static_oracle.hpp"
 
 namespace kvo {
 namespace {
@@ -116,6 +117,77 @@ DynamicSolution solve_dynamic_brute(const DynamicProblem& p) {
   sol.end.resize(static_cast<size_t>(n));
   for (int j = 0; j < n; ++j) sol.end[j] = hv.arrival[j] < n ? hv.end_of(j, best_x[j]) : n - 1;
   return sol;
+}
+
+DynamicSolution solve_dynamic_enumerate(int n, int budget, int recent, const StepObjective& g) {
+  require(n >= 1 && n <= 10, "enumeration under a general objective is limited to n <= 10");
+  require(recent >= 0 && recent <= budget && budget <= n, "dynamic enumeration: need 0 <= recent <= budget <= n");
+  const int h = budget - recent;
+  std::vector<int> end(static_cast<size_t>(n)), load(static_cast<size_t>(n), 0), best_end;
+  double best = -std::numeric_limits<double>::infinity();
+  DynamicSolution sol;
+  sol.method = "enumeration";
+  auto rec = [&](auto&& self, int j) -> void {
+    if (j == n) {
+      ++sol.work;
+      double v = 0.0;
+      std::vector<int> cache;
+      for (int i = 0; i < n; ++i) {
+        cache.clear();
+        for (int t = 0; t <= i; ++t)
+          if (end[t] >= i) cache.push_back(t);
+        v += g(i, cache);
+      }
+      if (v > best) {
+        best = v;
+        best_end = end;
+      }
+      return;
+    }
+    const int a = j + recent;  // joins the heavy pool here
+    end[j] = std::min(a - 1, n - 1);
+    self(self, j + 1);
+    for (int e = a; e < n; ++e) {
+      if (load[e] >= h) {
+        for (int u = a; u < e; ++u) --load[u];
+        end[j] = std::min(a - 1, n - 1);
+        return;
+      }
+      ++load[e];
+      end[j] = e;
+      self(self, j + 1);
+    }
+    for (int u = a; u < n; ++u) --load[u];
+    end[j] = std::min(a - 1, n - 1);
+  };
+  rec(rec, 0);
+  sol.value = sol.upper = best;
+  sol.end = best_end;
+  return sol;
+}
+
+DynamicUpperBound dynamic_upper_bound(int n, int budget, int recent,
+                                      const std::function<std::unique_ptr<SetFunction>(int step)>& objective) {
+  require(n >= 1 && recent >= 0 && recent <= budget && budget <= n, "dynamic bound: need 0 <= recent <= budget <= n");
+  DynamicUpperBound b;
+  DynamicProblem relax;
+  relax.w = Eigen::MatrixXd::Zero(n, n);
+  relax.budget = budget;
+  relax.recent = recent;
+  double empty_sum = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const auto f = objective(i);
+    require(f->ground_size() == i + 1, "dynamic bound: g_" + std::to_string(i) + " must have ground set {0..i}");
+    const auto t = f->traits();
+    require(t.monotone && t.submodular,
+            "dynamic bound: g_" + std::to_string(i) + " (" + t.name + ") is not monotone submodular by construction");
+    b.static_sum += solve_static(*f, budget).upper;
+    const auto memo = f->empty_memo();
+    empty_sum += f->value(*memo);
+    for (int j = 0; j <= i; ++j) relax.w(i, j) = std::max(0.0, f->gain(*memo, j));
+  }
+  b.modular_flow = solve_dynamic(relax).upper + empty_sum;
+  return b;
 }
 
 }  // namespace kvo

@@ -7,9 +7,13 @@
 // exhaustive enumeration (small n). Every solution carries an LP-dual certificate.
 #pragma once
 #include <Eigen/Dense>
+#include <algorithm>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "kvo/core/set_function.hpp"
 
 namespace kvo {
 
@@ -48,6 +52,20 @@ using StepObjective = std::function<double(int step, const std::vector<int>& cac
 DynamicSolution solve_dynamic_dp(int n, int budget, int recent, const StepObjective& g, bool monotone);
 // Every schedule (token end times), n <= 12: the test oracle for the others.
 DynamicSolution solve_dynamic_brute(const DynamicProblem& p);
+// Every schedule under any per-step objective g_i(S_i) (n <= 10): the DP's test oracle.
+DynamicSolution solve_dynamic_enumerate(int n, int budget, int recent, const StepObjective& g);
+
+// Upper bounds on the dynamic optimum of monotone submodular per-step objectives at any n, where
+// the DP cannot go: the sum of static optima sum_i opt_i (theory note D.27), and the exact flow
+// optimum of the modular relaxation g_i(S) <= g_i({}) + sum_{j in S} (g_i({j}) - g_i({})).
+// `objective(i)` builds g_i over the ground set {0..i}.
+struct DynamicUpperBound {
+  double static_sum = 0.0;    // sum_i opt_i (each from the exact static solver's upper bound)
+  double modular_flow = 0.0;  // OPT_dyn of the singleton-gain relaxation, plus sum_i g_i({})
+  double best() const { return std::min(static_sum, modular_flow); }
+};
+DynamicUpperBound dynamic_upper_bound(int n, int budget, int recent,
+                                      const std::function<std::unique_ptr<SetFunction>(int step)>& objective);
 
 // The value of a schedule given as kept sets S_i (any policy's), sum_i sum_{j in S_i} w(i, j).
 double schedule_value(const DynamicProblem& p, const std::vector<std::vector<int>>& kept);
