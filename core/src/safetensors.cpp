@@ -1,10 +1,5 @@
 #include "kvo/core/safetensors.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -14,6 +9,7 @@
 
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/mapped_file.hpp"
 
 static_assert(std::endian::native == std::endian::little, "kvoracle assumes a little-endian host");
 
@@ -121,26 +117,10 @@ std::uint16_t float_to_bf16(float f) {
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  require(fd >= 0, "cannot open '" + path + "': " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error("'" + path + "' is not a regular file");
-  }
-  map_size_ = static_cast<size_t>(st.st_size);
-  if (map_size_ < 8) {
-    ::close(fd);
-    throw Error("'" + path + "' is too short to be a safetensors file (" + std::to_string(map_size_) + " bytes)");
-  }
-  map_ = ::mmap(nullptr, map_size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map_ == MAP_FAILED) {
-    map_ = nullptr;
-    throw Error("cannot map '" + path + "' into memory");
-  }
-  try {
-    const auto* base = static_cast<const unsigned char*>(map_);
+  file_ = std::make_unique<MappedFile>(path, 8, "safetensors");
+  map_size_ = file_->size();
+  {
+    const auto* base = file_->data();
     std::uint64_t hlen = 0;
     std::memcpy(&hlen, base, 8);
     require(hlen <= kMaxHeader && hlen <= map_size_ - 8,
@@ -202,16 +182,10 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     for (size_t x = 1; x < by_off.size(); ++x)
       require(by_off[x]->begin >= by_off[x - 1]->end,
               "'" + path + "': tensors '" + by_off[x - 1]->name + "' and '" + by_off[x]->name + "' overlap");
-  } catch (...) {
-    ::munmap(map_, map_size_);
-    map_ = nullptr;
-    throw;
   }
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (map_) ::munmap(map_, map_size_);
-}
+SafetensorsFile::~SafetensorsFile() = default;
 
 const TensorInfo* SafetensorsFile::find(const std::string& name) const {
   for (const auto& t : tensors_)

@@ -1,15 +1,11 @@
 #include "kvo/model/gguf.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/mapped_file.hpp"
 
 namespace kvo::model {
 namespace {
@@ -103,26 +99,10 @@ std::uint64_t GgufTensor::numel() const {
 }
 
 GgufFile::GgufFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  require(fd >= 0, "cannot open '" + path + "': " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error("'" + path + "' is not a regular file");
-  }
-  size_ = static_cast<size_t>(st.st_size);
-  if (size_ < 24) {
-    ::close(fd);
-    throw Error("'" + path + "' is too short to be a GGUF file");
-  }
-  map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map_ == MAP_FAILED) {
-    map_ = nullptr;
-    throw Error("cannot map '" + path + "' into memory");
-  }
-  try {
-    const auto* base = static_cast<const unsigned char*>(map_);
+  file_ = std::make_unique<MappedFile>(path, 24, "GGUF");
+  size_ = file_->size();
+  {
+    const auto* base = file_->data();
     Cursor c(base, size_, path_);
     require(std::memcmp(base, "GGUF", 4) == 0, "'" + path + "' is not a GGUF file (bad magic)");
     c.get<std::uint32_t>("magic");
@@ -173,16 +153,10 @@ GgufFile::GgufFile(const std::string& path) : path_(path) {
       require(t.offset <= data_size && t.bytes <= data_size - t.offset,
               "'" + path + "': tensor '" + t.name + "' lies outside the file");
     }
-  } catch (...) {
-    ::munmap(map_, size_);
-    map_ = nullptr;
-    throw;
   }
 }
 
-GgufFile::~GgufFile() {
-  if (map_) ::munmap(map_, size_);
-}
+GgufFile::~GgufFile() = default;
 
 bool GgufFile::has_tensor(const std::string& name) const {
   return std::any_of(tensors_.begin(), tensors_.end(), [&](const GgufTensor& t) { return t.name == name; });

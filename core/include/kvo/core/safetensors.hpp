@@ -9,6 +9,8 @@
 
 namespace kvo {
 
+class MappedFile;
+
 enum class DType { F32, F16, BF16, I32, I64, U8 };
 size_t dtype_size(DType t);
 std::string dtype_name(DType t);
@@ -41,7 +43,7 @@ class SafetensorsFile {
  private:
   const unsigned char* bytes(const TensorInfo& t) const { return data_ + t.begin; }
   std::string path_;
-  void* map_ = nullptr;
+  std::unique_ptr<MappedFile> file_;
   size_t map_size_ = 0;
   const unsigned char* data_ = nullptr;
   std::map<std::string, std::string> metadata_;

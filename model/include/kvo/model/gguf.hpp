@@ -3,9 +3,14 @@
 // input can make it read out of bounds. Dequantises F32, F16, BF16, Q4_0, Q4_1 and Q8_0.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+namespace kvo {
+class MappedFile;
+}
 
 namespace kvo::model {
 
@@ -49,7 +54,7 @@ class GgufFile {
 
  private:
   std::string path_;
-  void* map_ = nullptr;
+  std::unique_ptr<MappedFile> file_;
   size_t size_ = 0;
   const unsigned char* data_ = nullptr;
   std::uint32_t version_ = 0;
