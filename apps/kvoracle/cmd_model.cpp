@@ -10,6 +10,7 @@
 #include "kvo/model/llama.hpp"
 #include "kvo/model/recorder.hpp"
 #include "model_options.hpp"
+#include "options.hpp"
 
 namespace kvo::cli {
 namespace {
@@ -34,9 +35,7 @@ Runner add_record(CLI::App& app, const Global& g) {
   cmd->add_option("--out,-o", a->out, "output trace (.safetensors)")->required();
   cmd->add_option("--layers", a->layers, "model layers to record (default: all)")->delimiter(',');
   cmd->add_option("--prompt-len", a->prompt_len, "prompt length to store in the metadata")->capture_default_str();
-  cmd->add_option("--dtype", a->dtype, "f32, f16 or bf16")
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
-      ->capture_default_str();
+  add_trace_dtype_option(cmd, a->dtype);
   add_model_option(cmd, a->model);
   return [a, &g] {
     const model::Llama m = load(a->model);
@@ -53,7 +52,7 @@ Runner add_record(CLI::App& app, const Global& g) {
     };
     const Trace tr = model::record_trace(m, read_text(a->text), o);
     bar.finish();
-    write_trace(a->out, tr, a->dtype == "f16" ? DType::F16 : a->dtype == "bf16" ? DType::BF16 : DType::F32);
+    write_trace(a->out, tr, trace_dtype(a->dtype));
     std::cout << "wrote " << a->out << ": " << m.config().name << ", " << tr.n_layers << " layers x " << tr.n_heads
               << " heads (" << tr.n_kv_heads << " KV), n = " << tr.n_tokens << ", d = " << tr.head_dim << '\n';
     return 0;

@@ -5,6 +5,7 @@
 #include "kvo/core/error.hpp"
 #include "kvo/core/synth.hpp"
 #include "kvo/core/trace_io.hpp"
+#include "options.hpp"
 
 namespace kvo::cli {
 
@@ -27,10 +28,10 @@ Runner add_synth(CLI::App& app, const Global&) {
   cmd->add_option("--recency", o->recency, "logit boost of recent keys")->capture_default_str();
   cmd->add_option("--noise", o->noise, "standard deviation of random logits")->capture_default_str();
   cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
-  cmd->add_option("--dtype", *dtype, "f32 or f16")->check(CLI::IsMember({"f32", "f16"}))->capture_default_str();
+  add_trace_dtype_option(cmd, *dtype);
   return [=] {
     const Trace tr = synthesize(*o);
-    write_trace(*out, tr, *dtype == "f16" ? DType::F16 : DType::F32);
+    write_trace(*out, tr, trace_dtype(*dtype));
     std::cout << "wrote " << *out << ": " << tr.n_layers << " layers, " << tr.n_heads << " heads (" << tr.n_kv_heads
               << " KV), n = " << tr.n_tokens << ", d = " << tr.head_dim << ", seed " << o->seed << '\n';
     return 0;

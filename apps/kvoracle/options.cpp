@@ -73,6 +73,16 @@ ReplayOptions make_replay_options(const ReplayArgs& r, const BudgetArgs& b, cons
   return o;
 }
 
+void add_trace_dtype_option(CLI::App* cmd, std::string& dtype) {
+  cmd->add_option("--dtype", dtype, "trace storage: f32, f16 or bf16")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
+}
+
+DType trace_dtype(const std::string& dtype) {
+  return dtype == "f16" ? DType::F16 : dtype == "bf16" ? DType::BF16 : DType::F32;
+}
+
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);

@@ -7,6 +7,7 @@
 #include "kvo/core/budget.hpp"
 #include "kvo/core/policy_factory.hpp"
 #include "kvo/core/replay.hpp"
+#include "kvo/core/safetensors.hpp"
 
 namespace kvo::cli {
 
@@ -38,6 +39,10 @@ struct ReplayArgs {
 void add_replay_options(CLI::App* cmd, ReplayArgs& r);
 ReplayOptions make_replay_options(const ReplayArgs& r, const BudgetArgs& b, const PolicyArgs& p,
                                   const std::string& policy, int threads);
+
+// --dtype of the commands that write traces: f32, f16 or bf16 (one option, one mapping).
+void add_trace_dtype_option(CLI::App* cmd, std::string& dtype);
+DType trace_dtype(const std::string& dtype);
 
 // Splits "a,b,c".
 std::vector<std::string> split_list(const std::string& s);
