@@ -2,14 +2,14 @@
 against the baseline measured in the same run. Standard library only.
 
 Usage: report.py BENCH.json > table.md
-Baselines: greedy/* against greedy/naive, replay/* against replay/full, static/* none.
+Baselines: greedy/* against greedy/naive, replay/* and verify/* against replay/full, static/* none.
 """
 import json
 import statistics
 import sys
 from collections import defaultdict
 
-BASELINE = {"greedy": "greedy/naive", "replay": "replay/full"}
+BASELINE = {"greedy": "greedy/naive", "replay": "replay/full", "verify": "replay/full"}
 
 
 def main(path):
@@ -38,7 +38,7 @@ def main(path):
             if bname in med:
                 ratio = f"{m / med[bname]:.3f}"
         c = ", ".join(f"{k}={v:.4g}" for k, v in counters[name].items())
-        if family == "replay":  # items are head-steps: one per token of the one-head trace
+        if family in ("replay", "verify"):  # items are head-steps: one per token of the one-head trace
             c = f"{int(name.split('/')[2]) * 1000.0 / m:.4g} head-steps/s"
         print(f"| `{name}` | {m:.4g} | {ratio} | {c} |")
 

@@ -1,15 +1,12 @@
-// kvoracle verify: greedy eviction against the static optimum per step on each head, plus the
-// static greedy theorem check. Exit 1 when a theorem fails (a kvoracle bug); findings never fail.
-#include <algorithm>
-#include <cmath>
+// kvoracle verify: every checkable claim of the H2O theory (C1-C27) and the defects of the published
+// text (D1-D11) on a trace, with a report directory. Exit 1 when a theorem check fails (a kvoracle
+// bug); findings and defects are measurements and never fail the command.
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <numbers>
 
 #include "commands.hpp"
-#include "kvo/checks/greedy_vs_static.hpp"
-#include "kvo/checks/static_greedy_check.hpp"
-#include "kvo/checks/svg_plot.hpp"
+#include "kvo/checks/report_writer.hpp"
+#include "kvo/checks/trace_checks.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/progress.hpp"
@@ -20,147 +17,98 @@
 namespace kvo::cli {
 
 Runner add_verify(CLI::App& app, const Global& g) {
-  auto* cmd = app.add_subcommand("verify", "check greedy eviction against the static optimum on a trace");
+  auto* cmd = app.add_subcommand("verify", "run every checkable claim of the H2O theory on a trace, with a report");
   struct Args {
-    std::string trace, policies = "h2o,h2o-paper,tova,scissorhands,streaming,window,random", json, plot;
-    std::string objective_h = "id";
+    std::string trace, policies = "h2o,h2o-paper,tova,scissorhands,streaming,window,random,h2o-mask";
+    std::string checks, report, json, plot;
+    std::string sweep = "0.05,0.1,0.2,0.3,0.5";
     BudgetArgs budget;
     PolicyArgs params;
     ReplayArgs replay;
-    StaticGreedyOptions sg;
+    TraceChecksOptions o;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("trace", a->trace, "trace file (.safetensors)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--policies", a->policies, "comma-separated policies to check")->capture_default_str();
-  cmd->add_option("--objective-h", a->objective_h, "h of the dense accumulated objective: id, sqrt, log")
+  cmd->add_option("--policies", a->policies, "comma-separated policies to replay and check")->capture_default_str();
+  cmd->add_option("--checks", a->checks, "comma-separated check ids (C1..C27, D1..D11); default: all");
+  cmd->add_option("--report", a->report, "write report.json, report.md and the SVG plots into this directory");
+  cmd->add_option("--json", a->json, "also write report.json to this path");
+  cmd->add_option("--plot", a->plot, "also write the ratio plot (SVG) to this path");
+  cmd->add_option("--samples", a->o.samples, "sampled sets per submodularity scan (C5, C6, C12)")
       ->capture_default_str();
-  cmd->add_option("--json", a->json, "write the results as JSON");
-  cmd->add_option("--plot", a->plot, "write an SVG plot of the median ratio per step against the 1-1/e line");
-  cmd->add_option("--theorem-samples", a->sg.samples_per_head, "static greedy theorem check: steps per head")
+  cmd->add_option("--sampled-steps", a->o.sampled_steps, "steps per head for the brute-force checks")
       ->capture_default_str();
-  cmd->add_option("--theorem-budget", a->sg.budget, "static greedy theorem check: k")->capture_default_str();
+  cmd->add_option("--ground", a->o.ground, "ground-set size of the brute-force checks (<= 16)")->capture_default_str();
+  cmd->add_option("--small-k", a->o.small_k, "budget of the brute-force checks")->capture_default_str();
+  cmd->add_option("--sweep", a->sweep, "budgets (fractions of n) of the retained-mass plot; 'none' to skip")
+      ->capture_default_str();
+  cmd->add_option("--sweep-heads", a->o.sweep_heads, "heads per layer in the budget sweep")->capture_default_str();
+  cmd->add_option("--loss-random", a->o.loss_random, "random instances of the loss/Hessian checks")
+      ->capture_default_str();
   add_budget_options(cmd, a->budget);
   add_policy_options(cmd, a->params);
   add_replay_options(cmd, a->replay);
   return [a, &g] {
+    require(a->replay.gqa == "query", "verify checks one cache per query head: --gqa must be query");
+    require(a->o.ground >= 2 && a->o.ground <= 16, "--ground must be in [2, 16]");
+    require(a->o.small_k >= 1 && a->o.small_k < a->o.ground, "--small-k must be in [1, ground)");
+    require(a->o.samples >= 1 && a->o.sampled_steps >= 1, "--samples and --sampled-steps must be >= 1");
+    std::vector<double> sweep;
+    if (a->sweep != "none")
+      for (const auto& item : split_list(a->sweep)) {
+        const Amount b = Amount::parse(item);
+        require(b.is_ratio, "--sweep budgets must be fractions of n (0.1 or 10%), not '" + item + "'");
+        sweep.push_back(b.value);
+      }
     const Trace tr = read_trace(a->trace);
-    const Concave h = parse_concave(a->objective_h);
-    const auto names = split_list(a->policies);
-    require(!names.empty(), "--policies names no policy");
-    std::vector<ReplayOptions> opts;
-    long units = 0;
-    for (const auto& p : names) {
-      opts.push_back(make_replay_options(a->replay, a->budget, a->params, p, g.threads));
-      units += replay_units(tr, opts.back());
+    TraceChecksOptions o = a->o;
+    o.policies = split_list(a->policies);
+    for (const auto& p : o.policies) make_policy(a->params.build(p));  // unknown names fail here
+    o.params = a->params.build(o.policies.empty() ? "h2o" : o.policies.front());
+    o.budget = a->budget.build();
+    o.prompt_len = a->replay.prompt_len;
+    require(o.prompt_len >= 0 && o.prompt_len <= tr.n_tokens, "--prompt-len is outside [0, n]");
+    o.seed = a->replay.seed;
+    o.layers = a->replay.layers;
+    o.threads = g.threads;
+    o.sweep = sweep;
+    for (const auto& c : split_list(a->checks)) {
+      claim_info(c);
+      o.checks.insert(c);
     }
-    const double line = 1.0 - 1.0 / std::numbers::e;
-    nlohmann::json out = {{"trace", a->trace},
-                          {"n", tr.n_tokens},
-                          {"budget", opts.front().budget.str()},
-                          {"objective", "dense-acc[" + to_string(h) + "]"},
-                          {"line", line},
-                          {"policies", nlohmann::json::array()}};
-    Table t({"policy", "heads", "steps", "rho min", "rho median", "rho mean", "below 1-1/e", "worst (layer,head,step)",
-             "retained mass"});
-    Progress bar("verify", units, !g.quiet);
-    LinePlot plot;
-    plot.title = "median over heads of rho_i = f(S_i) / OPT_i (dense accumulated attention), budget " +
-                 opts.front().budget.str();
-    plot.x_label = "step i";
-    plot.y_label = "rho_i";
-    plot.lines.push_back({"1 - 1/e", line});
-    bool theorems_hold = true;
-    std::vector<StaticGreedySample> theorem;
-    for (size_t x = 0; x < names.size(); ++x) {
-      ReplayOptions o = opts[x];
-      o.on_unit_done = [&] { bar.tick(); };
-      const ReplayResult r = replay(tr, o);
-      const GreedyVsStatic gv = greedy_vs_static(tr, r, h, o.prompt_len, g.threads);
-      long steps = 0, below = 0;
-      double mn = 1.0, med_sum = 0.0, mean_sum = 0.0, mass = 0.0;
-      std::string worst = "-";
-      nlohmann::json jh = nlohmann::json::array();
-      for (const auto& hr : gv.heads) {
-        steps += hr.stats.steps;
-        below += hr.stats.below_line;
-        med_sum += hr.stats.median;
-        mean_sum += hr.stats.mean;
-        mass += hr.mean_retained_mass;
-        if (hr.stats.steps > 0 && hr.stats.min <= mn) {
-          mn = hr.stats.min;
-          worst = "(" + std::to_string(hr.layer) + "," + std::to_string(hr.head) + "," +
-                  std::to_string(hr.stats.worst_step) + ")";
-        }
-        jh.push_back({{"layer", hr.layer},
-                      {"head", hr.head},
-                      {"k", hr.budget.total},
-                      {"steps", hr.stats.steps},
-                      {"rho_min", hr.stats.min},
-                      {"rho_median", hr.stats.median},
-                      {"rho_mean", hr.stats.mean},
-                      {"worst_step", hr.stats.worst_step},
-                      {"below_line", hr.stats.below_line},
-                      {"retained_mass", hr.mean_retained_mass}});
-      }
-      const double nh = static_cast<double>(gv.heads.size());
-      PlotSeries ser{r.policy, {}, {}, false};
-      std::vector<double> col(gv.heads.size());
-      for (int i = 0; i < tr.n_tokens; ++i) {
-        for (size_t hh = 0; hh < gv.heads.size(); ++hh) col[hh] = gv.heads[hh].rho[static_cast<size_t>(i)];
-        std::nth_element(col.begin(), col.begin() + static_cast<long>(col.size() / 2), col.end());
-        ser.x.push_back(i);
-        ser.y.push_back(col[col.size() / 2]);
-      }
-      plot.series.push_back(std::move(ser));
-      t.row({r.policy, std::to_string(gv.heads.size()), std::to_string(steps), fmt(mn), fmt(med_sum / nh),
-             fmt(mean_sum / nh), std::to_string(below), worst, fmt(mass / nh)});
-      out["policies"].push_back({{"policy", r.policy}, {"nested", r.nested}, {"heads", jh}});
-      if (x == 0) {
-        StaticGreedyOptions sg = a->sg;
-        sg.threads = g.threads;
-        theorem = static_greedy_check(tr, r, sg);
-      }
-    }
+    Progress bar("verify", work_units(tr, o), !g.quiet);
+    o.on_tick = [&bar] { bar.tick(); };
+    const TraceChecksResult res = run_trace_checks(tr, o);
     bar.finish();
+
+    nlohmann::json meta = {{"trace", a->trace},          {"n", tr.n_tokens},     {"layers", tr.n_layers},
+                           {"heads", tr.n_heads},        {"budget", res.budget}, {"policies", a->policies},
+                           {"prompt_len", o.prompt_len}, {"seed", o.seed}};
+    for (const char* key : {"model", "text_source", "model_sha256"})
+      if (tr.metadata.count(key)) meta[key] = tr.metadata.at(key);
     std::cout << "kvoracle verify " << a->trace << ": n = " << tr.n_tokens << ", " << tr.n_layers << " layers x "
-              << tr.n_heads << " heads, budget " << opts.front().budget.str() << "\n\n";
-    std::cout << "Finding: per-step ratio rho_i = f(S_i) / max_{|S|<=k} f(S), f = dense accumulated attention ["
-              << to_string(h) << "], against the 1-1/e = " << fmt(line) << " line\n";
+              << tr.n_heads << " heads, budget " << res.budget << ", " << res.report.records().size() << " records\n\n";
+    Table t({"claim", "kind", "instance", "records", "paper/theorem holds", "worst", "where"});
+    for (const auto& s : res.report.summaries())
+      t.row({s.id, to_string(s.kind), s.variant, std::to_string(s.records),
+             std::to_string(s.holding) + "/" + std::to_string(s.records), fmt(s.worst), s.where});
     t.print(std::cout);
-    int fails = 0;
-    double worst_ratio = 1.0;
-    nlohmann::json jt = nlohmann::json::array();
-    for (const auto& s : theorem) {
-      fails += s.holds ? 0 : 1;
-      if (s.opt > 0) worst_ratio = std::min(worst_ratio, s.greedy / s.opt);
-      jt.push_back({{"layer", s.layer},
-                    {"head", s.head},
-                    {"step", s.step},
-                    {"ground", s.ground},
-                    {"k", s.k},
-                    {"greedy", s.greedy},
-                    {"opt", s.opt},
-                    {"bound", s.bound},
-                    {"factor", s.factor},
-                    {"exact", s.exact},
-                    {"holds", s.holds}});
-    }
-    theorems_hold = fails == 0;
-    out["theorem_static_greedy"] = jt;
-    std::cout
-        << "\nTheorem (Nemhauser-Wolsey-Fisher; Leskovec a-posteriori bound): lazy greedy on facility location vs "
-           "exact optimum at "
-        << theorem.size() << " sampled steps: worst greedy/OPT = " << fmt(worst_ratio) << ", violations = " << fails
-        << (theorems_hold ? "  [holds]" : "  [FAILS: bug in kvoracle]") << '\n';
-    if (!a->plot.empty()) {
-      write_file_atomic(a->plot, plot.svg());
-      std::cout << "plot: " << a->plot << '\n';
+    const long fails = res.report.theorem_failures();
+    std::cout << "\nTheorem checks: " << (fails == 0 ? "all hold" : std::to_string(fails) + " FAIL (a bug in kvoracle)")
+              << "; findings and defects are measurements of the paper's claims, not pass/fail.\n";
+    if (!a->report.empty()) {
+      const auto files = write_report(a->report, res, meta);
+      std::cout << "report: " << a->report << "/report.md (" << files.size() << " files)\n";
     }
     if (!a->json.empty()) {
-      write_file_atomic(a->json, out.dump(2) + "\n");
+      write_file_atomic(a->json, res.report.to_json(meta).dump(1) + "\n");
       std::cout << "results: " << a->json << '\n';
     }
-    return theorems_hold ? 0 : 1;
+    if (!a->plot.empty()) {
+      write_file_atomic(a->plot, report_plots(res).front().second);
+      std::cout << "plot: " << a->plot << '\n';
+    }
+    return fails == 0 ? 0 : 1;
   };
 }
 

@@ -32,12 +32,19 @@ std::vector<int> chosen_layers(const Trace& tr, const ReplayOptions& o) {
 
 std::vector<Unit> make_units(const Trace& tr, const ReplayOptions& o) {
   std::vector<Unit> units;
+  const int unit_heads = o.gqa == GqaMode::PerQueryHead ? tr.n_heads : tr.n_kv_heads;
+  for (int h : o.heads)
+    require(h >= 0 && h < unit_heads,
+            "head " + std::to_string(h) + " is not in the trace (it has " + std::to_string(unit_heads) + ")");
+  auto wanted = [&](int h) { return o.heads.empty() || std::find(o.heads.begin(), o.heads.end(), h) != o.heads.end(); };
   for (int l : chosen_layers(tr, o)) {
     if (o.gqa == GqaMode::PerQueryHead) {
-      for (int h = 0; h < tr.n_heads; ++h) units.push_back({l, h, {h}});
+      for (int h = 0; h < tr.n_heads; ++h)
+        if (wanted(h)) units.push_back({l, h, {h}});
     } else {
       const int g = tr.group_size();
       for (int kv = 0; kv < tr.n_kv_heads; ++kv) {
+        if (!wanted(kv)) continue;
         Unit u{l, kv, {}};
         for (int h = kv * g; h < (kv + 1) * g; ++h) u.heads.push_back(h);
         units.push_back(std::move(u));
@@ -113,6 +120,7 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
     if (o.gqa != GqaMode::KvMax)
       for (double& p : agg) p /= static_cast<double>(views.size());
     policy->observe(i, att, agg);
+    if (o.on_step) o.on_step(u.layer, u.budget_head, i, *policy);
     const std::vector<int>& kept = policy->cache();
 
     for (int j : prev) was[j] = 1;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 
+#include "head_data.hpp"
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/parallel.hpp"
@@ -33,13 +34,7 @@ std::vector<HeadCompetitive> competitive_ratios(const Trace& trace, const Compet
     const DynamicSolution opt = solve_dynamic(p);
     hc.opt_dyn = opt.value;
     hc.dual_bound = opt.upper;
-    for (int i = 0; i < p.n(); ++i) {
-      std::vector<double> row(static_cast<size_t>(i) + 1);
-      for (int j = 0; j <= i; ++j) row[static_cast<size_t>(j)] = p.w(i, j);
-      const size_t take = std::min(row.size(), static_cast<size_t>(hc.k));
-      std::partial_sort(row.begin(), row.begin() + static_cast<long>(take), row.end(), std::greater<>());
-      for (size_t t = 0; t < take; ++t) hc.static_sum += row[t];
-    }
+    for (double v : detail::topk_row_sums(p.w, p.n(), hc.k)) hc.static_sum += v;
     const double tol = 1e-9 * std::max(1.0, hc.static_sum);
     if (std::fabs(opt.upper - opt.value) > tol)
       hc.violations.push_back("certificate gap " + std::to_string(opt.upper - opt.value));

@@ -80,7 +80,7 @@ std::string LinePlot::svg(int width, int height) const {
     o << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\""
       << (ser.dashed ? " stroke-dasharray=\"3,3\"" : "") << " points=\"";
     for (size_t p = 0; p < ser.x.size() && p < ser.y.size(); ++p)
-      o << num(X(ser.x[p])) << ',' << num(Y(ser.y[p])) << ' ';
+      if (std::isfinite(ser.y[p])) o << num(X(ser.x[p])) << ',' << num(Y(ser.y[p])) << ' ';
     o << "\"/>\n";
     const double ly = top + 14 + 18.0 * static_cast<double>(s);
     o << "<line x1=\"" << left + pw + 12 << "\" x2=\"" << left + pw + 36 << "\" y1=\"" << ly - 4 << "\" y2=\"" << ly - 4
@@ -89,6 +89,67 @@ std::string LinePlot::svg(int width, int height) const {
       << "<text x=\"" << left + pw + 42 << "\" y=\"" << ly << "\">" << esc(ser.name) << "</text>\n";
   }
   o << "</svg>\n";
+  return o.str();
+}
+
+namespace {
+
+// Viridis-like ramp from dark blue (0) to yellow (1).
+std::string ramp(double t) {
+  static const double stops[5][3] = {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
+  t = std::clamp(t, 0.0, 1.0) * 4.0;
+  const int a = std::min(3, static_cast<int>(t));
+  const double f = t - a;
+  char b[16];
+  std::snprintf(b, sizeof b, "#%02x%02x%02x", static_cast<int>(stops[a][0] + f * (stops[a + 1][0] - stops[a][0])),
+                static_cast<int>(stops[a][1] + f * (stops[a + 1][1] - stops[a][1])),
+                static_cast<int>(stops[a][2] + f * (stops[a + 1][2] - stops[a][2])));
+  return b;
+}
+
+}  // namespace
+
+std::string HeatMap::svg(int cell) const {
+  const size_t rows = value.size(), cols = rows ? value.front().size() : 0;
+  auto tr = [&](double v) { return log_scale ? (v > 0 ? std::log10(v) : NAN) : v; };
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& r : value)
+    for (double v : r)
+      if (std::isfinite(tr(v))) lo = std::min(lo, tr(v)), hi = std::max(hi, tr(v));
+  if (!(hi > lo)) hi = lo + 1.0;
+  if (!std::isfinite(lo)) lo = 0.0, hi = 1.0;
+  const double left = 70, top = 40;
+  const double width = left + static_cast<double>(cols) * cell + 120,
+               height = top + static_cast<double>(rows) * cell + 50;
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+    << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    << "<text x=\"8\" y=\"20\" font-size=\"14\">" << esc(title) << "</text>\n";
+  for (size_t r = 0; r < rows; ++r) {
+    o << "<text x=\"" << left - 6 << "\" y=\"" << top + (static_cast<double>(r) + 0.7) * cell
+      << "\" text-anchor=\"end\">" << r << "</text>\n";
+    for (size_t c = 0; c < cols; ++c) {
+      const double v = tr(value[r][c]);
+      const std::string fill = std::isfinite(v) ? ramp((v - lo) / (hi - lo)) : std::string("#cccccc");
+      o << "<rect x=\"" << left + static_cast<double>(c) * cell << "\" y=\"" << top + static_cast<double>(r) * cell
+        << "\" width=\"" << cell << "\" height=\"" << cell << "\" fill=\"" << fill << "\"><title>" << r << "," << c
+        << ": " << num(value[r][c]) << "</title></rect>\n";
+    }
+  }
+  for (size_t c = 0; c < cols; ++c)
+    o << "<text x=\"" << left + (static_cast<double>(c) + 0.5) * cell << "\" y=\""
+      << top + static_cast<double>(rows) * cell + 14 << "\" text-anchor=\"middle\">" << c << "</text>\n";
+  o << "<text x=\"" << left + static_cast<double>(cols) * cell / 2 << "\" y=\"" << height - 8
+    << "\" text-anchor=\"middle\">" << esc(col_label) << "</text>\n"
+    << "<text transform=\"translate(16," << top + static_cast<double>(rows) * cell / 2
+    << ") rotate(-90)\" text-anchor=\"middle\">" << esc(row_label) << "</text>\n";
+  const double bx = left + static_cast<double>(cols) * cell + 20, bh = static_cast<double>(rows) * cell;
+  for (int t = 0; t < 50; ++t)
+    o << "<rect x=\"" << bx << "\" y=\"" << top + bh * (1.0 - (t + 1) / 50.0) << "\" width=\"14\" height=\""
+      << bh / 50.0 + 0.5 << "\" fill=\"" << ramp(t / 49.0) << "\"/>\n";
+  const std::string pre = log_scale ? "1e" : "";
+  o << "<text x=\"" << bx + 18 << "\" y=\"" << top + 10 << "\">" << pre << num(hi) << "</text>\n"
+    << "<text x=\"" << bx + 18 << "\" y=\"" << top + bh << "\">" << pre << num(lo) << "</text>\n</svg>\n";
   return o.str();
 }
 

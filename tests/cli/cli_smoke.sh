@@ -9,8 +9,12 @@ trap 'rm -rf "$dir"' EXIT
 "$K" -q oracle "$dir/t.safetensors" --budget 16 --out "$dir/o.jsonl"
 "$K" -q oracle "$dir/t.safetensors" --budget 6 --objective fl --every 24
 "$K" -q oracle --dynamic "$dir/t.safetensors" --budget 12 --json "$dir/d.json" | grep -q "0 violations"
-"$K" -q verify "$dir/t.safetensors" --budget 0.25 --json "$dir/v.json" --plot "$dir/v.svg"
+"$K" -q verify "$dir/t.safetensors" --budget 0.25 --json "$dir/v.json" --plot "$dir/v.svg" --report "$dir/rep" \
+  --sweep 0.1,0.3 --loss-random 2
 grep -q "<polyline" "$dir/v.svg"
+for f in report.json report.md ratio.svg gamma.svg theta.svg budget.svg; do test -s "$dir/rep/$f"; done
+grep -q "| \*\*C27\*\*" "$dir/rep/report.md"
+"$K" -q verify "$dir/t.safetensors" --budget 0.25 --checks C1,D1 --sweep none --json "$dir/v2.json"
 "$K" policies | grep -q h2o-paper
 "$K" replay --help | grep -q -- --budget
 python3 - "$dir" <<'PY'
@@ -23,8 +27,12 @@ assert sum(len(r["reentered"]) for r in rows) > 0  # h2o-mask re-enters
 opt = [json.loads(l) for l in open(d + "/o.jsonl")]
 assert all(o["exact"] for o in opt) and len(opt) == 96 * 4
 v = json.load(open(d + "/v.json"))
-assert {p["policy"] for p in v["policies"]} >= {"h2o", "h2o-paper", "window"}
-assert all(t["holds"] for t in v["theorem_static_greedy"])
+assert v["format"] == "kvoracle-report" and v["theorem_failures"] == 0
+ids = {r["id"] for r in v["records"]}
+assert ids >= {"C%d" % i for i in range(1, 28)} | {"D%d" % i for i in range(1, 12)}, sorted(ids)
+assert all(r["holds"] for r in v["records"] if r["kind"] == "theorem")
+v2 = json.load(open(d + "/v2.json"))
+assert {r["id"] for r in v2["records"]} == {"C1", "D1"}
 d = json.load(open(d + "/d.json"))
 for h in d["heads"]:
     assert abs(h["dual_bound"] - h["opt_dyn"]) <= 1e-9 * max(1, h["static_sum"])

@@ -27,10 +27,13 @@ struct ReplayOptions {
   int prompt_len = 0;       // steps < prompt_len are prefill (full attention, one truncation)
   std::uint64_t seed = 0;   // randomised policies: unit u uses seed + u
   std::vector<int> layers;  // empty: all layers
+  std::vector<int> heads;   // empty: all; else only these query heads (KV heads in the kv-* modes)
   bool record_sets = true;  // keep attended / kept sets per step
   bool record_probs = false;
   int threads = 0;                     // <= 0: all cores
   std::function<void()> on_unit_done;  // progress hook (called from worker threads)
+  // Inspection hook after each observe (from worker threads): the checks read policy state here.
+  std::function<void(int layer, int head, int step, const EvictionPolicy& policy)> on_step;
 };
 
 struct StepRecord {

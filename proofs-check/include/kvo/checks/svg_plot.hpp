@@ -27,3 +27,16 @@ struct LinePlot {
 };
 
 }  // namespace kvo
+
+namespace kvo {
+
+// A heat map of a rows x columns grid (NaN cells drawn grey) with a colour bar.
+struct HeatMap {
+  std::string title, row_label, col_label;
+  std::vector<std::vector<double>> value;  // [row][col]
+  bool log_scale = false;                  // colour by log10 of positive values
+
+  std::string svg(int cell = 22) const;
+};
+
+}  // namespace kvo

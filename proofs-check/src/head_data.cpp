@@ -1,0 +1,100 @@
+#include "head_data.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "kvo/core/greedy_evictor.hpp"
+#include "kvo/core/policies.hpp"
+
+namespace kvo::detail {
+
+int PolicyRun::first_eviction() const {
+  for (size_t i = 0; i < replay.steps.size(); ++i)
+    if (!replay.steps[i].evicted.empty()) return static_cast<int>(i);
+  return -1;
+}
+
+const PolicyRun* HeadData::run(const std::string& name) const {
+  for (const auto& r : runs)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+HeadData build_head(const Trace& trace, int layer, int head, const TraceChecksOptions& o, bool light) {
+  HeadData h;
+  h.trace = &trace;
+  h.layer = layer;
+  h.head = head;
+  h.n = trace.n_tokens;
+  h.prompt_len = o.prompt_len;
+  h.budget = o.budget.resolve(trace.n_tokens, layer, head);
+  h.view.emplace(trace, layer, head);
+  h.a = dense_attention(*h.view);
+  if (!light) h.acc = Eigen::MatrixXd::Zero(h.n, h.n);
+  for (int i = 0; i < h.n && !light; ++i) {
+    if (i > 0) h.acc.row(i).head(i) = h.acc.row(i - 1).head(i);
+    h.acc.row(i).head(i + 1) += h.a.row(i).head(i + 1);
+  }
+  for (const auto& name : o.policies) {
+    PolicyRun run;
+    run.name = name;
+    ReplayOptions ro;
+    ro.policy = o.params;
+    ro.policy.name = name;
+    ro.budget = o.budget;
+    ro.prompt_len = o.prompt_len;
+    ro.seed = o.seed + static_cast<std::uint64_t>(layer * trace.n_heads + head);
+    ro.layers = {layer};
+    ro.heads = {head};
+    ro.record_sets = true;
+    ro.record_probs = !light;
+    ro.threads = 1;
+    const bool snapshot = !light && (name == "h2o" || name == "h2o-realdrop" || name == "h2o-paper");
+    if (snapshot) {
+      run.scores = Eigen::MatrixXd::Zero(h.n, h.n);
+      ro.on_step = [&run](int, int, int i, const EvictionPolicy& p) {
+        const std::vector<double>* s = nullptr;
+        if (const auto* g = dynamic_cast<const GreedyEvictor*>(&p)) s = &g->accumulated();
+        if (const auto* g = dynamic_cast<const H2OPolicy*>(&p)) s = &g->scores();
+        if (s == nullptr) return;
+        for (int j = 0; j <= i && j < static_cast<int>(s->size()); ++j) run.scores(i, j) = (*s)[static_cast<size_t>(j)];
+      };
+    }
+    ReplayResult r = replay(trace, ro);
+    run.nested = r.nested;
+    run.replay = std::move(r.heads.front());
+    h.runs.push_back(std::move(run));
+  }
+  return h;
+}
+
+std::vector<double> topk_row_sums(const Eigen::MatrixXd& w, int n, int k) {
+  std::vector<double> out(static_cast<size_t>(n)), row;
+  for (int i = 0; i < n; ++i) {
+    row.resize(static_cast<size_t>(i) + 1);
+    for (int j = 0; j <= i; ++j) row[static_cast<size_t>(j)] = w(i, j);
+    const size_t take = std::min(row.size(), static_cast<size_t>(k));
+    std::nth_element(row.begin(), row.begin() + static_cast<long>(take) - 1, row.end(), std::greater<>());
+    double s = 0.0;
+    for (size_t t = 0; t < take; ++t) s += row[t];
+    out[static_cast<size_t>(i)] = s;
+  }
+  return out;
+}
+
+CheckRecord head_record(const HeadData& h, const std::string& id, const std::string& variant, ClaimKind kind,
+                        bool holds, double metric, long step) {
+  CheckRecord r;
+  r.id = id;
+  r.variant = variant;
+  r.kind = kind;
+  r.layer = h.layer;
+  r.head = h.head;
+  r.holds = holds;
+  r.metric = metric;
+  r.step = step;
+  return r;
+}
+
+}  // namespace kvo::detail

@@ -1,0 +1,210 @@
+#include "kvo/checks/report.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "kvo/core/error.hpp"
+
+namespace kvo {
+
+std::string to_string(ClaimKind k) {
+  switch (k) {
+    case ClaimKind::Theorem:
+      return "theorem";
+    case ClaimKind::Finding:
+      return "finding";
+    case ClaimKind::Defect:
+      return "defect";
+  }
+  return "?";
+}
+
+const std::vector<ClaimInfo>& claim_catalogue() {
+  static const std::vector<ClaimInfo> c = {
+      {"C1", "eviction invariants: |S_i| <= k, S_i ⊆ S_{i-1} ∪ {i}, one new element, no re-entry", "Def 2.1/D.12, §4.1",
+       "violating steps", true},
+      {"C2", "normalisation: D_i = sum_{j in S} exp(q_i.k_j) after the -1 fix; sum_j o_ij = 1", "Def 2.2/D.10",
+       "max relative error", true},
+      {"C3", "Alg. 1 argmax over v of h(F(G \\ {v})) = argmin õ, for h = id, sqrt, log", "Alg. 1/2, Rem. D.14",
+       "disagreeing steps", true},
+      {"C4", "incremental õ equals recomputation (fp64); fp16 accumulation drift", "Rem. D.15", "max relative error",
+       true},
+      {"C5", "F_score = h(sum õ) is monotone submodular (Cond. 3, Y ⊂ X)", "D.1, D.2, Rem. D.14", "violations", true},
+      {"C6", "dynamic submodularity of f_{Z,i} on supersets of Z = S_i", "Def 4.1/D.4", "violation rate", true},
+      {"C7", "greedy >= (1-(1-1/k)^k) OPT >= (1-1/e) OPT (brute force)", "Thm D.17 [NWF 1978]", "min greedy/OPT",
+       false},
+      {"C8", "noisy-oracle greedy >= (1-1/e)OPT - k(2-1/e)eps and >= (1-(1-1/k)^k)(OPT-2k eps)", "Cor D.18",
+       "min slack / OPT", false},
+      {"C9", "robustness: perturbation eps/(2n) of gains costs at most eps", "Lemma D.19", "eps_hat / opt", true},
+      {"C10", "UDC1: theta_i = max(0, 1 - f_{S_i,i}(S_i)/f_{S_{i-1},i-1}(S_i))", "D.25/D.26", "max theta", true},
+      {"C11", "UDC2 both directions: gamma^def (opt_i vs opt_{i-1}), gamma^proof (opt_i vs opt_{i+1})",
+       "D.27, D.28 vs D.29", "max gamma^proof", true},
+      {"C12", "universal monotone: f(X) >= f(Y) for Y ⊂ X", "D.23/D.24", "violations", true},
+      {"C13", "induction chain links (a)-(d) and the per-step bound prod(1-theta)(1-gamma) opt", "Lemma D.29",
+       "steps with a failed link", true},
+      {"C14", "approximate induction: one-sided eps0 (as published) vs two-sided (repaired)", "Lemma D.30",
+       "steps below the one-sided bound", true},
+      {"C15", "Thm 4.4/D.32: f(S_i) >= (1-1/e)(1-alpha) opt_i - beta; alpha needed at beta = 0", "Thm 4.4, D.32",
+       "alpha_hat (hypotheses: gamma^proof)", true},
+      {"C16", "full-knowledge greedy >= (1-1/e) opt_i", "Lemma 3.1/D.31", "min greedy/OPT", false},
+      {"C17", "(alpha,tau,k)-goodness, union bound, and attention sparsity > 95% at 1% of the row max",
+       "D.33, D.34, §3.1", "sparsity", false},
+      {"C18", "retained mass controls the output: |o_T - o_full| <= 2(1 - m_i(T)) max|v|", "§2.0 [R]",
+       "max error / bound", true},
+      {"C19", "offline ordering: nested policy <= OPT_dyn <= sum opt_i; flow = brute force at small n", "§3.6 [R]",
+       "min competitive ratio", false},
+      {"C20", "curvature bound: greedy >= (1-e^{-c})/c OPT", "§3.2 [Conforti-Cornuejols]", "min greedy/bound", false},
+      {"C21", "submodularity ratio: greedy >= (1-e^{-gamma}) OPT; gamma >= 1 iff submodular", "§3.3 [Das-Kempe]",
+       "min gamma", false},
+      {"C22", "a-posteriori bound: OPT <= f(A) + sum of the k largest gains", "§3.4 [Leskovec et al.]",
+       "min greedy/bound", false},
+      {"C23", "gradient and Hessian formulas of the softmax loss (sign of Part 5)", "Lemmas D.44-D.46",
+       "max relative error", true},
+      {"C24", "Hessian PD: lambda_min >= l when w_i^2 >= 20 + l/sigma_min^2; Part 2 sandwich", "Lemma D.47",
+       "min lambda_min / l", false},
+      {"C25", "Hessian Lipschitz <= n^2 e^{40R^2}; |u(x)-u(y)| <= 2 sqrt(n) R e^{R^2} |x-y|", "Lemma D.48",
+       "max log10(measured/bound)", true},
+      {"C26", "Newton x - H^{-1} g reaches eps within ceil(log(|x0-x*|/eps)) iterations", "Alg. 4, Thm D.49",
+       "max iterations / allowed", true},
+      {"C27", "code-variant invariants: |kept| = min(L, h+r), heavy candidates exclude W_i, prefill top-h", "§1.7 [C]",
+       "violating steps", true},
+      {"D1", "Alg. 1 [V3] 'i < k' leaves the cache one short", "Alg. 1", "cache size at step k", false},
+      {"D2", "o_i without the -1 fix puts mass on evicted keys", "Def 2.2/D.10", "max excess mass", true},
+      {"D3", "scores over K_{S_i} [V1] vs K_{S_{i-1}} [V3]: decisions differ", "Alg. 1/2", "differing steps", true},
+      {"D4", "accumulation skips steps <= k in Alg. 2", "Alg. 2", "fraction of steps with a different cache", true},
+      {"D5", "UDC2: definition and use point in opposite directions", "D.28 vs D.29/D.30",
+       "max gamma^proof - gamma^def", true},
+      {"D6", "D.30 applies the value hypothesis to f~; a one-sided eps0 breaks the induction", "Lemma D.30",
+       "shortfall of the one-sided bound", true},
+      {"D7", "link (a) of D.29 needs the argmax, not monotonicity", "Lemma D.29", "link (a) failure rate", true},
+      {"D8", "the base case of the induction is never shown", "Lemma D.29/D.31", "base-step ratio", false},
+      {"D9", "sign of D.44 Part 5 and of the Newton step in Alg. 4", "Lemma D.44, Alg. 4",
+       "relative error of the published form", true},
+      {"D10", "opt_i of D.27 ranges over unreachable caches: an upper benchmark, not OPT_dyn", "D.27",
+       "OPT_dyn / sum opt_i", false},
+      {"D11", "Cor D.18's constant k(2-1/e)eps vs the derivable (1-(1-1/k)^k)(OPT-2k eps)", "Cor D.18",
+       "paper bound - derived bound (/OPT)", true},
+  };
+  return c;
+}
+
+const ClaimInfo& claim_info(const std::string& id) {
+  for (const auto& c : claim_catalogue())
+    if (c.id == id) return c;
+  throw Error("unknown check id '" + id + "' (expected C1..C27 or D1..D11)");
+}
+
+void Report::append(std::vector<CheckRecord> rs) {
+  for (auto& r : rs) records_.push_back(std::move(r));
+}
+
+namespace {
+size_t claim_order(const std::string& id) {
+  const auto& c = claim_catalogue();
+  for (size_t x = 0; x < c.size(); ++x)
+    if (c[x].id == id) return x;
+  return c.size();
+}
+}  // namespace
+
+void Report::sort() {
+  std::stable_sort(records_.begin(), records_.end(), [](const CheckRecord& a, const CheckRecord& b) {
+    const size_t ca = claim_order(a.id), cb = claim_order(b.id);
+    if (ca != cb) return ca < cb;
+    if (a.variant != b.variant) return a.variant < b.variant;
+    if (a.layer != b.layer) return a.layer < b.layer;
+    return a.head < b.head;
+  });
+}
+
+long Report::theorem_failures() const {
+  long f = 0;
+  for (const auto& r : records_) f += (r.kind == ClaimKind::Theorem && !r.holds) ? 1 : 0;
+  return f;
+}
+
+std::vector<ClaimSummary> Report::summaries() const {
+  std::vector<ClaimSummary> out;
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  std::vector<std::vector<double>> metrics;
+  for (const auto& c : claim_catalogue()) {
+    for (const auto& r : records_) {
+      if (r.id != c.id) continue;
+      auto key = std::make_pair(r.id, r.variant);
+      auto it = index.find(key);
+      if (it == index.end()) {
+        it = index.emplace(key, out.size()).first;
+        ClaimSummary s;
+        s.id = r.id;
+        s.variant = r.variant;
+        s.kind = r.kind;
+        s.worst = r.metric;
+        out.push_back(s);
+        metrics.emplace_back();
+      }
+      ClaimSummary& s = out[it->second];
+      metrics[it->second].push_back(r.metric);
+      const bool first = s.records == 0;
+      ++s.records;
+      s.holding += r.holds ? 1 : 0;
+      if (first || (c.higher_is_worse ? r.metric > s.worst : r.metric < s.worst)) {
+        s.worst = r.metric;
+        std::string w;  // appends only: GCC 12 warns (-Wrestrict) on "literal" + std::string here
+        if (r.layer >= 0) {
+          w.append("layer ").append(std::to_string(r.layer)).append(" head ").append(std::to_string(r.head));
+        }
+        if (r.step >= 0) {
+          if (!w.empty()) w.push_back(' ');
+          w.append("step ").append(std::to_string(r.step));
+        }
+        s.where = w.empty() ? "-" : w;
+      }
+    }
+  }
+  for (size_t x = 0; x < out.size(); ++x) {
+    auto& m = metrics[x];
+    std::sort(m.begin(), m.end());
+    out[x].median = m.empty() ? 0.0 : m[m.size() / 2];
+  }
+  return out;
+}
+
+nlohmann::json Report::to_json(const nlohmann::json& meta) const {
+  nlohmann::json claims = nlohmann::json::array();
+  for (const auto& c : claim_catalogue())
+    claims.push_back({{"id", c.id},
+                      {"title", c.title},
+                      {"source", c.source},
+                      {"metric", c.metric},
+                      {"higher_is_worse", c.higher_is_worse}});
+  nlohmann::json sums = nlohmann::json::array();
+  for (const auto& s : summaries())
+    sums.push_back({{"id", s.id},
+                    {"variant", s.variant},
+                    {"kind", to_string(s.kind)},
+                    {"records", s.records},
+                    {"holding", s.holding},
+                    {"worst", s.worst},
+                    {"median", s.median},
+                    {"where", s.where}});
+  nlohmann::json recs = nlohmann::json::array();
+  for (const auto& r : records_)
+    recs.push_back({{"id", r.id},
+                    {"variant", r.variant},
+                    {"kind", to_string(r.kind)},
+                    {"layer", r.layer},
+                    {"head", r.head},
+                    {"holds", r.holds},
+                    {"metric", r.metric},
+                    {"step", r.step},
+                    {"detail", r.detail}});
+  return {{"format", "kvoracle-report"},
+          {"format_version", 1},
+          {"meta", meta},
+          {"theorem_failures", theorem_failures()},
+          {"claims", claims},
+          {"summary", sums},
+          {"records", recs}};
+}
+
+}  // namespace kvo

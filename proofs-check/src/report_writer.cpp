@@ -1,0 +1,154 @@
+#include "kvo/checks/report_writer.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <numbers>
+#include <sstream>
+
+#include "kvo/checks/svg_plot.hpp"
+#include "kvo/core/atomic_file.hpp"
+#include "kvo/core/error.hpp"
+
+namespace kvo {
+namespace {
+
+std::string num(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (std::isnan(v)) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4g", v);
+  return b;
+}
+
+// Pipes would end a Markdown table cell.
+std::string md_cell(const std::string& text) {
+  std::string o;
+  for (char c : text) {
+    if (c == '|') o += '\\';
+    o += c;
+  }
+  return o;
+}
+
+std::string verdict(const ClaimSummary& s) {
+  const std::string of = std::to_string(s.holding) + " of " + std::to_string(s.records);
+  if (s.kind == ClaimKind::Theorem)
+    return s.holding == s.records ? "holds (" + std::to_string(s.records) + ")"
+                                  : "**FAILS** on " + std::to_string(s.records - s.holding) + " of " +
+                                        std::to_string(s.records) + " (kvoracle bug)";
+  if (s.kind == ClaimKind::Defect)
+    return s.holding == s.records
+               ? "not shown (" + of + " as published)"
+               : "shown on " + std::to_string(s.records - s.holding) + " of " + std::to_string(s.records);
+  return "paper's statement holds on " + of;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> report_plots(const TraceChecksResult& r) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const double line = 1.0 - 1.0 / std::numbers::e;
+  LinePlot ratio;
+  ratio.title = "median over heads of rho_i = A_i(S_i) / max_{|S|<=k} A_i(S), budget " + r.budget;
+  ratio.x_label = "step i";
+  ratio.y_label = "rho_i";
+  ratio.y_min = 0.0;
+  ratio.y_max = 1.05;
+  ratio.lines.push_back({"1 - 1/e", line});
+  for (const auto& s : r.series) {
+    PlotSeries ps{s.policy, {}, {}, false};
+    for (size_t i = 0; i < s.rho_median.size(); ++i) {
+      ps.x.push_back(static_cast<double>(i));
+      ps.y.push_back(s.rho_median[i]);
+    }
+    ratio.series.push_back(std::move(ps));
+    if (s.alpha_hat > 0 && s.alpha_hat < 1)
+      ratio.lines.push_back({"(1-a)(1-1/e), " + s.policy + " a=" + num(s.alpha_hat), (1 - s.alpha_hat) * line});
+  }
+  out.emplace_back("ratio.svg", ratio.svg(980, 520));
+  for (size_t g = 0; g < r.grids.size(); ++g) {
+    HeatMap hm;
+    hm.title = r.grids[g].title + (g == 0 ? " (log10)" : "");
+    hm.row_label = "layer";
+    hm.col_label = "head";
+    hm.value = r.grids[g].value;
+    hm.log_scale = g == 0;
+    out.emplace_back(g == 0 ? "gamma.svg" : "theta.svg", hm.svg());
+  }
+  if (!r.sweep.empty()) {
+    LinePlot b;
+    b.title = "retained attention mass a_i(S_i) against budget (mean over steps and the swept heads)";
+    b.x_label = "budget (fraction of n)";
+    b.y_label = "retained mass";
+    b.y_min = 0.0;
+    b.y_max = 1.0;
+    std::vector<std::string> names;
+    for (const auto& p : r.sweep)
+      if (std::find(names.begin(), names.end(), p.policy) == names.end()) names.push_back(p.policy);
+    for (const auto& n : names) {
+      PlotSeries s{n, {}, {}, n == "static optimum" || n == "OPT_dyn"};
+      for (const auto& p : r.sweep)
+        if (p.policy == n) {
+          s.x.push_back(p.budget);
+          s.y.push_back(p.retained_mass);
+        }
+      b.series.push_back(std::move(s));
+    }
+    out.emplace_back("budget.svg", b.svg(980, 520));
+  }
+  return out;
+}
+
+std::string report_markdown(const TraceChecksResult& r, const nlohmann::json& meta) {
+  std::ostringstream o;
+  o << "# kvoracle verify report\n\n";
+  for (const auto& [k, v] : meta.items())
+    o << "- " << k << ": " << (v.is_string() ? v.get<std::string>() : v.dump()) << "\n";
+  const long fails = r.report.theorem_failures();
+  o << "\n**Theorems:** "
+    << (fails == 0 ? "every theorem check holds." : std::to_string(fails) + " records FAIL (a bug in kvoracle).")
+    << " Findings and defects are measurements of the paper's claims on this trace, never pass/fail.\n\n";
+  o << "| claim | instance | kind | verdict | worst | where | median | metric |\n"
+       "|---|---|---|---|---|---|---|---|\n";
+  std::string last;
+  for (const auto& s : r.report.summaries()) {
+    const ClaimInfo& c = claim_info(s.id);
+    const std::string claim =
+        s.id == last ? "" : "**" + s.id + "** " + md_cell(c.title) + " (" + md_cell(c.source) + ")";
+    last = s.id;
+    o << "| " << claim << " | " << md_cell(s.variant) << " | " << to_string(s.kind) << " | " << verdict(s) << " | "
+      << num(s.worst) << " | " << s.where << " | " << num(s.median) << " | " << md_cell(c.metric) << " |\n";
+  }
+  o << "\n## Ratio per step\n\nrho_i against the 1-1/e line and (1-alpha)(1-1/e) at each policy's measured alpha:\n\n"
+       "![ratio](ratio.svg)\n\n";
+  o << "| policy | alpha_hat (max over heads) |\n|---|---|\n";
+  for (const auto& s : r.series) o << "| " << s.policy << " | " << num(s.alpha_hat) << " |\n";
+  o << "\n## Universal conditions per layer and head\n\n![gamma](gamma.svg)\n\n![theta](theta.svg)\n";
+  if (!r.sweep.empty()) {
+    o << "\n## Retained mass against budget\n\n![budget](budget.svg)\n\n| series | budget | retained mass "
+         "|\n|---|---|---|\n";
+    for (const auto& p : r.sweep)
+      o << "| " << p.policy << " | " << num(p.budget) << " | " << num(p.retained_mass) << " |\n";
+  }
+  o << "\nEvery record (claim x instance x layer x head) is in report.json; docs/report-format.md describes it.\n";
+  return o.str();
+}
+
+std::vector<std::string> write_report(const std::string& dir, const TraceChecksResult& r, const nlohmann::json& meta) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  require(!ec && std::filesystem::is_directory(dir), "cannot create report directory '" + dir + "'");
+  std::vector<std::string> written;
+  auto put = [&](const std::string& name, const std::string& content) {
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    write_file_atomic(path, content);
+    written.push_back(path);
+  };
+  put("report.json", r.report.to_json(meta).dump(1) + "\n");
+  put("report.md", report_markdown(r, meta));
+  for (const auto& [name, svg] : report_plots(r)) put(name, svg);
+  return written;
+}
+
+}  // namespace kvo

@@ -1,0 +1,234 @@
+#include "kvo/checks/trace_checks.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <numbers>
+
+#include "head_data.hpp"
+#include "kvo/checks/counterexamples.hpp"
+#include "kvo/checks/softmax_loss.hpp"
+#include "kvo/core/error.hpp"
+#include "kvo/core/parallel.hpp"
+#include "kvo/oracle/dynamic_oracle.hpp"
+
+namespace kvo {
+namespace {
+
+const char* kLossChecks[] = {"C23", "C24", "C25", "C26", "D9"};
+
+bool any_loss_check(const TraceChecksOptions& o) {
+  for (const char* id : kLossChecks)
+    if (check_enabled(o, id)) return true;
+  return false;
+}
+
+std::vector<std::pair<int, int>> chosen_heads(const Trace& t, const TraceChecksOptions& o) {
+  std::vector<int> layers = o.layers;
+  if (layers.empty())
+    for (int l = 0; l < t.n_layers; ++l) layers.push_back(l);
+  std::vector<std::pair<int, int>> out;
+  for (int l : layers) {
+    require(l >= 0 && l < t.n_layers, "layer " + std::to_string(l) + " is not in the trace");
+    for (int h = 0; h < t.n_heads; ++h) out.emplace_back(l, h);
+  }
+  return out;
+}
+
+std::vector<std::pair<int, int>> sweep_heads(const Trace& t, const TraceChecksOptions& o) {
+  std::vector<std::pair<int, int>> out;
+  if (o.sweep.empty() || o.sweep_heads <= 0) return out;
+  for (const auto& [l, h] : chosen_heads(t, o))
+    for (int x = 0; x < std::min(o.sweep_heads, t.n_heads); ++x)
+      if (h == (l + x) % t.n_heads) out.emplace_back(l, h);
+  return out;
+}
+
+std::vector<std::pair<std::string, Eigen::MatrixXd>> loss_matrices(const Trace& t, const TraceChecksOptions& o) {
+  std::vector<std::pair<std::string, Eigen::MatrixXd>> out;
+  if (t.head_dim == 0 || o.loss_heads <= 0) return out;
+  std::vector<int> layers = {0, t.n_layers / 2, t.n_layers - 1};
+  layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+  layers.resize(std::min(layers.size(), static_cast<size_t>(o.loss_heads)));
+  for (int l : layers) {
+    if (t.k[static_cast<size_t>(l)].empty()) continue;
+    const int rows = std::min(t.n_tokens, 256), d = t.head_dim;
+    if (rows < d) continue;
+    Eigen::MatrixXd A(rows, d);
+    const float* k = t.k[static_cast<size_t>(l)].data();  // KV head 0
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < d; ++c) A(r, c) = k[static_cast<size_t>(r) * static_cast<size_t>(d) + static_cast<size_t>(c)];
+    out.emplace_back("keys L" + std::to_string(l) + " KV0 n=" + std::to_string(rows), std::move(A));
+  }
+  return out;
+}
+
+}  // namespace
+
+bool check_enabled(const TraceChecksOptions& o, const std::string& id) {
+  return o.checks.empty() || o.checks.count(id);
+}
+
+long work_units(const Trace& trace, const TraceChecksOptions& o) {
+  long units = static_cast<long>(chosen_heads(trace, o).size());
+  units += static_cast<long>(sweep_heads(trace, o).size() * o.sweep.size());
+  if (any_loss_check(o)) units += static_cast<long>(loss_matrices(trace, o).size()) + o.loss_random;
+  return units;
+}
+
+TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions& o) {
+  for (const auto& id : o.checks) claim_info(id);  // unknown ids fail before any work
+  require(!o.policies.empty(), "no policy to check");
+  for (const auto& [l, h] : chosen_heads(trace, o)) o.budget.resolve(trace.n_tokens, l, h);
+  TraceChecksResult res;
+  res.budget = o.budget.str();
+  const auto heads = chosen_heads(trace, o);
+  std::vector<std::vector<CheckRecord>> per_head(heads.size());
+  std::vector<detail::HeadExtras> extras(heads.size());
+  auto tick = [&] {
+    if (o.on_tick) o.on_tick();
+  };
+  parallel_for(static_cast<int>(heads.size()), o.threads, [&](int x) {
+    const auto [layer, head] = heads[static_cast<size_t>(x)];
+    const detail::HeadData hd = detail::build_head(trace, layer, head, o);
+    auto& out = per_head[static_cast<size_t>(x)];
+    detail::check_invariants(hd, o, out);
+    detail::check_normalisation(hd, o, out);
+    detail::check_scores(hd, o, out);
+    detail::check_dynamic(hd, o, out, extras[static_cast<size_t>(x)]);
+    detail::check_small_ground(hd, o, out);
+    detail::check_attention_stats(hd, o, out);
+    detail::check_offline(hd, o, out);
+    detail::check_algorithm_variants(hd, o, out);
+    tick();
+  });
+  for (auto& v : per_head) res.report.append(std::move(v));
+
+  // Constructed instances.
+  if (check_enabled(o, "D6")) res.report.add(one_sided_eps_instance());
+  if (check_enabled(o, "D7")) res.report.add(forced_token_instance());
+
+  // Loss, gradient, Hessian (C23-C26, D9): key matrices of the trace and random instances.
+  if (any_loss_check(o)) {
+    struct Job {
+      std::string name;
+      Eigen::MatrixXd A;
+      double R;
+    };
+    std::vector<Job> jobs;
+    for (auto& [name, A] : loss_matrices(trace, o)) jobs.push_back({name + " R=1", std::move(A), 1.0});
+    for (int t = 0; t < o.loss_random; ++t) {
+      const double R = 1.0 + 0.5 * (t % 3);
+      const LossInstance in = random_loss_instance(24, 6, R, 1.0, 0.0, o.seed + 1000u + static_cast<std::uint64_t>(t));
+      jobs.push_back({"random n=24 d=6 R=" + std::to_string(R).substr(0, 3), in.loss.A, R});
+    }
+    std::vector<std::vector<CheckRecord>> per_job(jobs.size());
+    parallel_for(static_cast<int>(jobs.size()), o.threads, [&](int x) {
+      const Job& j = jobs[static_cast<size_t>(x)];
+      const std::uint64_t seed = o.seed + 77u * static_cast<std::uint64_t>(x + 1);
+      const std::string variant = j.name.rfind("random", 0) == 0 ? "random" : "trace keys";
+      auto& out = per_job[static_cast<size_t>(x)];
+      auto add = [&](std::vector<CheckRecord> rs) {
+        for (auto& r : rs) {
+          r.detail["data"] = j.name;
+          out.push_back(std::move(r));
+        }
+      };
+      const LossInstance plain = make_loss_instance(j.A, j.R, 1.0, 20.0, seed);
+      if (check_enabled(o, "C23") || check_enabled(o, "D9")) add(check_loss_formulas(plain, variant));
+      if (check_enabled(o, "C24")) add(check_hessian_pd(j.A, j.R, 1.0, seed, variant));
+      if (check_enabled(o, "C25")) add(check_lipschitz(plain, 16, seed, variant));
+      if (check_enabled(o, "C26") || check_enabled(o, "D9")) {
+        const LossInstance strong = make_loss_instance(j.A, j.R, 1.0, 200.0 * std::exp(j.R * j.R), seed);
+        add(check_newton(strong, 4, seed, variant));
+      }
+      tick();
+    });
+    for (auto& v : per_job)
+      for (auto& r : v)
+        if (check_enabled(o, r.id)) res.report.add(std::move(r));
+  }
+  res.report.sort();
+
+  // Ratio series per policy (median over heads per step) and alpha_hat.
+  for (const auto& p : o.policies) {
+    PolicySeries s;
+    s.policy = p;
+    std::vector<double> col;
+    for (int i = 0; i < trace.n_tokens; ++i) {
+      col.clear();
+      for (const auto& e : extras) {
+        auto it = e.rho.find(p);
+        if (it != e.rho.end() && std::isfinite(it->second[static_cast<size_t>(i)]))
+          col.push_back(it->second[static_cast<size_t>(i)]);
+      }
+      if (col.empty()) {
+        s.rho_median.push_back(NAN);
+        continue;
+      }
+      std::nth_element(col.begin(), col.begin() + static_cast<long>(col.size() / 2), col.end());
+      s.rho_median.push_back(col[col.size() / 2]);
+    }
+    for (const auto& e : extras) {
+      auto it = e.rho_min.find(p);
+      if (it != e.rho_min.end())
+        s.alpha_hat = std::max(s.alpha_hat, std::max(0.0, 1.0 - it->second / (1.0 - 1.0 / std::numbers::e)));
+    }
+    res.series.push_back(std::move(s));
+  }
+  // Heat maps.
+  HeadGrid gp{"gamma^proof (UDC2 in the lemma's direction), A[id], max over steps", {}};
+  HeadGrid tb{"theta (UDC1), B[id] along h2o-paper, max over steps", {}};
+  gp.value.assign(static_cast<size_t>(trace.n_layers), std::vector<double>(static_cast<size_t>(trace.n_heads), NAN));
+  tb.value = gp.value;
+  for (size_t x = 0; x < heads.size(); ++x) {
+    gp.value[static_cast<size_t>(heads[x].first)][static_cast<size_t>(heads[x].second)] = extras[x].gamma_proof;
+    tb.value[static_cast<size_t>(heads[x].first)][static_cast<size_t>(heads[x].second)] = extras[x].theta_b;
+  }
+  res.grids = {gp, tb};
+
+  // Retained mass against budget, next to the static and dynamic optima.
+  const auto sw = sweep_heads(trace, o);
+  if (!sw.empty()) {
+    struct Cell {
+      std::vector<double> policy;  // per policy, sum over steps of a_i(S_i) / n
+      double stat = 0.0, dyn = 0.0;
+    };
+    std::vector<Cell> cells(sw.size() * o.sweep.size());
+    parallel_for(static_cast<int>(cells.size()), o.threads, [&](int x) {
+      const auto [layer, head] = sw[static_cast<size_t>(x) / o.sweep.size()];
+      const double b = o.sweep[static_cast<size_t>(x) % o.sweep.size()];
+      TraceChecksOptions so = o;
+      so.budget = Budget(Amount{true, b});
+      const detail::HeadData hd = detail::build_head(trace, layer, head, so, /*light=*/true);
+      Cell& c = cells[static_cast<size_t>(x)];
+      DynamicProblem p;
+      p.w = hd.a;
+      p.budget = hd.k();
+      c.dyn = solve_dynamic(p).value / hd.n;
+      for (double v : detail::topk_row_sums(hd.a, hd.n, hd.k())) c.stat += v / hd.n;
+      for (const auto& run : hd.runs) {
+        std::vector<std::vector<int>> kept;
+        for (const auto& s : run.replay.steps) kept.push_back(s.kept);
+        c.policy.push_back(schedule_value(p, kept) / hd.n);
+      }
+      tick();
+    });
+    for (size_t bi = 0; bi < o.sweep.size(); ++bi) {
+      double stat = 0.0, dyn = 0.0;
+      std::vector<double> pol(o.policies.size(), 0.0);
+      for (size_t hi = 0; hi < sw.size(); ++hi) {
+        const Cell& c = cells[hi * o.sweep.size() + bi];
+        stat += c.stat / static_cast<double>(sw.size());
+        dyn += c.dyn / static_cast<double>(sw.size());
+        for (size_t pi = 0; pi < pol.size(); ++pi) pol[pi] += c.policy[pi] / static_cast<double>(sw.size());
+      }
+      res.sweep.push_back({"static optimum", o.sweep[bi], stat});
+      res.sweep.push_back({"OPT_dyn", o.sweep[bi], dyn});
+      for (size_t pi = 0; pi < pol.size(); ++pi) res.sweep.push_back({o.policies[pi], o.sweep[bi], pol[pi]});
+    }
+  }
+  return res;
+}
+
+}  // namespace kvo
