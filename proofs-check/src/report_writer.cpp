@@ -1,5 +1,6 @@
 #include "kvo/checks/report_writer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -56,15 +57,23 @@ std::vector<std::pair<std::string, std::string>> report_plots(const TraceChecksR
   ratio.y_min = 0.0;
   ratio.y_max = 1.05;
   ratio.lines.push_back({"1 - 1/e", line});
-  for (const auto& s : r.series) {
-    PlotSeries ps{s.policy, {}, {}, false};
+  for (size_t x = 0; x < r.series.size(); ++x) {
+    const auto& s = r.series[x];
+    PlotSeries ps{s.policy, {}, {}, false, static_cast<int>(x)};
     for (size_t i = 0; i < s.rho_median.size(); ++i) {
       ps.x.push_back(static_cast<double>(i));
       ps.y.push_back(s.rho_median[i]);
     }
     ratio.series.push_back(std::move(ps));
-    if (s.alpha_hat > 0 && s.alpha_hat < 1)
-      ratio.lines.push_back({"(1-a)(1-1/e), " + s.policy + " a=" + num(s.alpha_hat), (1 - s.alpha_hat) * line});
+  }
+  // (1 - alpha)(1 - 1/e) at each policy's alpha_hat, dashed in the policy's colour (skipped at
+  // alpha = 0, where it is the 1 - 1/e line, and at alpha = 1, where it is 0).
+  const double n_steps = r.series.empty() ? 1.0 : static_cast<double>(r.series.front().rho_median.size() - 1);
+  for (size_t x = 0; x < r.series.size(); ++x) {
+    const auto& s = r.series[x];
+    if (s.alpha_hat <= 0 || s.alpha_hat >= 1) continue;
+    const double y = (1 - s.alpha_hat) * line;
+    ratio.series.push_back({"(1-a)(1-1/e), a=" + num(s.alpha_hat), {0.0, n_steps}, {y, y}, true, static_cast<int>(x)});
   }
   out.emplace_back("ratio.svg", ratio.svg(980, 520));
   for (size_t g = 0; g < r.grids.size(); ++g) {
@@ -83,17 +92,22 @@ std::vector<std::pair<std::string, std::string>> report_plots(const TraceChecksR
     b.y_label = "retained mass";
     b.y_min = 0.0;
     b.y_max = 1.0;
-    std::vector<std::string> names;
-    for (const auto& p : r.sweep)
-      if (std::find(names.begin(), names.end(), p.policy) == names.end()) names.push_back(p.policy);
+    std::vector<std::string> names;  // policies first (same colours as the ratio plot), optima last
+    for (const auto& s : r.series) names.push_back(s.policy);
+    names.push_back("static optimum");
+    names.push_back("OPT_dyn");
+    double lowest = 1.0;
+    for (const auto& p : r.sweep) lowest = std::min(lowest, p.retained_mass);
+    b.y_min = std::max(0.0, std::floor(lowest * 10.0) / 10.0);
     for (const auto& n : names) {
-      PlotSeries s{n, {}, {}, n == "static optimum" || n == "OPT_dyn"};
+      const bool optimum = n == "static optimum" || n == "OPT_dyn";
+      PlotSeries s{n, {}, {}, optimum, -1};
       for (const auto& p : r.sweep)
         if (p.policy == n) {
           s.x.push_back(p.budget);
           s.y.push_back(p.retained_mass);
         }
-      b.series.push_back(std::move(s));
+      if (!s.x.empty()) b.series.push_back(std::move(s));
     }
     out.emplace_back("budget.svg", b.svg(980, 520));
   }
@@ -126,10 +140,24 @@ std::string report_markdown(const TraceChecksResult& r, const nlohmann::json& me
   for (const auto& s : r.series) o << "| " << s.policy << " | " << num(s.alpha_hat) << " |\n";
   o << "\n## Universal conditions per layer and head\n\n![gamma](gamma.svg)\n\n![theta](theta.svg)\n";
   if (!r.sweep.empty()) {
-    o << "\n## Retained mass against budget\n\n![budget](budget.svg)\n\n| series | budget | retained mass "
-         "|\n|---|---|---|\n";
-    for (const auto& p : r.sweep)
-      o << "| " << p.policy << " | " << num(p.budget) << " | " << num(p.retained_mass) << " |\n";
+    o << "\n## Retained mass against budget\n\n![budget](budget.svg)\n\n| series |";
+    std::vector<double> budgets;
+    std::vector<std::string> names;
+    for (const auto& p : r.sweep) {
+      if (std::find(budgets.begin(), budgets.end(), p.budget) == budgets.end()) budgets.push_back(p.budget);
+      if (std::find(names.begin(), names.end(), p.policy) == names.end()) names.push_back(p.policy);
+    }
+    for (double b : budgets) o << " " << num(100 * b) << "% |";
+    o << "\n|---|";
+    for (size_t x = 0; x < budgets.size(); ++x) o << "---:|";
+    o << "\n";
+    for (const auto& n : names) {
+      o << "| " << n << " |";
+      for (double b : budgets)
+        for (const auto& p : r.sweep)
+          if (p.policy == n && p.budget == b) o << " " << num(p.retained_mass) << " |";
+      o << "\n";
+    }
   }
   o << "\nEvery record (claim x instance x layer x head) is in report.json; docs/report-format.md describes it.\n";
   return o.str();

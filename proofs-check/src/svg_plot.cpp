@@ -76,7 +76,7 @@ std::string LinePlot::svg(int width, int height) const {
       << "</text>\n";
   for (size_t s = 0; s < series.size(); ++s) {
     const auto& ser = series[s];
-    const char* colour = kPalette[s % 10];
+    const char* colour = kPalette[static_cast<size_t>(ser.colour >= 0 ? ser.colour : static_cast<int>(s)) % 10];
     o << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\""
       << (ser.dashed ? " stroke-dasharray=\"3,3\"" : "") << " points=\"";
     for (size_t p = 0; p < ser.x.size() && p < ser.y.size(); ++p)

@@ -10,6 +10,7 @@ struct PlotSeries {
   std::string name;
   std::vector<double> x, y;
   bool dashed = false;
+  int colour = -1;  // palette index; -1: the series' own index
 };
 
 struct PlotLine {  // horizontal reference line
