@@ -11,11 +11,13 @@ namespace kvo::detail {
 
 void check_attention_stats(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out) {
   const int n = h.n;
+  const Eigen::MatrixXd a_t = h.a.transpose();  // column i = row i of a, contiguous
   if (check_enabled(o, "C17")) {
     long below = 0, total = 0;
     for (int i = 0; i < n; ++i) {
-      const double mx = h.a.row(i).head(i + 1).maxCoeff();
-      for (int j = 0; j <= i; ++j) below += h.a(i, j) < 0.01 * mx ? 1 : 0;
+      const auto row = a_t.col(i).head(i + 1);
+      const double mx = row.maxCoeff();
+      below += (row.array() < 0.01 * mx).count();
       total += i + 1;
     }
     const double sparsity = static_cast<double>(below) / static_cast<double>(total);
@@ -64,7 +66,7 @@ void check_attention_stats(const HeadData& h, const TraceChecksOptions& o, std::
   }
   if (check_enabled(o, "C18") && h.view->has_values()) {
     const int d = h.view->head_dim();
-    Eigen::MatrixXd V(n, d);
+    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> V(n, d);
     std::vector<double> vmax(static_cast<size_t>(n));
     for (int j = 0; j < n; ++j) {
       V.row(j) = h.view->value(j).transpose();
@@ -80,8 +82,8 @@ void check_attention_stats(const HeadData& h, const TraceChecksOptions& o, std::
         ot.setZero();
         double mass = 0.0;
         for (int j : T) {
-          ot += h.a(i, j) * V.row(j).transpose();
-          mass += h.a(i, j);
+          ot += a_t(j, i) * V.row(j).transpose();
+          mass += a_t(j, i);
         }
         if (mass <= 0) continue;
         const double err = (ot / mass - full.row(i).transpose()).norm();
