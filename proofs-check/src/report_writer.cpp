@@ -67,11 +67,11 @@ std::vector<std::pair<std::string, std::string>> report_plots(const TraceChecksR
     ratio.series.push_back(std::move(ps));
   }
   // (1 - alpha)(1 - 1/e) at each policy's alpha_hat, dashed in the policy's colour (skipped at
-  // alpha = 0, where it is the 1 - 1/e line, and at alpha = 1, where it is 0).
+  // alpha = 0, where it is the 1 - 1/e line, and near alpha = 1, where it is 0).
   const double n_steps = r.series.empty() ? 1.0 : static_cast<double>(r.series.front().rho_median.size() - 1);
   for (size_t x = 0; x < r.series.size(); ++x) {
     const auto& s = r.series[x];
-    if (s.alpha_hat <= 0 || s.alpha_hat >= 1) continue;
+    if (s.alpha_hat <= 0 || s.alpha_hat > 0.999) continue;
     const double y = (1 - s.alpha_hat) * line;
     ratio.series.push_back({"(1-a)(1-1/e), a=" + num(s.alpha_hat), {0.0, n_steps}, {y, y}, true, static_cast<int>(x)});
   }

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "kvo/checks/greedy_vs_static.hpp"
+#include "kvo/checks/report_writer.hpp"
+#include "kvo/checks/trace_checks.hpp"
 #include "kvo/core/facility_location.hpp"
 #include "kvo/core/greedy.hpp"
 #include "kvo/core/replay.hpp"
@@ -37,4 +39,27 @@ TEST(LibraryExample, ReplayAPolicy) {
   // --8<-- [end:replay]
   EXPECT_LE(static_cast<int>(step.kept.size()), r.heads[0].budget.total);
   EXPECT_GT(check.heads[0].stats.min, 0.0);
+}
+
+TEST(LibraryExample, RunTheClaimChecks) {
+  // --8<-- [start:checks]
+  kvo::SynthOptions so;
+  so.layers = 1;
+  so.heads = 1;
+  so.kv_heads = 1;
+  so.tokens = 64;
+  const kvo::Trace trace = kvo::synthesize(so);
+  kvo::TraceChecksOptions o;
+  o.budget = kvo::Budget(kvo::Amount::parse("25%"));
+  o.checks = {"C10", "C11", "C15"};  // empty: all of C1-C27 and D1-D11
+  const kvo::TraceChecksResult res = kvo::run_trace_checks(trace, o);
+  long failing_claims = 0;  // paper claims that fail on this trace (findings, not bugs)
+  for (const kvo::ClaimSummary& s : res.report.summaries())  // also s.variant, s.worst, s.where
+    if (s.kind == kvo::ClaimKind::Finding && s.holding < s.records) ++failing_claims;
+  const bool bug = res.report.theorem_failures() > 0;  // a failed theorem is a kvoracle bug
+  kvo::write_report("/tmp/kvo-example-report", res, {{"trace", "synthetic"}});
+  // --8<-- [end:checks]
+  EXPECT_FALSE(bug);
+  EXPECT_FALSE(res.report.summaries().empty());
+  EXPECT_GT(failing_claims, 0);  // UDC2 (C11) fails on every head
 }
