@@ -1,4 +1,5 @@
 // kvoracle replay: runs one policy over a trace; per-step JSON Lines and a summary table.
+#include <chrono>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -6,16 +7,91 @@
 #include "commands.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/progress.hpp"
+#include "kvo/core/error.hpp"
 #include "kvo/core/trace_io.hpp"
+#include "kvo/gpu/scorer.hpp"
 #include "options.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
 
+namespace {
+
+// kvoracle replay --device: the greedy scorer (CUDA or its CPU twin) for the H2O family.
+template <typename Args>
+int run_device_replay(const Trace& tr, const Args& a, const Global& g) {
+  require(a.replay.gqa == "query", "--device replays one cache per query head: --gqa must be query");
+  require(!a.probs, "--probs is not available with --device (the scorer keeps scores, not probabilities)");
+  ScorerOptions so;
+  so.variant = parse_scorer_variant(a.policy);
+  so.device = parse_scorer_device(a.device);
+  so.budgets = {a.budget.build()};
+  for (const auto& item : split_list(a.budgets)) {
+    BudgetArgs b = a.budget;
+    b.total = item;
+    so.budgets.push_back(b.build());
+  }
+  if (!a.budgets.empty()) so.budgets.erase(so.budgets.begin());  // --budgets replaces --budget
+  so.prompt_len = a.replay.prompt_len;
+  so.layers = a.replay.layers;
+  so.threads = g.threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  const ScorerResult r = run_scorer(tr, so);
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!a.out.empty()) {
+    AtomicFile f(a.out);
+    for (const auto& u : r.units)
+      for (int i = 0; i < tr.n_tokens; ++i) {
+        std::vector<int> evicted;
+        for (int j = 0; j <= i; ++j)
+          if (u.evict_step[static_cast<size_t>(j)] == i) evicted.push_back(j);
+        f.stream() << nlohmann::json({{"layer", u.layer},
+                                      {"head", u.head},
+                                      {"budget", so.budgets[static_cast<size_t>(u.budget_index)].str()},
+                                      {"step", i},
+                                      {"kept", kept_after(u, i)},
+                                      {"evicted", evicted}})
+                          .dump()
+                   << '\n';
+      }
+    f.commit();
+  }
+  std::cout << "policy " << a.policy << " on " << a.trace << " (n = " << tr.n_tokens << ") with the greedy scorer\n"
+            << "device: " << r.device << "\n";
+  Table t({"budget", "k (first head)", "heads", "evictions", "mean final score of kept tokens"});
+  for (size_t b = 0; b < so.budgets.size(); ++b) {
+    long heads = 0, evictions = 0;
+    double kept_score = 0.0;
+    long kept = 0;
+    int k = 0;
+    for (const auto& u : r.units) {
+      if (u.budget_index != static_cast<int>(b)) continue;
+      if (heads++ == 0) k = u.budget.total;
+      for (size_t j = 0; j < u.evict_step.size(); ++j) {
+        if (u.evict_step[j] >= 0) {
+          ++evictions;
+        } else {
+          kept_score += u.score[j];
+          ++kept;
+        }
+      }
+    }
+    t.row({so.budgets[b].str(), std::to_string(k), std::to_string(heads), std::to_string(evictions),
+           fmt(kept ? kept_score / static_cast<double>(kept) : 0.0)});
+  }
+  t.print(std::cout);
+  const double head_steps = static_cast<double>(r.units.size()) * tr.n_tokens;
+  std::cout << fmt(sec, 3) << " s, " << fmt(head_steps / sec, 4) << " head-steps/s\n";
+  if (!a.out.empty()) std::cout << "per-step records: " << a.out << '\n';
+  return 0;
+}
+
+}  // namespace
+
 Runner add_replay(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand("replay", "replay an eviction policy over a trace");
   struct Args {
-    std::string trace, policy = "h2o", out;
+    std::string trace, policy = "h2o", out, device, budgets;
     bool probs = false;
     BudgetArgs budget;
     PolicyArgs params;
@@ -26,11 +102,16 @@ Runner add_replay(CLI::App& app, const Global& g) {
   cmd->add_option("--policy,-p", a->policy, "eviction policy (see `kvoracle policies`)")->capture_default_str();
   cmd->add_option("--out,-o", a->out, "per-step records as JSON Lines");
   cmd->add_flag("--probs", a->probs, "include the renormalised probabilities in --out");
+  cmd->add_option("--device", a->device,
+                  "run the greedy scorer (h2o, h2o-realdrop, h2o-paper) on cpu (the twin), cuda, or auto");
+  cmd->add_option("--budgets", a->budgets, "with --device: several budgets in one pass, e.g. 5%,10%,20%");
   add_budget_options(cmd, a->budget);
   add_policy_options(cmd, a->params);
   add_replay_options(cmd, a->replay);
   return [a, &g] {
     const Trace tr = read_trace(a->trace);
+    if (!a->device.empty()) return run_device_replay(tr, *a, g);
+    require(a->budgets.empty(), "--budgets needs --device (the scorer replays several budgets in one pass)");
     ReplayOptions o = make_replay_options(a->replay, a->budget, a->params, a->policy, g.threads);
     o.record_probs = a->probs;
     Progress bar("replay " + a->policy, replay_units(tr, o), !g.quiet);

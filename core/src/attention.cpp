@@ -31,7 +31,9 @@ void HeadView::logits(int i, std::span<const int> keys, std::span<double> out) c
     for (size_t t = 0; t < keys.size(); ++t) {
       const float* kj = k_ + static_cast<size_t>(keys[t]) * d_;
       double dot = 0.0;
-      for (int x = 0; x < d_; ++x) dot += static_cast<double>(qi[x]) * kj[x];
+      // Explicit fused multiply-add in index order: the GPU scorer and its CPU twin
+      // (kvo/gpu/scorer_math.hpp) compute the same dot bit for bit, whatever the compiler contracts.
+      for (int x = 0; x < d_; ++x) dot = std::fma(static_cast<double>(qi[x]), static_cast<double>(kj[x]), dot);
       out[t] = scale_ * dot;
     }
     return;

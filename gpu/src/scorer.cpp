@@ -65,6 +65,8 @@ std::vector<int> kept_after(const ScorerUnit& u, int step) {
 }
 
 double scorer_flops_per_step(int slots, int d) { return 2.0 * slots * d; }
-double scorer_bytes_per_step(int slots, int d) { return 4.0 * slots * d + 4.0 * d + 16.0 * slots; }
+double scorer_bytes_per_step(int slots, int d, int key_bytes) {
+  return static_cast<double>(key_bytes) * slots * d + 4.0 * d + 16.0 * slots;
+}
 
 }  // namespace kvo

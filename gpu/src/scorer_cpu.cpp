@@ -1,6 +1,6 @@
 // The CPU twin of the greedy scorer: one cache unit (layer, query head, budget) per task, threads
 // over units, every element computed by the shared functions of scorer_math.hpp. Slots keep their
-// keys in blocks of 8 (one vector load per element index); a token-ordered slot list gives the
+// keys in fp64 blocks of 8 (one vector load per element index); a token-ordered slot list gives the
 // softmax the same summation order as the core replay engine, so the results are bit-identical.
 #include <algorithm>
 #include <cmath>
@@ -28,7 +28,7 @@ void run_unit(const Trace& tr, const ScorerOptions& o, const ScorerJob& job, Sco
   std::vector<int> token(static_cast<size_t>(cap), -1), order, free_slots;
   std::vector<double> score(static_cast<size_t>(cap), 0.0), logit(static_cast<size_t>(cap), 0.0),
       expo(static_cast<size_t>(cap), 0.0);
-  std::vector<float> keys(static_cast<size_t>(cap) * static_cast<size_t>(d), 0.0f);
+  std::vector<double> keys(static_cast<size_t>(cap) * static_cast<size_t>(d), 0.0);
   order.reserve(static_cast<size_t>(cap));
   for (int s = cap - 1; s >= 0; --s) free_slots.push_back(s);
   int high = 0;  // slots [0, high) have been used
@@ -44,13 +44,12 @@ void run_unit(const Trace& tr, const ScorerOptions& o, const ScorerJob& job, Sco
     high = std::max(high, slot + 1);
     token[static_cast<size_t>(slot)] = i;
     score[static_cast<size_t>(slot)] = 0.0;
-    for (int x = 0; x < d; ++x) keys[static_cast<size_t>(key_offset(slot, x, d))] = k[static_cast<size_t>(i) * d + x];
+    for (int x = 0; x < d; ++x) keys[static_cast<size_t>(key_offset(slot, x, d))] = static_cast<double>(k[static_cast<size_t>(i) * d + x]);
     order.push_back(slot);
     const int size = static_cast<int>(order.size());
     if (accumulates(paper, size, budget, i, o.prompt_len)) {
       const float* qi = q + static_cast<size_t>(i) * d;
-      for (int b = 0; b * kLanes < high; ++b)
-        block_dot_fp64(qi, keys.data() + static_cast<size_t>(b) * d * kLanes, d, logit.data() + b * kLanes);
+      store_dot_fp64(qi, keys.data(), high, d, logit.data());
       // Softmax over the slots in token order, as the replay engine: max, exp, sum, divide.
       double m = -std::numeric_limits<double>::infinity();
       for (int s : order) {

@@ -7,6 +7,8 @@ trap 'rm -rf "$dir"' EXIT
 "$K" -q synth --out "$dir/t.safetensors" --tokens 96 --layers 1 --dtype f16
 "$K" -q replay "$dir/t.safetensors" --policy h2o-mask --budget 20% --out "$dir/r.jsonl" --probs
 "$K" -q oracle "$dir/t.safetensors" --budget 16 --out "$dir/o.jsonl"
+"$K" -q replay "$dir/t.safetensors" --device auto --budgets 10%,30% --out "$dir/s.jsonl" >"$dir/s.txt"
+grep -q "^device: " "$dir/s.txt"
 "$K" -q oracle "$dir/t.safetensors" --budget 6 --objective fl --every 24
 "$K" -q oracle --dynamic "$dir/t.safetensors" --budget 12 --json "$dir/d.json" | grep -q "0 violations"
 "$K" -q verify "$dir/t.safetensors" --budget 0.25 --json "$dir/v.json" --plot "$dir/v.svg" --report "$dir/rep" \
@@ -24,6 +26,9 @@ rows = [json.loads(l) for l in open(d + "/r.jsonl")]
 assert len(rows) == 96 * 4, len(rows)
 assert all(abs(sum(r["probs"]) - 1) < 1e-9 for r in rows)
 assert sum(len(r["reentered"]) for r in rows) > 0  # h2o-mask re-enters
+sc = [json.loads(l) for l in open(d + "/s.jsonl")]
+assert len(sc) == 2 * 96 * 4, len(sc)
+assert max(len(r["kept"]) for r in sc if r["budget"] == "10%") == 9
 opt = [json.loads(l) for l in open(d + "/o.jsonl")]
 assert all(o["exact"] for o in opt) and len(opt) == 96 * 4
 v = json.load(open(d + "/v.json"))

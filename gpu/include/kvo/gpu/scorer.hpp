@@ -48,10 +48,11 @@ ScorerResult run_scorer_cuda(const Trace& trace, const ScorerOptions& options); 
 // The cache after step i (ascending tokens), from a unit's eviction steps.
 std::vector<int> kept_after(const ScorerUnit& unit, int step);
 
-// Work per step of one unit with `slots` keys of dimension d: flops of the logits (one multiply
-// and one add per element) and bytes the scoring loop reads (fp32 keys and query, fp64 scores
-// read and written).
+// Work per step of one unit with `slots` keys of dimension d: flops of the logits (one fused
+// multiply-add = 2 flops per element) and bytes the step moves: the keys (4 bytes each as the
+// GPU reads them from the trace, 8 as the twin stores them), the fp32 query, fp64 scores read and
+// written.
 double scorer_flops_per_step(int slots, int d);
-double scorer_bytes_per_step(int slots, int d);
+double scorer_bytes_per_step(int slots, int d, int key_bytes = 4);
 
 }  // namespace kvo

@@ -1,0 +1,123 @@
+// The greedy scorer: the CPU twin on one head (against replay/h2o, the engine it reproduces), its
+// scoring loop alone (logits over the kept slots) with the machine's own roofline measured in
+// the same run (vector multiply+add throughput and read bandwidth of an L2-resident block), and
+// the CUDA back end on a whole trace (skipped without a device; counters give bytes per step).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "bench_inputs.hpp"
+#include "kvo/core/synth.hpp"
+#include "kvo/gpu/device.hpp"
+#include "kvo/gpu/scorer.hpp"
+#include "kvo/gpu/scorer_math.hpp"
+
+using namespace kvo;
+
+namespace {
+
+void BM_ScorerCpu(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const Trace& tr = bench::trace(n, 64);
+  ScorerOptions o;
+  o.device = ScorerDevice::Cpu;
+  o.threads = 1;
+  o.budgets = {Budget(Amount::parse("0.2"))};
+  for (auto _ : st) benchmark::DoNotOptimize(run_scorer(tr, o).units.size());
+  st.SetItemsProcessed(st.iterations() * n);
+}
+
+// The scoring loop: logits of one query over `slots` keys (d = 64) in the twin's fp64 block store.
+void BM_ScorerLogits(benchmark::State& st) {
+  const int slots = static_cast<int>(st.range(0)), d = 64;
+  std::mt19937 g(1);
+  std::normal_distribution<float> N;
+  std::vector<double> keys(static_cast<size_t>(slots) * d);
+  std::vector<float> q(static_cast<size_t>(d));
+  for (auto& x : keys) x = N(g);
+  for (auto& x : q) x = N(g);
+  std::vector<double> out(static_cast<size_t>(slots));
+  for (auto _ : st) {
+    scorer::store_dot_fp64(q.data(), keys.data(), slots, d, out.data());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops = scorer_flops_per_step(slots, d), bytes = 8.0 * slots * d;
+  st.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["flop/byte"] = flops / bytes;
+}
+
+// Peak of the loop's arithmetic: independent fp64 multiply-then-add chains (no FMA, as the
+// scoring loop compiles without contraction), 16 x 8 lanes, one thread.
+void BM_PeakMulAdd(benchmark::State& st) {
+  constexpr int kAcc = 128;
+  alignas(64) double acc[kAcc];
+  for (int t = 0; t < kAcc; ++t) acc[t] = 1.0 + t * 1e-3;
+  const double a = 0.999999, c = 1e-7;
+  constexpr int kReps = 256;
+  for (auto _ : st) {
+    for (int r = 0; r < kReps; ++r)
+      for (int t = 0; t < kAcc; ++t) acc[t] = acc[t] * a + c;
+    benchmark::DoNotOptimize(acc);
+  }
+  st.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * kAcc * kReps * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Read bandwidth of a block the size of the key store of `slots` slots (d = 64, fp64): the data
+// the logits loop of the same size reads (64 slots: L1, 208: L2, 1024: L2).
+void BM_ReadBandwidth(benchmark::State& st) {
+  const size_t doubles = static_cast<size_t>(st.range(0)) * 64;  // the key store of st.range(0) slots
+  std::vector<double> buf(doubles, 1.0);
+  constexpr int kAcc = 32;  // 8 vector registers of independent sums: no add-latency stall
+  for (auto _ : st) {
+    double s[kAcc] = {};
+    for (size_t x = 0; x + kAcc <= doubles; x += kAcc)
+      for (int t = 0; t < kAcc; ++t) s[t] += buf[x + static_cast<size_t>(t)];
+    benchmark::DoNotOptimize(s);
+  }
+  st.counters["GB/s"] =
+      benchmark::Counter(static_cast<double>(doubles) * 8e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The CUDA scorer on a 16-layer x 8-head trace; bytes per step from the work model.
+void BM_ScorerCuda(benchmark::State& st) {
+  std::string why;
+  if (gpu::device_count(&why) == 0) {
+    st.SkipWithError(("no CUDA device: " + why).c_str());
+    return;
+  }
+  const int n = static_cast<int>(st.range(0));
+  static Trace tr;
+  if (tr.n_tokens != n) {
+    SynthOptions so;
+    so.layers = 16;
+    so.heads = 8;
+    so.kv_heads = 8;
+    so.tokens = n;
+    so.head_dim = 64;
+    so.prompt_len = 0;
+    tr = synthesize(so);
+  }
+  ScorerOptions o;
+  o.device = ScorerDevice::Cuda;
+  o.budgets = {Budget(Amount::parse("0.2"))};
+  for (auto _ : st) benchmark::DoNotOptimize(run_scorer(tr, o).units.size());
+  const int k = o.budgets[0].resolve(n, 0, 0).total;
+  const double units = 16.0 * 8.0;
+  st.counters["bytes/step"] = scorer_bytes_per_step(k + 1, 64) * units;
+  st.counters["GB/s"] = benchmark::Counter(scorer_bytes_per_step(k + 1, 64) * units * n * 1e-9,
+                                           benchmark::Counter::kIsIterationInvariantRate);
+  st.SetItemsProcessed(st.iterations() * static_cast<long>(units) * n);
+}
+
+}  // namespace
+
+BENCHMARK(BM_ScorerCpu)->Name("scorer/cpu")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ScorerLogits)->Name("scorer/logits")->Arg(64)->Arg(208)->Arg(1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PeakMulAdd)->Name("machine/peak-mul-add")->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ReadBandwidth)->Name("machine/read-bandwidth")->Arg(64)->Arg(208)->Arg(1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ScorerCuda)->Name("scorer/cuda")->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
