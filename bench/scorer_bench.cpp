@@ -63,8 +63,7 @@ void BM_PeakMulAdd(benchmark::State& st) {
       for (int t = 0; t < kAcc; ++t) acc[t] = acc[t] * a + c;
     benchmark::DoNotOptimize(acc);
   }
-  st.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * kAcc * kReps * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * kAcc * kReps * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Read bandwidth of a block the size of the key store of `slots` slots (d = 64, fp64): the data
@@ -119,5 +118,10 @@ void BM_ScorerCuda(benchmark::State& st) {
 BENCHMARK(BM_ScorerCpu)->Name("scorer/cpu")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ScorerLogits)->Name("scorer/logits")->Arg(64)->Arg(208)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PeakMulAdd)->Name("machine/peak-mul-add")->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_ReadBandwidth)->Name("machine/read-bandwidth")->Arg(64)->Arg(208)->Arg(1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ReadBandwidth)
+    ->Name("machine/read-bandwidth")
+    ->Arg(64)
+    ->Arg(208)
+    ->Arg(1024)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ScorerCuda)->Name("scorer/cuda")->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);

@@ -6,8 +6,8 @@
 
 #include "commands.hpp"
 #include "kvo/core/atomic_file.hpp"
-#include "kvo/core/progress.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/progress.hpp"
 #include "kvo/core/trace_io.hpp"
 #include "kvo/gpu/scorer.hpp"
 #include "options.hpp"

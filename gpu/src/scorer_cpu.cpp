@@ -44,7 +44,8 @@ void run_unit(const Trace& tr, const ScorerOptions& o, const ScorerJob& job, Sco
     high = std::max(high, slot + 1);
     token[static_cast<size_t>(slot)] = i;
     score[static_cast<size_t>(slot)] = 0.0;
-    for (int x = 0; x < d; ++x) keys[static_cast<size_t>(key_offset(slot, x, d))] = static_cast<double>(k[static_cast<size_t>(i) * d + x]);
+    for (int x = 0; x < d; ++x)
+      keys[static_cast<size_t>(key_offset(slot, x, d))] = static_cast<double>(k[static_cast<size_t>(i) * d + x]);
     order.push_back(slot);
     const int size = static_cast<int>(order.size());
     if (accumulates(paper, size, budget, i, o.prompt_len)) {

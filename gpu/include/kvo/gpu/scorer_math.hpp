@@ -36,7 +36,8 @@ KVO_HD double dot_fp64(const float* q, const float* k, int d) {
 // The same dot for one slot of the blocked key store.
 KVO_HD double slot_dot_fp64(const float* q, const float* keys, int slot, int d) {
   double s = 0.0;
-  for (int x = 0; x < d; ++x) s = ::fma(static_cast<double>(q[x]), static_cast<double>(keys[key_offset(slot, x, d)]), s);
+  for (int x = 0; x < d; ++x)
+    s = ::fma(static_cast<double>(q[x]), static_cast<double>(keys[key_offset(slot, x, d)]), s);
   return s;
 }
 
