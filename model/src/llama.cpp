@@ -173,6 +173,32 @@ MatrixRM Llama::forward(std::span<const int> tokens, KvCache& cache, bool want_l
   return logits;
 }
 
+Eigen::RowVectorXf Llama::decode_step(int token, int pos, StepAttention& attention) const {
+  require(token >= 0 && token < cfg_.vocab, "token id " + std::to_string(token) + " is outside the vocabulary");
+  const int d = cfg_.d_model;
+  MatrixRM x = embed_.row(token), h, q, k, v, g, u;
+  for (int l = 0; l < cfg_.n_layers; ++l) {
+    const Layer& L = layers_[static_cast<size_t>(l)];
+    rms_norm(x, L.attn_norm, cfg_.rms_eps, h);
+    q.noalias() = h * L.wq.transpose();
+    k.noalias() = h * L.wk.transpose();
+    v.noalias() = h * L.wv.transpose();
+    rope(q, cfg_.n_heads, cfg_.head_dim, pos, cfg_.rope_theta);
+    rope(k, cfg_.n_kv_heads, cfg_.head_dim, pos, cfg_.rope_theta);
+    const Eigen::RowVectorXf att = attention.attend(l, pos, q.row(0), k.row(0), v.row(0));
+    require(att.size() == d,
+            "StepAttention returned " + std::to_string(att.size()) + " values, expected " + std::to_string(d));
+    x.noalias() += att * L.wo.transpose();
+    rms_norm(x, L.ffn_norm, cfg_.rms_eps, h);
+    g.noalias() = h * L.gate.transpose();
+    u.noalias() = h * L.up.transpose();
+    g = (g.array() / (1.0f + (-g.array()).exp())) * u.array();
+    x.noalias() += g * L.down.transpose();
+  }
+  rms_norm(x, out_norm_, cfg_.rms_eps, h);
+  return h * embed_.transpose();
+}
+
 double mean_nll(const Llama& model, std::span<const int> tokens, int chunk) {
   require(tokens.size() >= 2, "perplexity needs at least two tokens");
   KvCache cache = model.new_cache(static_cast<int>(tokens.size()));

@@ -28,6 +28,16 @@ class LayerTap {
   virtual void on_layer(int layer, int first_pos, const MatrixRM& q, const MatrixRM& k, const MatrixRM& v) = 0;
 };
 
+// Attention of one new token, supplied by the caller of Llama::decode_step: gets the layer's
+// post-RoPE q [H*hd] and the new k, v [H_kv*hd] at position pos, keeps whatever K/V it wants, and
+// returns the attention output [H*hd] (before the output projection).
+class StepAttention {
+ public:
+  virtual ~StepAttention() = default;
+  virtual Eigen::RowVectorXf attend(int layer, int pos, const Eigen::RowVectorXf& q, const Eigen::RowVectorXf& k,
+                                    const Eigen::RowVectorXf& v) = 0;
+};
+
 struct KvCache {
   int length = 0;
   int capacity = 0;
@@ -49,6 +59,9 @@ class Llama {
   // Runs tokens at positions cache.length.., appends their K/V, and returns logits [T, vocab]
   // (an empty matrix when want_logits is false).
   MatrixRM forward(std::span<const int> tokens, KvCache& cache, bool want_logits = true, LayerTap* tap = nullptr) const;
+  // One token at position pos with attention (and so the KV cache) delegated to `attention`;
+  // returns the logits [vocab].
+  Eigen::RowVectorXf decode_step(int token, int pos, StepAttention& attention) const;
 
  private:
   struct Layer;
