@@ -13,15 +13,6 @@
 #include "options.hpp"
 
 namespace kvo::cli {
-namespace {
-
-model::Llama load(const std::string& path) {
-  require(std::filesystem::exists(path), "model '" + path + "' is missing: run scripts/fetch-model (or pass --model)");
-  return model::Llama(path);
-}
-
-}  // namespace
-
 Runner add_record(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand("record", "run the model over a text with full attention and write the trace");
   struct Args {
@@ -38,7 +29,7 @@ Runner add_record(CLI::App& app, const Global& g) {
   add_trace_dtype_option(cmd, a->dtype);
   add_model_option(cmd, a->model);
   return [a, &g] {
-    const model::Llama m = load(a->model);
+    const model::Llama m = load_model(a->model);
     model::RecordOptions o;
     o.tokens = a->tokens;
     o.layers = a->layers;
@@ -70,7 +61,7 @@ Runner add_generate(CLI::App& app, const Global&) {
   cmd->add_option("--tokens,-n", a->tokens, "tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
   add_model_option(cmd, a->model);
   return [a] {
-    const model::Llama m = load(a->model);
+    const model::Llama m = load_model(a->model);
     std::vector<int> ids = m.tokenizer().encode(a->prompt);
     require(!ids.empty(), "the prompt is empty");
     model::KvCache cache = m.new_cache(static_cast<int>(ids.size()) + a->tokens);
@@ -100,7 +91,7 @@ Runner add_perplexity(CLI::App& app, const Global&) {
   cmd->add_option("--tokens,-n", a->tokens, "the text's first n tokens (0: all)")->capture_default_str();
   add_model_option(cmd, a->model);
   return [a] {
-    const model::Llama m = load(a->model);
+    const model::Llama m = load_model(a->model);
     std::vector<int> ids = m.tokenizer().encode(read_text(a->text));
     if (a->tokens > 0 && static_cast<int>(ids.size()) > a->tokens) ids.resize(static_cast<size_t>(a->tokens));
     require(static_cast<int>(ids.size()) <= m.config().context, "the text exceeds the model's context; pass --tokens");

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   reg(kvo::cli::add_record);
   reg(kvo::cli::add_generate);
   reg(kvo::cli::add_perplexity);
+  reg(kvo::cli::add_eval);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -33,6 +33,8 @@ expect_error "unknown objective" replay "$dir/ok.safetensors" --policy greedy --
 expect_error "replays h2o, h2o-realdrop and h2o-paper" replay "$dir/ok.safetensors" --device cpu --policy tova
 expect_error "unknown device" replay "$dir/ok.safetensors" --device tpu
 expect_error "needs --device" replay "$dir/ok.safetensors" --budgets 10%,20%
+expect_error "unknown policy" eval --text /usr/share/common-licenses/GPL-3 --tokens 16 --policies nope
+expect_error "must be in" eval --text /usr/share/common-licenses/GPL-3 --tokens 1
 expect_error "unknown check id" verify "$dir/ok.safetensors" --checks C99
 expect_error "fractions of n" verify "$dir/ok.safetensors" --sweep 0.1,12
 expect_error "unknown concave" verify "$dir/ok.safetensors" --h cube

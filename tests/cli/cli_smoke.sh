@@ -17,6 +17,9 @@ grep -q "<polyline" "$dir/v.svg"
 for f in report.json report.md ratio.svg gamma.svg theta.svg budget.svg; do test -s "$dir/rep/$f"; done
 grep -q "| \*\*C27\*\*" "$dir/rep/report.md"
 "$K" -q verify "$dir/t.safetensors" --budget 0.25 --checks C1,D1 --sweep none --json "$dir/v2.json"
+"$K" -q eval --text /usr/share/common-licenses/GPL-3 --tokens 12 --policies h2o,oracle --budgets 4,100% \
+  --json "$dir/e.json" --plot "$dir/e.svg" >/dev/null
+grep -q "<polyline" "$dir/e.svg"
 "$K" policies | grep -q h2o-paper
 "$K" replay --help | grep -q -- --budget
 python3 - "$dir" <<'PY'
@@ -38,6 +41,10 @@ assert ids >= {"C%d" % i for i in range(1, 28)} | {"D%d" % i for i in range(1, 1
 assert all(r["holds"] for r in v["records"] if r["kind"] == "theorem")
 v2 = json.load(open(d + "/v2.json"))
 assert {r["id"] for r in v2["records"]} == {"C1", "D1"}
+e = json.load(open(d + "/e.json"))
+assert len(e["points"]) == 4
+assert all(p["ppl"] == e["full_ppl"] and p["mean_kl"] == 0 for p in e["points"] if p["k"] >= 12)
+assert all(p["peak_bytes"] < e["full_bytes"] for p in e["points"] if p["k"] < 12)
 d = json.load(open(d + "/d.json"))
 for h in d["heads"]:
     assert abs(h["dual_bound"] - h["opt_dyn"]) <= 1e-9 * max(1, h["static_sum"])

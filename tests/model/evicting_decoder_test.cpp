@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "kvo/core/error.hpp"
+#include "kvo/model/eval.hpp"
 #include "model_fixture.hpp"
 
 using namespace kvo;
@@ -83,4 +84,37 @@ TEST(EvictingDecoder, PoolsMustFitTheBudget) {
   const auto& m = test::shared_model();
   KvEvictionManager mgr(options(m, "h2o", "16", 64));
   EXPECT_THROW(model::EvictingDecoder(m, mgr, 16), kvo::Error);
+}
+
+TEST(Eval, FullBudgetIsTheFullCacheAndEveryPointIsSane) {
+  const auto& m = test::shared_model();
+  std::ifstream in("/usr/share/common-licenses/GPL-3");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  model::EvalOptions o;
+  o.tokens = 24;
+  o.policies = {"h2o", "window", "oracle"};
+  o.budgets = {Amount::parse("6"), Amount::parse("100%")};
+  long ticks = 0;
+  o.on_token = [&] { ++ticks; };
+  const model::EvalResult r = model::evaluate_policies(m, ss.str(), o);
+  EXPECT_EQ(ticks, model::eval_units(o));
+  const auto ids = gpl3_tokens(m, 24);
+  EXPECT_NEAR(std::log(r.full_ppl), model::mean_nll(m, ids), 1e-6);
+  ASSERT_EQ(r.points.size(), 6u);
+  const size_t row =
+      static_cast<size_t>(m.config().head_dim) * 2 * sizeof(float) * m.config().n_layers * m.config().n_kv_heads;
+  for (const auto& p : r.points) {
+    EXPECT_TRUE(std::isfinite(p.ppl)) << p.policy;
+    EXPECT_GE(p.mean_kl, 0.0);
+    if (p.k >= 24) {
+      EXPECT_EQ(p.ppl, r.full_ppl);
+      EXPECT_EQ(p.mean_kl, 0.0);
+    } else {
+      EXPECT_EQ(p.peak_bytes, 6 * row) << p.policy;  // real eviction: 6 rows per pool
+      EXPECT_GT(p.mean_kl, 0.0) << p.policy;
+    }
+  }
+  o.policies = {"no-such-policy"};
+  EXPECT_THROW(model::evaluate_policies(m, ss.str(), o), kvo::Error);
 }

@@ -1,0 +1,101 @@
+// kvoracle eval: eviction policies in closed loop on the real model, against the full cache:
+// perplexity, mean KL of the next-token distribution and K/V bytes held, per policy and budget,
+// as a table, JSON and an SVG plot (perplexity against budget).
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "kvo/checks/svg_plot.hpp"
+#include "kvo/core/atomic_file.hpp"
+#include "kvo/core/error.hpp"
+#include "kvo/core/progress.hpp"
+#include "kvo/model/eval.hpp"
+#include "model_options.hpp"
+#include "options.hpp"
+#include "table.hpp"
+
+namespace kvo::cli {
+
+Runner add_eval(CLI::App& app, const Global& g) {
+  auto* cmd = app.add_subcommand("eval", "evaluate eviction policies in closed loop on the real model");
+  struct Args {
+    std::string text, model, json, plot;
+    std::string policies = "h2o,tova,scissorhands,streaming,window,h2o-paper,oracle";
+    std::string budgets = "5%,10%,20%,50%,100%";
+    int tokens = 256;
+    PolicyArgs params;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--text,-t", a->text, "UTF-8 text file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--tokens,-n", a->tokens, "tokens of the text to decode")->capture_default_str();
+  cmd->add_option("--policies,--policy,-p", a->policies, "comma-separated policies ('oracle': the offline optimum)")
+      ->capture_default_str();
+  cmd->add_option("--budgets,--budget,-b", a->budgets, "comma-separated budgets: ratios (20%) or tokens (64)")
+      ->capture_default_str();
+  cmd->add_option("--json", a->json, "write the results as JSON");
+  cmd->add_option("--plot", a->plot, "write an SVG plot of perplexity against budget");
+  add_policy_options(cmd, a->params);
+  add_model_option(cmd, a->model);
+  return [a, &g] {
+    model::EvalOptions o;
+    o.tokens = a->tokens;
+    o.policies = split_list(a->policies);
+    for (const auto& b : split_list(a->budgets)) o.budgets.push_back(Amount::parse(b));
+    o.params = a->params.build("h2o");
+    const std::string text = read_text(a->text);
+    const model::Llama m = load_model(a->model);
+    Progress bar("eval", model::eval_units(o), !g.quiet);
+    o.on_token = [&bar] { bar.tick(); };
+    const model::EvalResult r = model::evaluate_policies(m, text, o);
+    bar.finish();
+    std::cout << "kvoracle eval " << a->text << ": " << r.tokens << " tokens, teacher-forced, full-cache perplexity "
+              << fmt(r.full_ppl) << " (" << fmt(static_cast<double>(r.full_bytes) / (1 << 20), 3) << " MiB of K/V)\n";
+    Table t({"policy", "budget", "k", "perplexity", "vs full", "mean KL", "peak K/V MiB", "of full"});
+    nlohmann::json out = {{"text", a->text},
+                          {"tokens", r.tokens},
+                          {"full_ppl", r.full_ppl},
+                          {"full_bytes", r.full_bytes},
+                          {"points", nlohmann::json::array()}};
+    LinePlot plot;
+    plot.title =
+        "perplexity against KV budget (" + std::to_string(r.tokens) + " tokens, full cache " + fmt(r.full_ppl) + ")";
+    plot.x_label = "budget k (slots per layer and KV head) / n";
+    plot.y_label = "perplexity";
+    plot.y_min = r.full_ppl * 0.95;
+    double worst = r.full_ppl;
+    for (const auto& p : r.points) worst = std::max(worst, p.ppl);
+    plot.y_max = std::min(worst * 1.05, r.full_ppl * 4);
+    plot.lines.push_back({"full cache", r.full_ppl});
+    for (const auto& p : r.points) {
+      t.row({p.policy, p.budget, std::to_string(p.k), fmt(p.ppl), fmt(p.ppl / r.full_ppl), fmt(p.mean_kl),
+             fmt(static_cast<double>(p.peak_bytes) / (1 << 20), 3),
+             fmt(static_cast<double>(p.peak_bytes) / static_cast<double>(r.full_bytes), 3)});
+      out["points"].push_back({{"policy", p.policy},
+                               {"budget", p.budget},
+                               {"k", p.k},
+                               {"ppl", p.ppl},
+                               {"mean_kl", p.mean_kl},
+                               {"peak_bytes", p.peak_bytes}});
+      auto it =
+          std::find_if(plot.series.begin(), plot.series.end(), [&](const PlotSeries& s) { return s.name == p.policy; });
+      if (it == plot.series.end()) {
+        plot.series.push_back({p.policy, {}, {}, p.policy == "oracle"});
+        it = plot.series.end() - 1;
+      }
+      it->x.push_back(static_cast<double>(p.k) / r.tokens);
+      it->y.push_back(p.ppl);
+    }
+    t.print(std::cout);
+    if (!a->json.empty()) {
+      write_file_atomic(a->json, out.dump(2) + "\n");
+      std::cout << "results: " << a->json << '\n';
+    }
+    if (!a->plot.empty()) {
+      write_file_atomic(a->plot, plot.svg());
+      std::cout << "plot: " << a->plot << '\n';
+    }
+    return 0;
+  };
+}
+
+}  // namespace kvo::cli

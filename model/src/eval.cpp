@@ -1,0 +1,142 @@
+#include "kvo/model/eval.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kvo/core/attention.hpp"
+#include "kvo/core/cache_manager.hpp"
+#include "kvo/core/error.hpp"
+#include "kvo/model/evicting_decoder.hpp"
+#include "kvo/model/recorder.hpp"
+#include "kvo/oracle/dynamic_oracle.hpp"
+
+namespace kvo::model {
+namespace {
+
+// log-softmax of a logits row in fp64.
+std::vector<double> log_softmax(const Eigen::RowVectorXf& row) {
+  const double m = row.maxCoeff();
+  double s = 0.0;
+  for (Eigen::Index t = 0; t < row.size(); ++t) s += std::exp(row(t) - m);
+  const double lse = m + std::log(s);
+  std::vector<double> out(static_cast<size_t>(row.size()));
+  for (Eigen::Index t = 0; t < row.size(); ++t) out[static_cast<size_t>(t)] = row(t) - lse;
+  return out;
+}
+
+// End times of the dynamic offline optimum per (layer, KV head) for budget k: maximise the retained
+// attention mass (the group's mean dense attention) under nested eviction.
+std::vector<std::vector<int>> oracle_schedules(const Trace& tr, int k) {
+  std::vector<std::vector<int>> ends;
+  const int g = tr.group_size();
+  for (int l = 0; l < tr.n_layers; ++l)
+    for (int kv = 0; kv < tr.n_kv_heads; ++kv) {
+      DynamicProblem p;
+      p.w = Eigen::MatrixXd::Zero(tr.n_tokens, tr.n_tokens);
+      for (int h = kv * g; h < (kv + 1) * g; ++h) p.w += dense_attention(HeadView(tr, l, h));
+      p.w /= g;
+      p.budget = k;
+      ends.push_back(solve_dynamic(p).end);
+    }
+  return ends;
+}
+
+}  // namespace
+
+long eval_units(const EvalOptions& o) {
+  return static_cast<long>(o.tokens) * static_cast<long>(1 + o.policies.size() * o.budgets.size());
+}
+
+EvalResult evaluate_policies(const Llama& model, const std::string& text, const EvalOptions& o) {
+  const LlamaConfig& c = model.config();
+  require(o.tokens >= 2 && o.tokens <= c.context, "eval: --tokens must be in [2, " + std::to_string(c.context) + "]");
+  require(!o.policies.empty() && !o.budgets.empty(), "eval: at least one policy and one budget");
+  std::vector<int> ids = model.tokenizer().encode(text);
+  require(static_cast<int>(ids.size()) >= o.tokens, "eval: the text has " + std::to_string(ids.size()) +
+                                                        " tokens, fewer than the " + std::to_string(o.tokens) +
+                                                        " asked for");
+  ids.resize(static_cast<size_t>(o.tokens));
+  const int n = o.tokens;
+  for (const auto& p : o.policies)
+    if (p != "oracle") {
+      PolicySpec s = o.params;
+      s.name = p;
+      make_policy(s);  // unknown names fail before any work
+    }
+  // The full cache: one batched pass; its next-token distributions are the reference.
+  EvalResult res;
+  res.tokens = n;
+  std::vector<std::vector<double>> full(static_cast<size_t>(n - 1));
+  {
+    KvCache cache = model.new_cache(n);
+    const MatrixRM logits = model.forward(ids, cache, true);
+    double nll = 0.0;
+    for (int t = 0; t + 1 < n; ++t) {
+      full[static_cast<size_t>(t)] = log_softmax(logits.row(t));
+      nll -= full[static_cast<size_t>(t)][static_cast<size_t>(ids[static_cast<size_t>(t) + 1])];
+      if (o.on_token) o.on_token();
+    }
+    if (o.on_token) o.on_token();
+    res.full_ppl = std::exp(nll / (n - 1));
+    res.full_bytes = static_cast<size_t>(n) * c.n_layers * c.n_kv_heads * c.head_dim * 2 * sizeof(float);
+  }
+  const bool want_oracle = std::find(o.policies.begin(), o.policies.end(), "oracle") != o.policies.end();
+  Trace trace;
+  if (want_oracle) {
+    RecordOptions ro;
+    ro.tokens = n;
+    trace = record_trace(model, text, ro);
+  }
+  for (const auto& policy : o.policies)
+    for (const Amount& b : o.budgets) {
+      EvalPoint pt;
+      pt.policy = policy;
+      pt.budget = b.str();
+      pt.k = std::min(b.resolve(n), n);
+      if (pt.k >= n) {  // the full cache: nothing is ever evicted
+        pt.ppl = res.full_ppl;
+        pt.peak_bytes = res.full_bytes;
+        for (int t = 0; t < n; ++t)
+          if (o.on_token) o.on_token();
+        res.points.push_back(pt);
+        continue;
+      }
+      CacheManagerOptions mo;
+      mo.policy = o.params;
+      mo.policy.name = policy;
+      mo.budget = Budget(Amount{false, static_cast<double>(pt.k)});
+      mo.n_layers = c.n_layers;
+      mo.n_kv_heads = c.n_kv_heads;
+      mo.max_len = n;
+      PolicyMaker maker;
+      std::vector<std::vector<int>> ends;
+      if (policy == "oracle") {
+        ends = oracle_schedules(trace, pt.k);
+        maker = [&](int, int l, int kv) {
+          return std::make_unique<ScheduledPolicy>("oracle", ends[static_cast<size_t>(l * c.n_kv_heads + kv)]);
+        };
+      }
+      KvEvictionManager mgr(mo, maker);
+      EvictingDecoder dec(model, mgr, pt.k + 1);
+      double nll = 0.0, kl = 0.0;
+      for (int t = 0; t < n; ++t) {
+        const Eigen::RowVectorXf logits = dec.step(ids[static_cast<size_t>(t)]);
+        if (t + 1 < n) {
+          const std::vector<double> lp = log_softmax(logits);
+          const auto& f = full[static_cast<size_t>(t)];
+          nll -= lp[static_cast<size_t>(ids[static_cast<size_t>(t) + 1])];
+          double d = 0.0;
+          for (size_t v = 0; v < lp.size(); ++v) d += std::exp(f[v]) * (f[v] - lp[v]);
+          kl += std::max(0.0, d);
+        }
+        if (o.on_token) o.on_token();
+      }
+      pt.ppl = std::exp(nll / (n - 1));
+      pt.mean_kl = kl / (n - 1);
+      pt.peak_bytes = dec.peak_bytes_held();
+      res.points.push_back(pt);
+    }
+  return res;
+}
+
+}  // namespace kvo::model
