@@ -1,0 +1,24 @@
+"""kvoracle: check greedy KV-cache eviction against exact oracles on attention traces.
+
+The C++ library through pybind11 on numpy arrays: trace I/O (``read_trace``, ``write_trace``,
+``Trace.from_arrays``), ``policies``, ``replay``, the oracles (``topk_optimum``,
+``facility_location_optimum``, ``greedy_facility_location``, ``dynamic_optimum``), the claim
+checks (``verify``) and the decoder-facing ``KvEvictionManager``. ``kvoracle.hf`` adapts the
+manager to a generation loop that hands over attention weights (docs/python.md).
+"""
+from ._core import (  # noqa: F401
+    KvEvictionManager,
+    KvoError,
+    Trace,
+    dynamic_optimum,
+    facility_location_optimum,
+    greedy_facility_location,
+    policies,
+    read_trace,
+    replay,
+    topk_optimum,
+    verify,
+    write_trace,
+)
+
+__version__ = "0.1.0"

@@ -1,0 +1,118 @@
+"""The Python module on numpy arrays, checked against independent numpy/itertools computations."""
+import itertools
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+import kvoracle  # installed by scripts/run-tests (pip install .)
+from kvoracle.hf import EvictionPress
+
+
+def random_trace(layers=2, heads=4, kv_heads=2, n=48, d=8, seed=0):
+    g = np.random.default_rng(seed)
+    q = [g.standard_normal((heads, n, d), dtype=np.float32) for _ in range(layers)]
+    k = [g.standard_normal((kv_heads, n, d), dtype=np.float32) for _ in range(layers)]
+    v = [g.standard_normal((kv_heads, n, d), dtype=np.float32) for _ in range(layers)]
+    return kvoracle.Trace.from_arrays(q, k, v, attn_scale=0.5), q, k, v
+
+
+def test_trace_round_trip():
+    t, q, k, v = random_trace()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t.safetensors")
+        kvoracle.write_trace(path, t)
+        r = kvoracle.read_trace(path)
+    assert (r.n_layers, r.n_heads, r.n_kv_heads, r.n_tokens, r.head_dim) == (2, 4, 2, 48, 8)
+    np.testing.assert_array_equal(r.q(1), q[1])
+    np.testing.assert_array_equal(r.v(0), v[0])
+    assert r.attn_scale == 0.5
+
+
+def test_bad_input_is_a_value_error():
+    with pytest.raises(ValueError, match="does not exist|cannot"):
+        kvoracle.read_trace("/no/such/trace.safetensors")
+    t, *_ = random_trace()
+    with pytest.raises(ValueError, match="unknown policy"):
+        kvoracle.replay(t, policy="nope")
+
+
+def test_replay_respects_the_budget_and_nesting():
+    t, *_ = random_trace()
+    heads = kvoracle.replay(t, policy="h2o", budget="25%")
+    assert len(heads) == 2 * 4
+    for h in heads:
+        prev = set()
+        for i, kept in enumerate(h["kept"]):
+            assert len(kept) <= h["k"]
+            assert set(kept) <= prev | {i}
+            prev = set(kept)
+    assert {p["name"] for p in kvoracle.policies()} >= {"h2o", "tova", "h2o-paper"}
+
+
+def test_static_oracles_equal_brute_force():
+    g = np.random.default_rng(1)
+    sim = g.exponential(size=(6, 10))
+    best = max(sim[:, list(s)].max(axis=1).sum() for s in itertools.combinations(range(10), 3))
+    r = kvoracle.facility_location_optimum(sim, 3)
+    assert r["exact"] and abs(r["value"] - best) < 1e-12
+    gr = kvoracle.greedy_facility_location(sim, 3)
+    assert gr["value"] >= (1 - (2 / 3) ** 3) * best - 1e-12 and gr["upper_bound"] >= best - 1e-12
+    w = g.exponential(size=12)
+    assert abs(kvoracle.topk_optimum(w, 4)["value"] - np.sort(w)[-4:].sum()) < 1e-12
+
+
+def brute_dynamic(w, k):
+    """Every nested schedule: token j kept over steps [j, e_j], at most k tokens per step."""
+    n = w.shape[0]
+    best = 0.0
+    for ends in itertools.product(*[range(j - 1, n) for j in range(n)]):
+        if any(sum(1 for j in range(i + 1) if j <= i <= ends[j]) > k for i in range(n)):
+            continue
+        best = max(best, sum(w[i, j] for j in range(n) for i in range(j, ends[j] + 1)))
+    return best
+
+
+def test_dynamic_optimum_equals_enumeration():
+    g = np.random.default_rng(2)
+    for _ in range(3):
+        w = np.tril(g.exponential(size=(6, 6)))
+        r = kvoracle.dynamic_optimum(w, 2)
+        assert abs(r["value"] - brute_dynamic(w, 2)) < 1e-9
+        assert abs(r["certificate"] - r["value"]) < 1e-9
+        assert all(len(s) <= 2 for s in r["schedule"])
+
+
+def test_verify_reports_no_theorem_failure():
+    t, *_ = random_trace(layers=1, heads=2, kv_heads=1, n=40)
+    rep = kvoracle.verify(t, budget="25%", checks=["C1", "C10", "C19", "D1"])
+    assert rep["format"] == "kvoracle-report" and rep["theorem_failures"] == 0
+    assert {r["id"] for r in rep["records"]} == {"C1", "C10", "C19", "D1"}
+
+
+def softmax(x):
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def test_press_drives_the_manager_like_a_decoder():
+    """A numpy decoder (no torch): per layer a dense K tensor [batch, kv, held, d] gathered with the
+    press's keep indices; the held positions equal the manager's and every head keeps k rows."""
+    batch, layers, heads, kv_heads, d, n, k = 2, 2, 4, 2, 8, 30, 6
+    press = EvictionPress("h2o", str(k), layers, heads, kv_heads, max_len=n, batch=batch)
+    g = np.random.default_rng(3)
+    keys = [np.zeros((batch, kv_heads, 0, d)) for _ in range(layers)]
+    for pos in range(n):
+        for layer in range(layers):
+            new_k = g.standard_normal((batch, kv_heads, 1, d))
+            K = np.concatenate([keys[layer], new_k], axis=2)
+            q = g.standard_normal((batch, heads, d))
+            attn = np.stack([[softmax(K[b, h // 2] @ q[b, h]) for h in range(heads)] for b in range(batch)])
+            keep = press.step(layer, attn)
+            keys[layer] = np.stack([np.stack([K[b, kv, keep[b][kv]] for kv in range(kv_heads)]) for b in range(batch)])
+    for layer in range(layers):
+        assert keys[layer].shape == (batch, kv_heads, k, d)
+        for b in range(batch):
+            for kv in range(kv_heads):
+                np.testing.assert_array_equal(press.positions[b][layer][kv], press.manager.held(b, layer, kv))
