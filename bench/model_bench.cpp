@@ -7,6 +7,8 @@
 #include <memory>
 #include <sstream>
 
+#include "kvo/core/cache_manager.hpp"
+#include "kvo/model/evicting_decoder.hpp"
 #include "kvo/model/llama.hpp"
 #include "kvo/model/model_path.hpp"
 
@@ -60,8 +62,39 @@ void BM_DecodeStep(benchmark::State& st) {
   st.counters["tokens_per_s"] = benchmark::Counter(static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
 }
 
+// Decoding with real eviction (EvictingDecoder + KvEvictionManager, h2o): 256 tokens token by
+// token at budget k per (layer, KV head); k = 256 is the full cache through the same path.
+void BM_EvictingDecode(benchmark::State& st) {
+  const model::Llama* m = shared();
+  if (!m) return st.SkipWithError("model missing: run scripts/fetch-model");
+  const int n = 256, k = static_cast<int>(st.range(0));
+  const auto ids = gpl3_tokens(*m, static_cast<size_t>(n));
+  size_t bytes = 0;
+  for (auto _ : st) {
+    CacheManagerOptions o;
+    o.policy.name = "h2o";
+    o.budget = Budget(Amount{false, static_cast<double>(k)});
+    o.n_layers = m->config().n_layers;
+    o.n_kv_heads = m->config().n_kv_heads;
+    o.max_len = n;
+    KvEvictionManager mgr(o);
+    model::EvictingDecoder dec(*m, mgr, k + 1);
+    for (int t = 0; t < n; ++t) benchmark::DoNotOptimize(dec.step(ids[static_cast<size_t>(t)]));
+    bytes = dec.peak_bytes_held();
+  }
+  st.counters["tokens_per_s"] =
+      benchmark::Counter(static_cast<double>(n) * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+  st.counters["peak_kv_bytes"] = static_cast<double>(bytes);
+}
+
 }  // namespace
 
+BENCHMARK(BM_EvictingDecode)
+    ->Name("model/evicting-decode")
+    ->Arg(25)
+    ->Arg(256)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_Prefill)
     ->Name("model/prefill")
     ->Args({1024, 0})

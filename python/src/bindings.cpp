@@ -28,7 +28,8 @@ using DoubleArray = py::array_t<double, py::array::c_style | py::array::forcecas
 using IntArray = py::array_t<int, py::array::c_style | py::array::forcecast>;
 
 py::array_t<float> layer_tensor(const std::vector<std::vector<float>>& per_layer, int layer, int a, int b, int c) {
-  require(layer >= 0 && layer < static_cast<int>(per_layer.size()), "layer " + std::to_string(layer) + " is not in the trace");
+  require(layer >= 0 && layer < static_cast<int>(per_layer.size()),
+          "layer " + std::to_string(layer) + " is not in the trace");
   const auto& v = per_layer[static_cast<size_t>(layer)];
   require(!v.empty(), "this tensor is absent in layer " + std::to_string(layer));
   py::array_t<float> out({a, b, c});
@@ -64,9 +65,7 @@ Budget make_budget(const std::string& total, const std::string& recent) {
   return Budget(Amount::parse(total), r);
 }
 
-py::object json_to_python(const nlohmann::json& j) {
-  return py::module_::import("json").attr("loads")(j.dump());
-}
+py::object json_to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 }  // namespace
 
@@ -84,14 +83,18 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("prompt_len", &Trace::prompt_len)
       .def_readonly("metadata", &Trace::metadata)
       .def_readonly("tokens", &Trace::tokens)
-      .def("q", [](const Trace& t, int l) { return layer_tensor(t.q, l, t.n_heads, t.n_tokens, t.head_dim); },
-           "post-RoPE queries of a layer [H, n, d]", py::arg("layer"))
-      .def("k", [](const Trace& t, int l) { return layer_tensor(t.k, l, t.n_kv_heads, t.n_tokens, t.head_dim); },
-           "keys of a layer [H_kv, n, d]", py::arg("layer"))
-      .def("v", [](const Trace& t, int l) { return layer_tensor(t.v, l, t.n_kv_heads, t.n_tokens, t.head_dim); },
-           "values of a layer [H_kv, n, d]", py::arg("layer"))
-      .def("attn", [](const Trace& t, int l) { return layer_tensor(t.attn, l, t.n_heads, t.n_tokens, t.n_tokens); },
-           "dense causal attention of a layer [H, n, n]", py::arg("layer"))
+      .def(
+          "q", [](const Trace& t, int l) { return layer_tensor(t.q, l, t.n_heads, t.n_tokens, t.head_dim); },
+          "post-RoPE queries of a layer [H, n, d]", py::arg("layer"))
+      .def(
+          "k", [](const Trace& t, int l) { return layer_tensor(t.k, l, t.n_kv_heads, t.n_tokens, t.head_dim); },
+          "keys of a layer [H_kv, n, d]", py::arg("layer"))
+      .def(
+          "v", [](const Trace& t, int l) { return layer_tensor(t.v, l, t.n_kv_heads, t.n_tokens, t.head_dim); },
+          "values of a layer [H_kv, n, d]", py::arg("layer"))
+      .def(
+          "attn", [](const Trace& t, int l) { return layer_tensor(t.attn, l, t.n_heads, t.n_tokens, t.n_tokens); },
+          "dense causal attention of a layer [H, n, n]", py::arg("layer"))
       .def_static(
           "from_arrays",
           [](const std::vector<FloatArray>& q, const std::vector<FloatArray>& k, const std::vector<FloatArray>& v,
@@ -196,9 +199,10 @@ PYBIND11_MODULE(_core, m) {
         GreedyOptions go;
         go.budget = k;
         const GreedyResult g = method == "naive" ? naive_greedy(f, go)
-                               : method == "lazy" ? lazy_greedy(f, go)
-                                                  : (require(method == "stochastic", "method must be naive, lazy or stochastic"),
-                                                     stochastic_greedy(f, go));
+                               : method == "lazy"
+                                   ? lazy_greedy(f, go)
+                                   : (require(method == "stochastic", "method must be naive, lazy or stochastic"),
+                                      stochastic_greedy(f, go));
         return py::dict(py::arg("picks") = to_array(g.picks), py::arg("value") = g.value,
                         py::arg("upper_bound") = g.upper_bound);
       },
@@ -274,8 +278,10 @@ PYBIND11_MODULE(_core, m) {
           "register step pos (positions held incl. pos, ascending; the group's attention over them); "
           "returns the positions to evict now")
       .def(
-          "held", [](const KvEvictionManager& mgr, int seq, int layer, int kv) { return to_array(mgr.held(seq, layer, kv)); },
+          "held",
+          [](const KvEvictionManager& mgr, int seq, int layer, int kv) { return to_array(mgr.held(seq, layer, kv)); },
           py::arg("seq"), py::arg("layer"), py::arg("kv_head"))
-      .def("budget", [](const KvEvictionManager& mgr, int layer, int kv) { return mgr.budget(layer, kv).total; },
-           py::arg("layer"), py::arg("kv_head"));
+      .def(
+          "budget", [](const KvEvictionManager& mgr, int layer, int kv) { return mgr.budget(layer, kv).total; },
+          py::arg("layer"), py::arg("kv_head"));
 }
