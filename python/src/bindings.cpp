@@ -15,6 +15,7 @@
 #include "kvo/core/modular_concave.hpp"
 #include "kvo/core/replay.hpp"
 #include "kvo/core/trace_io.hpp"
+#include "kvo/gpu/scorer.hpp"
 #include "kvo/oracle/dynamic_oracle.hpp"
 #include "kvo/oracle/static_oracle.hpp"
 
@@ -172,6 +173,38 @@ PYBIND11_MODULE(_core, m) {
       py::arg("trace"), py::arg("policy") = "h2o", py::arg("budget") = "20%", py::arg("recent") = "",
       py::arg("gqa") = "query", py::arg("prompt_len") = 0, py::arg("seed") = 0, py::arg("layers") = std::vector<int>{},
       "replay a policy over every head: per head the kept and evicted positions per step");
+
+  m.def(
+      "score",
+      [](const Trace& t, const std::string& policy, std::vector<std::string> budgets, int prompt_len, int threads,
+         const std::string& device) {
+        ScorerOptions o;
+        o.variant = parse_scorer_variant(policy);
+        o.budgets.clear();
+        for (const auto& b : budgets) o.budgets.push_back(Budget(Amount::parse(b)));
+        o.prompt_len = prompt_len;
+        o.threads = threads;
+        o.device = parse_scorer_device(device);
+        ScorerResult r;
+        {
+          py::gil_scoped_release release;
+          r = run_scorer(t, o);
+        }
+        py::list units;
+        for (const auto& u : r.units) {
+          py::array_t<double> sc(static_cast<py::ssize_t>(u.score.size()));
+          std::copy(u.score.begin(), u.score.end(), sc.mutable_data());
+          units.append(py::dict(py::arg("layer") = u.layer, py::arg("head") = u.head,
+                                py::arg("budget") = budgets[static_cast<size_t>(u.budget_index)],
+                                py::arg("k") = u.budget.total, py::arg("evict_step") = to_array(u.evict_step),
+                                py::arg("score") = sc));
+        }
+        return py::dict(py::arg("device") = r.device, py::arg("units") = units);
+      },
+      py::arg("trace"), py::arg("policy") = "h2o", py::arg("budgets") = std::vector<std::string>{"20%"},
+      py::arg("prompt_len") = 0, py::arg("threads") = 0, py::arg("device") = "cpu",
+      "the greedy scorer (h2o, h2o-paper) over every head and several budgets in one pass: per unit the step each "
+      "token left the cache (-1: kept) and its final score");
 
   m.def(
       "topk_optimum",

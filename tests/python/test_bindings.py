@@ -116,3 +116,18 @@ def test_press_drives_the_manager_like_a_decoder():
         for b in range(batch):
             for kv in range(kv_heads):
                 np.testing.assert_array_equal(press.positions[b][layer][kv], press.manager.held(b, layer, kv))
+
+
+def test_scorer_twin_equals_replay():
+    t, *_ = random_trace()
+    s = kvoracle.score(t, "h2o", ["25%", "6"])
+    assert s["device"].startswith("cpu twin") and len(s["units"]) == 2 * 2 * 4
+    for budget in ("25%", "6"):
+        units = [u for u in s["units"] if u["budget"] == budget]
+        heads = kvoracle.replay(t, policy="h2o", budget=budget)
+        for u, h in zip(units, heads):
+            assert (u["layer"], u["head"]) == (h["layer"], h["head"])
+            ev = u["evict_step"]
+            for i, kept in enumerate(h["kept"]):
+                mine = [j for j in range(i + 1) if ev[j] < 0 or ev[j] > i]
+                assert mine == list(kept)

@@ -1,0 +1,80 @@
+"""Peers run in one invocation on the same inputs as kvoracle (through its Python module), reported
+as medians and ratios: (1) NumPy H2O replay (reference-code style) vs kvoracle's greedy scorer, per
+head-step; (3) HiGHS on the dynamic oracle's MILP vs kvoracle's min-cost-flow oracle.
+Usage: run_peers.py [--smoke]  (prints a Markdown section)."""
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import kvoracle
+from dynamic_milp import solve_milp
+from h2o_numpy import h2o_layer
+
+
+def median_time(fn, reps):
+    ts = []
+    out = None
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        out = fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts), out
+
+
+def h2o_peer(n, heads, d, reps):
+    g = np.random.default_rng(7)
+    q = g.standard_normal((heads, n, d), dtype=np.float32)
+    k = g.standard_normal((heads, n, d), dtype=np.float32)
+    scale = 1.0 / np.sqrt(d)
+    trace = kvoracle.Trace.from_arrays([q], [k], attn_scale=scale)
+    budget = n // 5
+    heavy, recent = budget - budget // 2, budget // 2
+    t_np, ev_np = median_time(lambda: h2o_layer(q, k, heavy, recent, scale), reps)
+    t_kv, res = median_time(lambda: kvoracle.score(trace, "h2o", [str(budget)], threads=1), reps)
+    ev_kv = np.stack([u["evict_step"] for u in res["units"]])
+    agree = float((ev_np == ev_kv).mean())
+    steps = heads * n
+    return {"n": n, "heads": heads, "numpy_s": t_np, "kvoracle_s": t_kv, "numpy_rate": steps / t_np,
+            "kvoracle_rate": steps / t_kv, "speedup": t_np / t_kv, "agree": agree}
+
+
+def milp_peer(n, reps):
+    g = np.random.default_rng(11)
+    logits = g.standard_normal((n, n)) * 2
+    w = np.zeros((n, n))
+    for i in range(n):
+        e = np.exp(logits[i, : i + 1] - logits[i, : i + 1].max())
+        w[i, : i + 1] = e / e.sum()
+    k = n // 5
+    t_milp, v_milp = median_time(lambda: solve_milp(w, k), max(1, reps // 3))
+    t_kv, r = median_time(lambda: kvoracle.dynamic_optimum(w, k), reps)
+    return {"n": n, "k": k, "highs_s": t_milp, "kvoracle_s": t_kv, "speedup": t_milp / t_kv,
+            "highs_value": v_milp, "kvoracle_value": r["value"]}
+
+
+def main():
+    smoke = "--smoke" in sys.argv
+    reps = 1 if smoke else 3
+    print("### Peers (bench/peers/run_peers.py, one thread each)\n")
+    print("| peer | input | peer time | kvoracle time | kvoracle speed-up | agreement |")
+    print("|---|---|---:|---:|---:|---|")
+    for n in ([128] if smoke else [256, 1024]):
+        r = h2o_peer(n, heads=4 if smoke else 8, d=64, reps=reps)
+        print(f"| NumPy H2O replay (reference style) | 1 layer x {r['heads']} heads, n = {n}, d = 64, k = 20% "
+              f"| {r['numpy_s']:.4g} s ({r['numpy_rate']:.3g} head-steps/s) "
+              f"| {r['kvoracle_s']:.4g} s ({r['kvoracle_rate']:.3g} head-steps/s) | {r['speedup']:.1f}x "
+              f"| same eviction step for {100 * r['agree']:.2f}% of tokens |")
+    for n in ([40] if smoke else [100, 200]):
+        r = milp_peer(n, reps)
+        same = abs(r["highs_value"] - r["kvoracle_value"]) <= 1e-6 * max(1.0, r["kvoracle_value"])
+        print(f"| HiGHS MILP of the dynamic oracle | n = {n}, k = {r['k']}, softmax rows "
+              f"| {r['highs_s']:.4g} s | {r['kvoracle_s']:.4g} s | {r['speedup']:.0f}x "
+              f"| optimum {r['highs_value']:.6f} vs {r['kvoracle_value']:.6f} ({'same' if same else 'DIFFERENT'}) |")
+        if not same:
+            sys.exit("the MILP and kvoracle's oracle disagree: a bug")
+
+
+if __name__ == "__main__":
+    main()
