@@ -1,16 +1,25 @@
 """Peers run in one invocation on the same inputs as kvoracle (through its Python module), reported
 as medians and ratios: (1) NumPy H2O replay (reference-code style) vs kvoracle's greedy scorer, per
-head-step; (3) HiGHS on the dynamic oracle's MILP vs kvoracle's min-cost-flow oracle.
+head-step; (2) the lazy greedy of apricot and of submodlib on facility location; (3) HiGHS on the
+dynamic oracle's MILP vs kvoracle's min-cost-flow oracle.
 Usage: run_peers.py [--smoke]  (prints a Markdown section)."""
-import statistics
-import sys
-import time
+import os
 
-import numpy as np
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # one thread each, peers and kvoracle alike
 
-import kvoracle
-from dynamic_milp import solve_milp
-from h2o_numpy import h2o_layer
+import contextlib  # noqa: E402
+import io  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import kvoracle  # noqa: E402
+from dynamic_milp import solve_milp  # noqa: E402
+from h2o_numpy import h2o_layer  # noqa: E402
 
 
 def median_time(fn, reps):
@@ -40,6 +49,45 @@ def h2o_peer(n, heads, d, reps):
             "kvoracle_rate": steps / t_kv, "speedup": t_np / t_kv, "agree": agree}
 
 
+def similarity(n, seed=3):
+    """RBF similarities of n points in 16 dimensions (dense, symmetric, in (0, 1])."""
+    g = np.random.default_rng(seed)
+    x = g.standard_normal((n, 16))
+    sq = (x * x).sum(axis=1)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * x @ x.T, 0.0)
+    return np.exp(-d2 / 16.0)
+
+
+def fl_value(s, picks):
+    return float(s[:, list(picks)].max(axis=1).sum())
+
+
+def fl_peer(n, k, reps):
+    warnings.filterwarnings("ignore")
+    from apricot import FacilityLocationSelection
+    from submodlib import FacilityLocationFunction
+
+    s = similarity(n)
+
+    def run_apricot():
+        sel = FacilityLocationSelection(k, metric="precomputed", optimizer="lazy", verbose=False)
+        sel.fit(s)
+        return sel.ranking
+
+    def run_submodlib():
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            f = FacilityLocationFunction(n=n, mode="dense", sijs=s, separate_rep=False)
+            return [i for i, _ in f.maximize(budget=k, optimizer="LazyGreedy", stopIfZeroGain=False,
+                                            stopIfNegativeGain=False, verbose=False, show_progress=False)]
+
+    run_apricot() if n <= 1000 else None  # numba compiles on the first call: keep it out of the timing
+    t_ap, p_ap = median_time(run_apricot, reps)
+    t_sm, p_sm = median_time(run_submodlib, reps)
+    t_kv, r = median_time(lambda: kvoracle.greedy_facility_location(s, k, "lazy"), reps)
+    return {"n": n, "k": k, "apricot_s": t_ap, "submodlib_s": t_sm, "kvoracle_s": t_kv,
+            "values": (fl_value(s, p_ap), fl_value(s, p_sm), r["value"])}
+
+
 def milp_peer(n, reps):
     g = np.random.default_rng(11)
     logits = g.standard_normal((n, n)) * 2
@@ -66,6 +114,16 @@ def main():
               f"| {r['numpy_s']:.4g} s ({r['numpy_rate']:.3g} head-steps/s) "
               f"| {r['kvoracle_s']:.4g} s ({r['kvoracle_rate']:.3g} head-steps/s) | {r['speedup']:.1f}x "
               f"| same eviction step for {100 * r['agree']:.2f}% of tokens |")
+    for n in ([300] if smoke else [1000, 3000, 10000]):
+        r = fl_peer(n, 50 if not smoke else 10, reps if n < 10000 else 1)
+        va, vs, vk = r["values"]
+        same = abs(va - vk) <= 1e-9 * vk and abs(vs - vk) <= 1e-9 * vk
+        for name, t in (("apricot", r["apricot_s"]), ("submodlib", r["submodlib_s"])):
+            print(f"| {name} lazy greedy, facility location | n = {n}, k = {r['k']}, dense RBF similarities "
+                  f"| {t:.4g} s | {r['kvoracle_s']:.4g} s | {t / r['kvoracle_s']:.1f}x "
+                  f"| values apricot {va:.6f}, submodlib {vs:.6f}, kvoracle {vk:.6f} ({'same' if same else 'DIFFERENT'}) |")
+        if not same:
+            sys.exit("apricot, submodlib and kvoracle reach different facility-location values")
     for n in ([40] if smoke else [100, 200]):
         r = milp_peer(n, reps)
         same = abs(r["highs_value"] - r["kvoracle_value"]) <= 1e-6 * max(1.0, r["kvoracle_value"])

@@ -27,6 +27,7 @@ namespace {
 using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
 using DoubleArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
 using IntArray = py::array_t<int, py::array::c_style | py::array::forcecast>;
+using FortranArray = py::array_t<double, py::array::f_style | py::array::forcecast>;
 
 py::array_t<float> layer_tensor(const std::vector<std::vector<float>>& per_layer, int layer, int a, int b, int c) {
   require(layer >= 0 && layer < static_cast<int>(per_layer.size()),
@@ -48,10 +49,14 @@ std::vector<float> from_array(const FloatArray& a, const std::string& what, int 
 
 Eigen::MatrixXd to_matrix(const DoubleArray& a) {
   require(a.ndim() == 2, "expected a 2-d array");
-  Eigen::MatrixXd m(a.shape(0), a.shape(1));
-  for (py::ssize_t r = 0; r < a.shape(0); ++r)
-    for (py::ssize_t c = 0; c < a.shape(1); ++c) m(r, c) = a.at(r, c);
-  return m;
+  using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  return Eigen::Map<const RowMajor>(a.data(), a.shape(0), a.shape(1));  // c_style: one contiguous copy
+}
+
+// Column-major input (numpy makes the F-ordered copy when needed): one plain copy into Eigen.
+Eigen::MatrixXd to_matrix_f(const FortranArray& a) {
+  require(a.ndim() == 2, "expected a 2-d array");
+  return Eigen::Map<const Eigen::MatrixXd>(a.data(), a.shape(0), a.shape(1));
 }
 
 py::array_t<int> to_array(const std::vector<int>& v) {
@@ -216,10 +221,10 @@ PYBIND11_MODULE(_core, m) {
       py::arg("weights"), py::arg("k"), py::arg("h") = "id", "max over |S| <= k of h(sum_{j in S} w_j)");
   m.def(
       "facility_location_optimum",
-      [](const DoubleArray& sim, int k, long long node_limit) {
+      [](const FortranArray& sim, int k, long long node_limit) {
         BranchAndBoundOptions bo;
         bo.node_limit = node_limit;
-        const auto s = solve_static(FacilityLocation(to_matrix(sim)), k, bo);
+        const auto s = solve_static(FacilityLocation(to_matrix_f(sim)), k, bo);
         return py::dict(py::arg("set") = to_array(s.set), py::arg("value") = s.value, py::arg("upper") = s.upper,
                         py::arg("exact") = s.exact, py::arg("method") = s.method);
       },
@@ -227,8 +232,8 @@ PYBIND11_MODULE(_core, m) {
       "exact max of sum_r max_{j in S} sim[r, j] over |S| <= k (brute force or branch and bound)");
   m.def(
       "greedy_facility_location",
-      [](const DoubleArray& sim, int k, const std::string& method) {
-        const FacilityLocation f(to_matrix(sim));
+      [](const FortranArray& sim, int k, const std::string& method) {
+        const FacilityLocation f(to_matrix_f(sim));
         GreedyOptions go;
         go.budget = k;
         const GreedyResult g = method == "naive" ? naive_greedy(f, go)
