@@ -1,10 +1,13 @@
 """Turns Google Benchmark JSON (with repetitions) into a Markdown table of medians and ratios
 against the baseline measured in the same run. Standard library only.
 
-Usage: report.py BENCH.json > table.md
+Usage: report.py BENCH.json [RSS.json] > table.md
+RSS.json (optional, written by scripts/bench): peak resident memory in KiB of each benchmark run
+alone in its own process.
 Baselines: greedy/* against greedy/naive, replay/* and verify/* against replay/full, static/* none.
 """
 import json
+import math
 import statistics
 import sys
 from collections import defaultdict
@@ -13,8 +16,9 @@ BASELINE = {"greedy": "greedy/naive", "replay": "replay/full", "verify": "replay
 RATE_COUNTERS = ("GFLOP/s", "GB/s")  # per-repetition rates: medians are taken
 
 
-def main(path):
+def main(path, rss_path=None):
     data = json.load(open(path))
+    rss = json.load(open(rss_path)) if rss_path else {}
     runs = defaultdict(list)
     counters = {}
     rates = defaultdict(lambda: defaultdict(list))
@@ -34,8 +38,8 @@ def main(path):
     ctx = data["context"]
     print(f"Machine: {ctx.get('num_cpus')} CPUs at {ctx.get('mhz_per_cpu')} MHz, host {ctx.get('host_name')}, "
           f"date {ctx.get('date')}; {len(next(iter(runs.values())))} repetitions, medians.\n")
-    print("| benchmark | median ms | ratio to baseline | counters |")
-    print("|---|---:|---:|---|")
+    print("| benchmark | median ms | ratio to baseline | counters | peak RSS MiB |")
+    print("|---|---:|---:|---|---:|")
     med = {n: statistics.median(t) for n, t in runs.items()}
     for name, m in med.items():
         family = name.split("/")[0]
@@ -50,10 +54,12 @@ def main(path):
         c = ", ".join(filter(None, [c] + [f"{k}={statistics.median(v):.4g}" for k, v in rates[name].items()]))
         if family in ("replay", "verify") or name.startswith("scorer/cpu/"):  # items: head-steps of a one-head trace
             c = f"{int(name.split('/')[2]) * 1000.0 / m:.4g} head-steps/s"
-        print(f"| `{name}` | {m:.4g} | {ratio} | {c} |")
+        mem = f"{rss[name] / 1024:.1f}" if name in rss else ""
+        print(f"| `{name}` | {m:.4g} | {ratio} | {c} | {mem} |")
     for name, why in skipped.items():
-        print(f"| `{name}` | skipped | | {why} |")
+        print(f"| `{name}` | skipped | | {why} | |")
     roofline(rates, counters)
+    scaling(med)
 
 
 def roofline(rates, counters):
@@ -84,5 +90,42 @@ def roofline(rates, counters):
         print("\n".join(rows))
 
 
+def scaling(med):
+    """Exponent b of time ~ c * x^b, least squares in log space, along each numeric argument of a
+    family while the other arguments stay fixed (argument 1 is n for most suites, 2 is k)."""
+    groups = defaultdict(list)
+    for name, m in med.items():
+        parts = name.split("/")
+        nums = []
+        for p in parts[2:]:
+            try:
+                nums.append(float(p))
+            except ValueError:
+                nums = None
+                break
+        if not nums:
+            continue
+        family = "/".join(parts[:2])
+        for pos in range(len(nums)):
+            fixed = tuple(v for q, v in enumerate(nums) if q != pos)
+            groups[(family, pos, fixed)].append((nums[pos], m))
+    rows = []
+    for (family, pos, fixed), pts in sorted(groups.items()):
+        xs = sorted(set(x for x, _ in pts))
+        if len(xs) < 2:
+            continue
+        lx = [math.log(x) for x, _ in pts]
+        ly = [math.log(y) for _, y in pts]
+        mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+        b = sum((a - mx) * (c - my) for a, c in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+        other = ", ".join(f"{v:g}" for v in fixed) or "-"
+        rows.append(f"| `{family}` | argument {pos + 1} over {', '.join(f'{x:g}' for x in xs)} | {other} | {b:.2f} |")
+    if rows:
+        print("\nScaling (time ~ x^b, fitted on the medians):\n")
+        print("| family | varied | other arguments | exponent b |")
+        print("|---|---|---|---:|")
+        print("\n".join(rows))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
