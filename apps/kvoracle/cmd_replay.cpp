@@ -25,13 +25,12 @@ int run_device_replay(const Trace& tr, const Args& a, const Global& g) {
   ScorerOptions so;
   so.variant = parse_scorer_variant(a.policy);
   so.device = parse_scorer_device(a.device);
-  so.budgets = {a.budget.build()};
-  for (const auto& item : split_list(a.budgets)) {
+  so.budgets.clear();  // --budgets replaces --budget
+  for (const auto& item : a.budgets.empty() ? std::vector<std::string>{a.budget.total} : split_list(a.budgets)) {
     BudgetArgs b = a.budget;
     b.total = item;
     so.budgets.push_back(b.build());
   }
-  if (!a.budgets.empty()) so.budgets.erase(so.budgets.begin());  // --budgets replaces --budget
   so.prompt_len = a.replay.prompt_len;
   so.layers = a.replay.layers;
   so.threads = g.threads;

@@ -133,12 +133,7 @@ MatrixRM Llama::forward(std::span<const int> tokens, KvCache& cache, bool want_l
   MatrixRM h, q, k, v, att(T, d), g, u;
   for (int l = 0; l < cfg_.n_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
-    rms_norm(x, L.attn_norm, cfg_.rms_eps, h);
-    q.noalias() = h * L.wq.transpose();
-    k.noalias() = h * L.wk.transpose();
-    v.noalias() = h * L.wv.transpose();
-    rope(q, H, hd, pos0, cfg_.rope_theta);
-    rope(k, cfg_.n_kv_heads, hd, pos0, cfg_.rope_theta);
+    project_qkv(L, x, pos0, h, q, k, v);
     if (tap) tap->on_layer(l, pos0, q, k, v);
     cache.k[static_cast<size_t>(l)].middleRows(pos0, T) = k;
     cache.v[static_cast<size_t>(l)].middleRows(pos0, T) = v;
@@ -159,12 +154,7 @@ MatrixRM Llama::forward(std::span<const int> tokens, KvCache& cache, bool want_l
       }
       att.block(0, hh * hd, T, hd).noalias() = s * V;
     }
-    x.noalias() += att * L.wo.transpose();
-    rms_norm(x, L.ffn_norm, cfg_.rms_eps, h);
-    g.noalias() = h * L.gate.transpose();
-    u.noalias() = h * L.up.transpose();
-    g = (g.array() / (1.0f + (-g.array()).exp())) * u.array();  // SwiGLU: silu(gate) * up
-    x.noalias() += g * L.down.transpose();
+    add_output_and_mlp(L, att, x, h, g, u);
   }
   cache.length = pos0 + T;
   if (!want_logits) return {};
@@ -173,27 +163,37 @@ MatrixRM Llama::forward(std::span<const int> tokens, KvCache& cache, bool want_l
   return logits;
 }
 
+void Llama::project_qkv(const Layer& L, const MatrixRM& x, int pos0, MatrixRM& h, MatrixRM& q, MatrixRM& k,
+                        MatrixRM& v) const {
+  rms_norm(x, L.attn_norm, cfg_.rms_eps, h);
+  q.noalias() = h * L.wq.transpose();
+  k.noalias() = h * L.wk.transpose();
+  v.noalias() = h * L.wv.transpose();
+  rope(q, cfg_.n_heads, cfg_.head_dim, pos0, cfg_.rope_theta);
+  rope(k, cfg_.n_kv_heads, cfg_.head_dim, pos0, cfg_.rope_theta);
+}
+
+void Llama::add_output_and_mlp(const Layer& L, const MatrixRM& att, MatrixRM& x, MatrixRM& h, MatrixRM& g,
+                               MatrixRM& u) const {
+  x.noalias() += att * L.wo.transpose();
+  rms_norm(x, L.ffn_norm, cfg_.rms_eps, h);
+  g.noalias() = h * L.gate.transpose();
+  u.noalias() = h * L.up.transpose();
+  g = (g.array() / (1.0f + (-g.array()).exp())) * u.array();  // SwiGLU: silu(gate) * up
+  x.noalias() += g * L.down.transpose();
+}
+
 Eigen::RowVectorXf Llama::decode_step(int token, int pos, StepAttention& attention) const {
   require(token >= 0 && token < cfg_.vocab, "token id " + std::to_string(token) + " is outside the vocabulary");
   const int d = cfg_.d_model;
   MatrixRM x = embed_.row(token), h, q, k, v, g, u;
   for (int l = 0; l < cfg_.n_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
-    rms_norm(x, L.attn_norm, cfg_.rms_eps, h);
-    q.noalias() = h * L.wq.transpose();
-    k.noalias() = h * L.wk.transpose();
-    v.noalias() = h * L.wv.transpose();
-    rope(q, cfg_.n_heads, cfg_.head_dim, pos, cfg_.rope_theta);
-    rope(k, cfg_.n_kv_heads, cfg_.head_dim, pos, cfg_.rope_theta);
-    const Eigen::RowVectorXf att = attention.attend(l, pos, q.row(0), k.row(0), v.row(0));
+    project_qkv(L, x, pos, h, q, k, v);
+    const MatrixRM att = attention.attend(l, pos, q.row(0), k.row(0), v.row(0));
     require(att.size() == d,
             "StepAttention returned " + std::to_string(att.size()) + " values, expected " + std::to_string(d));
-    x.noalias() += att * L.wo.transpose();
-    rms_norm(x, L.ffn_norm, cfg_.rms_eps, h);
-    g.noalias() = h * L.gate.transpose();
-    u.noalias() = h * L.up.transpose();
-    g = (g.array() / (1.0f + (-g.array()).exp())) * u.array();
-    x.noalias() += g * L.down.transpose();
+    add_output_and_mlp(L, att, x, h, g, u);
   }
   rms_norm(x, out_norm_, cfg_.rms_eps, h);
   return h * embed_.transpose();

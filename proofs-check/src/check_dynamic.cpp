@@ -163,7 +163,9 @@ void check_dynamic(const HeadData& h, const TraceChecksOptions& o, std::vector<C
       if (name == "C" && !has_c) continue;
       if (name == "A" && run.name != "h2o-paper" && run.name != "h2o") continue;
       const Eigen::MatrixXd& w = name == "A" ? h.acc : run.scores;
-      const std::vector<double> opt = name == "A" ? optA : topk_row_sums(run.scores, n, k);
+      const std::vector<double> opt = name == "A"                      ? optA
+                                      : &run == paper && !optC.empty() ? optC
+                                                                       : topk_row_sums(run.scores, n, k);
       const int i0 = base_step(run, h.prompt_len);
       if (i0 < 0 || i0 + 1 >= n) continue;
       const Gamma g = gammas(opt, i0);

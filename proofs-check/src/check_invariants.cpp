@@ -64,19 +64,21 @@ void check_invariants(const HeadData& h, const TraceChecksOptions& o, std::vecto
         for (int u : s.evicted)
           if (u > i - r) fail(i, window_bad);
         // The victim has the smallest score among the candidates outside the window (ties: oldest).
-        if (run.scores.size() > 0) {
+        auto victim_is_argmin = [&](int u) {
+          for (int j : s.kept)
+            if (j <= i - r) {
+              const double su = run.scores(i, u), sj = run.scores(i, j);
+              if (su > sj + 1e-12 * (1.0 + std::fabs(sj)) || (su == sj && j < u)) return false;
+            }
+          return true;
+        };
+        if (run.scores.size() > 0)
           for (int u : s.evicted)
-            for (int j : s.kept)
-              if (j <= i - r) {
-                const double su = run.scores(i, u), sj = run.scores(i, j);
-                if (su > sj + 1e-12 * (1.0 + std::fabs(sj)) || (su == sj && j < u)) {
-                  fail(i, argmin_bad);
-                  goto next;
-                }
-              }
-        }
+            if (!victim_is_argmin(u)) {
+              fail(i, argmin_bad);
+              break;
+            }
       }
-    next:
       if (i == P - 1 && P > heavy + r) {  // prefill truncation: top-h of column sums over [0, P-r) + last r
         std::vector<char> in(static_cast<size_t>(h.n), 0);
         for (int j : s.kept) in[static_cast<size_t>(j)] = 1;

@@ -47,14 +47,8 @@ std::vector<float> from_array(const FloatArray& a, const std::string& what, int 
   return std::vector<float>(a.data(), a.data() + a.size());
 }
 
-Eigen::MatrixXd to_matrix(const DoubleArray& a) {
-  require(a.ndim() == 2, "expected a 2-d array");
-  using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  return Eigen::Map<const RowMajor>(a.data(), a.shape(0), a.shape(1));  // c_style: one contiguous copy
-}
-
 // Column-major input (numpy makes the F-ordered copy when needed): one plain copy into Eigen.
-Eigen::MatrixXd to_matrix_f(const FortranArray& a) {
+Eigen::MatrixXd to_matrix(const FortranArray& a) {
   require(a.ndim() == 2, "expected a 2-d array");
   return Eigen::Map<const Eigen::MatrixXd>(a.data(), a.shape(0), a.shape(1));
 }
@@ -224,7 +218,7 @@ PYBIND11_MODULE(_core, m) {
       [](const FortranArray& sim, int k, long long node_limit) {
         BranchAndBoundOptions bo;
         bo.node_limit = node_limit;
-        const auto s = solve_static(FacilityLocation(to_matrix_f(sim)), k, bo);
+        const auto s = solve_static(FacilityLocation(to_matrix(sim)), k, bo);
         return py::dict(py::arg("set") = to_array(s.set), py::arg("value") = s.value, py::arg("upper") = s.upper,
                         py::arg("exact") = s.exact, py::arg("method") = s.method);
       },
@@ -233,7 +227,7 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "greedy_facility_location",
       [](const FortranArray& sim, int k, const std::string& method) {
-        const FacilityLocation f(to_matrix_f(sim));
+        const FacilityLocation f(to_matrix(sim));
         GreedyOptions go;
         go.budget = k;
         const GreedyResult g = method == "naive" ? naive_greedy(f, go)
@@ -247,7 +241,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("similarity"), py::arg("k"), py::arg("method") = "lazy");
   m.def(
       "dynamic_optimum",
-      [](const DoubleArray& w, int k, int recent) {
+      [](const FortranArray& w, int k, int recent) {
         DynamicProblem p;
         p.w = to_matrix(w);
         p.budget = k;

@@ -6,8 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "kvo/core/error.hpp"
 #include "kvo/model/eval.hpp"
@@ -16,15 +14,6 @@
 using namespace kvo;
 
 namespace {
-
-std::vector<int> gpl3_tokens(const model::Llama& m, size_t n) {
-  std::ifstream in("/usr/share/common-licenses/GPL-3");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto ids = m.tokenizer().encode(ss.str());
-  ids.resize(n);
-  return ids;
-}
 
 CacheManagerOptions options(const model::Llama& m, const std::string& policy, const std::string& budget, int n) {
   CacheManagerOptions o;
@@ -41,7 +30,7 @@ CacheManagerOptions options(const model::Llama& m, const std::string& policy, co
 TEST(EvictingDecoder, FullCacheEqualsTheBatchedForwardPass) {
   const auto& m = test::shared_model();
   const int n = 20;
-  const auto ids = gpl3_tokens(m, n);
+  const auto ids = test::gpl3_tokens(n);
   auto cache = m.new_cache(n);
   const model::MatrixRM batch = m.forward(ids, cache);
   KvEvictionManager mgr(options(m, "full", "100%", n));
@@ -58,7 +47,7 @@ TEST(EvictingDecoder, FullCacheEqualsTheBatchedForwardPass) {
 TEST(EvictingDecoder, EvictedRowsLeaveAndMemoryStaysAtTheBudget) {
   const auto& m = test::shared_model();
   const int n = 40, k = 8;
-  const auto ids = gpl3_tokens(m, n);
+  const auto ids = test::gpl3_tokens(n);
   KvEvictionManager mgr(options(m, "h2o", std::to_string(k), n));
   model::EvictingDecoder dec(m, mgr, k + 1);
   double nll = 0.0;
@@ -88,18 +77,16 @@ TEST(EvictingDecoder, PoolsMustFitTheBudget) {
 
 TEST(Eval, FullBudgetIsTheFullCacheAndEveryPointIsSane) {
   const auto& m = test::shared_model();
-  std::ifstream in("/usr/share/common-licenses/GPL-3");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = test::gpl3_text();
   model::EvalOptions o;
   o.tokens = 24;
   o.policies = {"h2o", "window", "oracle"};
   o.budgets = {Amount::parse("6"), Amount::parse("100%")};
   long ticks = 0;
   o.on_token = [&] { ++ticks; };
-  const model::EvalResult r = model::evaluate_policies(m, ss.str(), o);
+  const model::EvalResult r = model::evaluate_policies(m, text, o);
   EXPECT_EQ(ticks, model::eval_units(o));
-  const auto ids = gpl3_tokens(m, 24);
+  const auto ids = test::gpl3_tokens(24);
   EXPECT_NEAR(std::log(r.full_ppl), model::mean_nll(m, ids), 1e-6);
   ASSERT_EQ(r.points.size(), 6u);
   const size_t row =
@@ -116,5 +103,5 @@ TEST(Eval, FullBudgetIsTheFullCacheAndEveryPointIsSane) {
     }
   }
   o.policies = {"no-such-policy"};
-  EXPECT_THROW(model::evaluate_policies(m, ss.str(), o), kvo::Error);
+  EXPECT_THROW(model::evaluate_policies(m, text, o), kvo::Error);
 }

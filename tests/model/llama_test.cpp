@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "kvo/core/trace_io.hpp"
 #include "kvo/model/recorder.hpp"
@@ -14,18 +12,9 @@
 
 using namespace kvo;
 
-namespace {
-std::string gpl3() {
-  std::ifstream in("/usr/share/common-licenses/GPL-3");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-}  // namespace
-
 TEST(Llama, IncrementalDecodingEqualsOneBatch) {
   const auto& m = test::shared_model();
-  auto ids = m.tokenizer().encode(gpl3());
+  auto ids = m.tokenizer().encode(test::gpl3_text());
   ids.resize(24);
   auto c1 = m.new_cache(24);
   const model::MatrixRM batch = m.forward(ids, c1);
@@ -51,7 +40,7 @@ TEST(Llama, GreedyContinuationIsSensible) {
 
 TEST(Llama, PerplexityOfRealTextIsThatOfAWorkingModel) {
   const auto& m = test::shared_model();
-  auto ids = m.tokenizer().encode(gpl3());
+  auto ids = m.tokenizer().encode(test::gpl3_text());
   ids.resize(256);
   const double ppl = std::exp(model::mean_nll(m, ids, 100));
   // A broken forward pass gives thousands (uniform = 49152); shuffled text is far worse.
@@ -70,7 +59,7 @@ TEST(Llama, RecorderReproducesTheGoldenTrace) {
   o.tokens = 128;
   o.layers = {0, 15, 29};
   o.chunk = 48;  // a different chunking must not matter
-  const Trace tr = model::record_trace(test::shared_model(), gpl3(), o);
+  const Trace tr = model::record_trace(test::shared_model(), test::gpl3_text(), o);
   ASSERT_EQ(tr.tokens, golden.tokens);
   EXPECT_EQ(tr.metadata.at("model_sha256"), golden.metadata.at("model_sha256"));
   for (int l = 0; l < 3; ++l)

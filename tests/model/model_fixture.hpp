@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
+#include <vector>
 
 #include "kvo/model/llama.hpp"
 #include "kvo/model/model_path.hpp"
@@ -23,5 +26,18 @@ inline const model::Llama& shared_model() {
 }
 
 inline std::string source_dir() { return KVO_SOURCE_DIR; }
+
+// The GPL-3 text every Debian machine ships, and its first n tokens under the model's tokenizer.
+inline std::string gpl3_text() {
+  std::ifstream in("/usr/share/common-licenses/GPL-3");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+inline std::vector<int> gpl3_tokens(size_t n) {
+  auto ids = shared_model().tokenizer().encode(gpl3_text());
+  ids.resize(n);
+  return ids;
+}
 
 }  // namespace kvo::test

@@ -65,6 +65,12 @@ class Llama {
 
  private:
   struct Layer;
+  // Pre-attention half of a layer: RMSNorm, q/k/v projections, RoPE at positions pos0.. (h: scratch).
+  void project_qkv(const Layer& L, const MatrixRM& x, int pos0, MatrixRM& h, MatrixRM& q, MatrixRM& k,
+                   MatrixRM& v) const;
+  // Post-attention half: x += att W_o^T, then x += SwiGLU MLP (h, g, u: scratch).
+  void add_output_and_mlp(const Layer& L, const MatrixRM& att, MatrixRM& x, MatrixRM& h, MatrixRM& g,
+                          MatrixRM& u) const;
   std::string path_;
   LlamaConfig cfg_;
   std::unique_ptr<Tokenizer> tok_;
