@@ -1,10 +1,15 @@
 // Core hot paths: greedy optimisers on facility location, marginal gains, replay per policy.
 #include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "bench_inputs.hpp"
 #include "kvo/core/facility_location.hpp"
 #include "kvo/core/greedy.hpp"
 #include "kvo/core/replay.hpp"
+#include "kvo/core/synth.hpp"
+#include "kvo/core/trace_io.hpp"
 
 using namespace kvo;
 
@@ -38,9 +43,10 @@ void BM_MarginalGain(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations());
 }
 
+// Arguments: n tokens, head_dim d (one layer, one head, budget 20%, one thread).
 void BM_Replay(benchmark::State& st, const char* policy) {
-  const int n = static_cast<int>(st.range(0));
-  const Trace& tr = bench::trace(n, 64);
+  const int n = static_cast<int>(st.range(0)), d = static_cast<int>(st.range(1));
+  const Trace& tr = bench::trace(n, d);
   ReplayOptions o;
   o.policy.name = policy;
   o.budget = Budget(Amount::parse("0.2"));
@@ -50,8 +56,32 @@ void BM_Replay(benchmark::State& st, const char* policy) {
   st.SetItemsProcessed(st.iterations() * n);  // head-steps
 }
 
+// Reading a safetensors trace (fp32 q and k, 1 layer, `heads` heads, d = 64) from the page cache:
+// header parsing, validation and the copy into the Trace. Arguments: n tokens, heads.
+void BM_ReadTrace(benchmark::State& st) {
+  SynthOptions o;
+  o.layers = 1;
+  o.heads = o.kv_heads = static_cast<int>(st.range(1));
+  o.tokens = static_cast<int>(st.range(0));
+  o.head_dim = 64;
+  o.prompt_len = 0;
+  const auto path =
+      std::filesystem::temp_directory_path() / ("kvo-bench-trace-" + std::to_string(::getpid()) + ".safetensors");
+  write_trace(path.string(), synthesize(o));
+  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path));
+  for (auto _ : st) benchmark::DoNotOptimize(read_trace(path.string()).n_tokens);
+  std::filesystem::remove(path);
+  st.SetBytesProcessed(st.iterations() * bytes);
+}
+
 }  // namespace
 
+BENCHMARK(BM_ReadTrace)
+    ->Name("io/read-trace")
+    ->Args({1024, 8})
+    ->Args({4096, 8})
+    ->Args({1024, 32})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Greedy<naive_greedy>)
     ->Name("greedy/naive")
     ->Args({1000, 10})
@@ -68,21 +98,22 @@ BENCHMARK(BM_Greedy<stochastic_greedy>)
     ->Args({1000, 50})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MarginalGain)->Name("gain/facility-location")->Arg(16)->Arg(256);
-BENCHMARK_CAPTURE(BM_Replay, full, "full")->Name("replay/full")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Replay, h2o, "h2o")->Name("replay/h2o")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Replay, h2o_mask, "h2o-mask")
-    ->Name("replay/h2o-mask")
-    ->Arg(256)
-    ->Arg(1024)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Replay, h2o_paper, "h2o-paper")
-    ->Name("replay/h2o-paper")
-    ->Arg(256)
-    ->Arg(1024)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Replay, tova, "tova")->Name("replay/tova")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Replay, window, "window")
-    ->Name("replay/window")
-    ->Arg(256)
-    ->Arg(1024)
-    ->Unit(benchmark::kMillisecond);
+namespace {
+
+// n in {256, 1024} at d = 64 for every policy; d in {32, 128} at n = 1024 for the baseline and h2o.
+void ReplayArgs(benchmark::internal::Benchmark* b) {
+  b->Args({256, 64})->Args({1024, 64})->Unit(benchmark::kMillisecond);
+}
+void ReplayArgsWithD(benchmark::internal::Benchmark* b) {
+  ReplayArgs(b);
+  b->Args({1024, 32})->Args({1024, 128});
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(BM_Replay, full, "full")->Name("replay/full")->Apply(ReplayArgsWithD);
+BENCHMARK_CAPTURE(BM_Replay, h2o, "h2o")->Name("replay/h2o")->Apply(ReplayArgsWithD);
+BENCHMARK_CAPTURE(BM_Replay, h2o_mask, "h2o-mask")->Name("replay/h2o-mask")->Apply(ReplayArgs);
+BENCHMARK_CAPTURE(BM_Replay, h2o_paper, "h2o-paper")->Name("replay/h2o-paper")->Apply(ReplayArgs);
+BENCHMARK_CAPTURE(BM_Replay, tova, "tova")->Name("replay/tova")->Apply(ReplayArgs);
+BENCHMARK_CAPTURE(BM_Replay, window, "window")->Name("replay/window")->Apply(ReplayArgs);

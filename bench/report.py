@@ -1,116 +1,172 @@
-"""Turns Google Benchmark JSON (with repetitions) into a Markdown table of medians and ratios
-against the baseline measured in the same run. Standard library only.
+"""Turns Google Benchmark JSON (with repetitions) into Markdown: medians, ratios against the
+baseline measured in the same run, the scoring loop against its measured roofline, and the
+exponent of time ~ x^b along each numeric argument. Standard library only.
 
 Usage: report.py BENCH.json [RSS.json] > table.md
 RSS.json (optional, written by scripts/bench): peak resident memory in KiB of each benchmark run
-alone in its own process.
-Baselines: greedy/* against greedy/naive, replay/* and verify/* against replay/full, static/* none.
+alone in its own process. bench/write_doc.py uses the same functions to write docs/benchmarks.md.
+Baselines: greedy/* against greedy/naive, replay/* and verify/* against replay/full, scorer/cpu
+against replay/h2o (the engine it reproduces); other families have none.
 """
 import json
 import math
 import statistics
 import sys
 from collections import defaultdict
+from dataclasses import dataclass, field
 
-BASELINE = {"greedy": "greedy/naive", "replay": "replay/full", "verify": "replay/full", "scorer": "replay/h2o"}
-RATE_COUNTERS = ("GFLOP/s", "GB/s")  # per-repetition rates: medians are taken
+BASELINE = {"greedy": "greedy/naive", "replay": "replay/full", "verify": "replay/full", "scorer/cpu": "replay/h2o"}
+COUNTERS = ("nodes", "exact", "gain_evals", "flop/byte", "bytes/step")
+RATE_COUNTERS = ("GFLOP/s", "GB/s", "bytes_per_second")  # per-repetition rates: medians are taken
+UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
-def main(path, rss_path=None):
+@dataclass
+class Result:
+    times_ms: list = field(default_factory=list)
+    counters: dict = field(default_factory=dict)
+    rates: dict = field(default_factory=lambda: defaultdict(list))
+    rss_kib: float = None
+
+    @property
+    def median_ms(self):
+        return statistics.median(self.times_ms)
+
+    def rate(self, key):
+        return statistics.median(self.rates[key]) if self.rates.get(key) else None
+
+
+@dataclass
+class Run:
+    context: dict
+    results: dict  # name -> Result, in benchmark order
+    skipped: dict  # name -> reason
+
+
+def load(path, rss_path=None):
     data = json.load(open(path))
     rss = json.load(open(rss_path)) if rss_path else {}
-    runs = defaultdict(list)
-    counters = {}
-    rates = defaultdict(lambda: defaultdict(list))
-    skipped = {}
+    results, skipped = {}, {}
     for b in data["benchmarks"]:
         if b.get("run_type") != "iteration":
             continue
-        if b.get("error_occurred"):
-            skipped[b["run_name"]] = b.get("error_message", "")
-            continue
         name = b["run_name"]
-        runs[name].append(b["real_time"] * {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b["time_unit"]])
-        counters[name] = {k: v for k, v in b.items() if k in ("nodes", "exact", "gain_evals", "flop/byte", "bytes/step")}
+        if b.get("error_occurred"):
+            skipped[name] = b.get("error_message", "")
+            continue
+        r = results.setdefault(name, Result())
+        r.times_ms.append(b["real_time"] * UNIT_MS[b["time_unit"]])
+        r.counters = {k: v for k, v in b.items() if k in COUNTERS}
         for k in RATE_COUNTERS:
             if k in b:
-                rates[name][k].append(b[k])
-    ctx = data["context"]
-    print(f"Machine: {ctx.get('num_cpus')} CPUs at {ctx.get('mhz_per_cpu')} MHz, host {ctx.get('host_name')}, "
-          f"date {ctx.get('date')}; {len(next(iter(runs.values())))} repetitions, medians.\n")
-    print("| benchmark | median ms | ratio to baseline | counters | peak RSS MiB |")
-    print("|---|---:|---:|---|---:|")
-    med = {n: statistics.median(t) for n, t in runs.items()}
-    for name, m in med.items():
-        family = name.split("/")[0]
-        base = BASELINE.get(family) if family != "scorer" or name.startswith("scorer/cpu/") else None
-        ratio = ""
-        if base:
-            args = name.split("/")[2:]
-            bname = "/".join([base] + args)
-            if bname in med:
-                ratio = f"{m / med[bname]:.3f}"
-        c = ", ".join(f"{k}={v:.4g}" for k, v in counters[name].items())
-        c = ", ".join(filter(None, [c] + [f"{k}={statistics.median(v):.4g}" for k, v in rates[name].items()]))
-        if family in ("replay", "verify") or name.startswith("scorer/cpu/"):  # items: head-steps of a one-head trace
-            c = f"{int(name.split('/')[2]) * 1000.0 / m:.4g} head-steps/s"
-        mem = f"{rss[name] / 1024:.1f}" if name in rss else ""
-        print(f"| `{name}` | {m:.4g} | {ratio} | {c} | {mem} |")
-    for name, why in skipped.items():
-        print(f"| `{name}` | skipped | | {why} | |")
-    roofline(rates, counters)
-    scaling(med)
+                r.rates[k].append(b[k])
+    for name, kib in rss.items():
+        if name in results:
+            results[name].rss_kib = kib
+    return Run(data["context"], results, skipped)
 
 
-def roofline(rates, counters):
-    """The scoring loop against min(peak flops, intensity x bandwidth of the same data size), all
-    measured in this run, one thread."""
-    peak = rates.get("machine/peak-mul-add", {}).get("GFLOP/s")
+def family(name):
+    return "/".join(name.split("/")[:2])
+
+
+def numeric_args(name):
+    """The numeric arguments of a benchmark name (…/256/64 -> [256.0, 64.0]); None if any is not."""
+    try:
+        return [float(p) for p in name.split("/")[2:] if p != "real_time"]
+    except ValueError:
+        return None
+
+
+def baseline_of(name):
+    base = BASELINE.get(family(name)) or BASELINE.get(name.split("/")[0])
+    if not base or (name.startswith("scorer/") and not name.startswith("scorer/cpu/")):
+        return None
+    return "/".join([base] + name.split("/")[2:])
+
+
+def ratio(run, name):
+    base = baseline_of(name)
+    if base and base in run.results:
+        return run.results[name].median_ms / run.results[base].median_ms
+    return None
+
+
+def head_steps_per_s(name, median_ms):
+    """replay/verify/scorer-cpu benchmarks run one head of an n-token trace: n head-steps."""
+    if name.split("/")[0] in ("replay", "verify") or name.startswith("scorer/cpu/"):
+        return int(name.split("/")[2]) * 1000.0 / median_ms
+    return None
+
+
+def counter_text(name, r):
+    hs = head_steps_per_s(name, r.median_ms)
+    if hs:
+        return f"{hs:.4g} head-steps/s"
+    parts = [f"{k}={v:.4g}" for k, v in r.counters.items()]
+    for k in r.rates:
+        v = r.rate(k)
+        parts.append(f"GB/s={v / 1e9:.4g}" if k == "bytes_per_second" else f"{k}={v:.4g}")
+    return ", ".join(parts)
+
+
+def main_table(run):
+    lines = ["| benchmark | median ms | ratio to baseline | counters | peak RSS MiB |", "|---|---:|---:|---|---:|"]
+    for name, r in run.results.items():
+        q = ratio(run, name)
+        mem = f"{r.rss_kib / 1024:.1f}" if r.rss_kib is not None else ""
+        lines.append(f"| `{name}` | {r.median_ms:.4g} | {'' if q is None else f'{q:.3f}'} "
+                     f"| {counter_text(name, r)} | {mem} |")
+    for name, why in run.skipped.items():
+        lines.append(f"| `{name}` | skipped | | {why} | |")
+    return lines
+
+
+def roofline_rows(run):
+    """(name, flop/byte, bandwidth GB/s, roofline, measured GFLOP/s) of the scoring loop against
+    min(peak flops, intensity x bandwidth of the same data size), all measured in this run."""
+    peak_r = run.results.get("machine/peak-mul-add")
+    peak = peak_r.rate("GFLOP/s") if peak_r else None
     if not peak:
-        return
-    peak = statistics.median(peak)
+        return peak, []
     rows = []
-    for name, v in rates.items():
-        if not name.startswith("scorer/logits/") or "GFLOP/s" not in v:
+    for name, r in run.results.items():
+        if not name.startswith("scorer/logits/") or r.rate("GFLOP/s") is None:
             continue
-        slots = name.split("/")[2]
-        bw = rates.get("machine/read-bandwidth/" + slots, {}).get("GB/s")
-        if not bw:
+        bw_r = run.results.get("machine/read-bandwidth/" + name.split("/")[2])
+        if not bw_r or bw_r.rate("GB/s") is None:
             continue
-        bw = statistics.median(bw)
-        ai = counters[name]["flop/byte"]
-        roof = min(peak, ai * bw)
-        got = statistics.median(v["GFLOP/s"])
-        rows.append(f"| `{name}` | {ai:.3g} | {bw:.4g} | {roof:.4g} | {got:.4g} | {got / roof:.2f} |")
-    if rows:
-        print(f"\nRoofline of the scoring loop (one thread; peak multiply-add {peak:.4g} GFLOP/s; bandwidth of a block "
-              "of the same size):\n")
-        print("| loop | flop/byte | read GB/s | roofline GFLOP/s | measured GFLOP/s | fraction of roofline |")
-        print("|---|---:|---:|---:|---:|---:|")
-        print("\n".join(rows))
+        bw, ai = bw_r.rate("GB/s"), r.counters["flop/byte"]
+        rows.append((name, ai, bw, min(peak, ai * bw), r.rate("GFLOP/s")))
+    return peak, rows
 
 
-def scaling(med):
+def roofline_table(run):
+    peak, rows = roofline_rows(run)
+    if not rows:
+        return []
+    lines = [f"Roofline of the scoring loop (one thread; peak multiply-add {peak:.4g} GFLOP/s; read bandwidth of "
+             "a block of the same size):", "",
+             "| loop | flop/byte | read GB/s | roofline GFLOP/s | measured GFLOP/s | fraction of roofline |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name, ai, bw, roof, got in rows:
+        lines.append(f"| `{name}` | {ai:.3g} | {bw:.4g} | {roof:.4g} | {got:.4g} | {got / roof:.2f} |")
+    return lines
+
+
+def scaling_fits(run):
     """Exponent b of time ~ c * x^b, least squares in log space, along each numeric argument of a
-    family while the other arguments stay fixed (argument 1 is n for most suites, 2 is k)."""
+    family while the other arguments stay fixed: [(family, position, xs, fixed, b, points)]."""
     groups = defaultdict(list)
-    for name, m in med.items():
-        parts = name.split("/")
-        nums = []
-        for p in parts[2:]:
-            try:
-                nums.append(float(p))
-            except ValueError:
-                nums = None
-                break
+    for name, r in run.results.items():
+        nums = numeric_args(name)
         if not nums:
             continue
-        family = "/".join(parts[:2])
         for pos in range(len(nums)):
             fixed = tuple(v for q, v in enumerate(nums) if q != pos)
-            groups[(family, pos, fixed)].append((nums[pos], m))
-    rows = []
-    for (family, pos, fixed), pts in sorted(groups.items()):
+            groups[(family(name), pos, fixed)].append((nums[pos], r.median_ms))
+    fits = []
+    for (fam, pos, fixed), pts in sorted(groups.items()):
         xs = sorted(set(x for x, _ in pts))
         if len(xs) < 2:
             continue
@@ -118,14 +174,42 @@ def scaling(med):
         ly = [math.log(y) for _, y in pts]
         mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
         b = sum((a - mx) * (c - my) for a, c in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+        fits.append((fam, pos, xs, fixed, b, sorted(pts)))
+    return fits
+
+
+def scaling_table(run):
+    fits = scaling_fits(run)
+    if not fits:
+        return []
+    lines = ["Scaling (time ~ x^b, fitted on the medians; argument 1 is n for most suites):", "",
+             "| family | varied | other arguments | exponent b |", "|---|---|---|---:|"]
+    for fam, pos, xs, fixed, b, _ in fits:
         other = ", ".join(f"{v:g}" for v in fixed) or "-"
-        rows.append(f"| `{family}` | argument {pos + 1} over {', '.join(f'{x:g}' for x in xs)} | {other} | {b:.2f} |")
-    if rows:
-        print("\nScaling (time ~ x^b, fitted on the medians):\n")
-        print("| family | varied | other arguments | exponent b |")
-        print("|---|---|---|---:|")
-        print("\n".join(rows))
+        lines.append(f"| `{fam}` | argument {pos + 1} over {', '.join(f'{x:g}' for x in xs)} | {other} | {b:.2f} |")
+    return lines
+
+
+def peers_table(rows):
+    """Markdown of bench/peers/run_peers.py's rows: times, kvoracle's speed-up and the agreement."""
+    lines = ["| peer | input | peer time s | kvoracle time s | kvoracle speed-up | agreement |",
+             "|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        lines.append(f"| {r['peer']} | {r['input']} | {r['peer_s']:.4g} | {r['kvoracle_s']:.4g} "
+                     f"| {r['peer_s'] / r['kvoracle_s']:.3g}x | {r['agreement']} |")
+    return lines
+
+
+def render(run):
+    ctx = run.context
+    reps = len(next(iter(run.results.values())).times_ms) if run.results else 0
+    out = [f"Machine: {ctx.get('num_cpus')} CPUs at {ctx.get('mhz_per_cpu')} MHz, host {ctx.get('host_name')}, "
+           f"date {ctx.get('date')}; {reps} repetitions, medians.", ""]
+    for section in (main_table(run), roofline_table(run), scaling_table(run)):
+        if section:
+            out += section + [""]
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
+    print(render(load(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)))

@@ -18,9 +18,10 @@ using namespace kvo;
 
 namespace {
 
+// Arguments: n tokens, head_dim d, as replay/h2o (its baseline).
 void BM_ScorerCpu(benchmark::State& st) {
-  const int n = static_cast<int>(st.range(0));
-  const Trace& tr = bench::trace(n, 64);
+  const int n = static_cast<int>(st.range(0)), d = static_cast<int>(st.range(1));
+  const Trace& tr = bench::trace(n, d);
   ScorerOptions o;
   o.device = ScorerDevice::Cpu;
   o.threads = 1;
@@ -115,7 +116,13 @@ void BM_ScorerCuda(benchmark::State& st) {
 
 }  // namespace
 
-BENCHMARK(BM_ScorerCpu)->Name("scorer/cpu")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ScorerCpu)
+    ->Name("scorer/cpu")
+    ->Args({256, 64})
+    ->Args({1024, 64})
+    ->Args({1024, 32})
+    ->Args({1024, 128})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ScorerLogits)->Name("scorer/logits")->Arg(64)->Arg(208)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PeakMulAdd)->Name("machine/peak-mul-add")->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ReadBandwidth)

@@ -2,7 +2,8 @@
 as medians and ratios: (1) NumPy H2O replay (reference-code style) vs kvoracle's greedy scorer, per
 head-step; (2) the lazy greedy of apricot and of submodlib on facility location; (3) HiGHS on the
 dynamic oracle's MILP vs kvoracle's min-cost-flow oracle.
-Usage: run_peers.py [--smoke]  (prints a Markdown section)."""
+Usage: run_peers.py [--smoke] [--json FILE]  (prints a Markdown section; FILE: the rows for
+bench/write_doc.py). Exits non-zero when any peer and kvoracle disagree."""
 import os
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
@@ -10,6 +11,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
 
 import contextlib  # noqa: E402
 import io  # noqa: E402
+import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -20,6 +22,9 @@ import numpy as np  # noqa: E402
 import kvoracle  # noqa: E402
 from dynamic_milp import solve_milp  # noqa: E402
 from h2o_numpy import h2o_layer  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from report import peers_table  # noqa: E402
 
 
 def median_time(fn, reps):
@@ -102,36 +107,55 @@ def milp_peer(n, reps):
             "highs_value": v_milp, "kvoracle_value": r["value"]}
 
 
+def h2o_row(r):
+    return {"peer": "NumPy H2O replay (reference style)", "kind": "h2o", "n": r["n"],
+            "input": f"1 layer x {r['heads']} heads, n = {r['n']}, d = 64, k = 20%",
+            "peer_s": r["numpy_s"], "kvoracle_s": r["kvoracle_s"], "target": 50.0, "same": r["agree"] == 1.0,
+            "agreement": f"same eviction step for {100 * r['agree']:.2f}% of tokens "
+                         f"({r['numpy_rate']:.3g} vs {r['kvoracle_rate']:.3g} head-steps/s)"}
+
+
+def fl_rows(r):
+    va, vs, vk = r["values"]
+    same = abs(va - vk) <= 1e-9 * vk and abs(vs - vk) <= 1e-9 * vk
+    return [{"peer": f"{name} lazy greedy, facility location", "kind": "fl", "n": r["n"],
+             "input": f"n = {r['n']}, k = {r['k']}, dense RBF similarities", "peer_s": t,
+             "kvoracle_s": r["kvoracle_s"], "target": 1.0, "same": same,
+             "agreement": f"values apricot {va:.6f}, submodlib {vs:.6f}, kvoracle {vk:.6f} "
+                          f"({'same' if same else 'DIFFERENT'})"}
+            for name, t in (("apricot", r["apricot_s"]), ("submodlib", r["submodlib_s"]))]
+
+
+def milp_row(r):
+    same = abs(r["highs_value"] - r["kvoracle_value"]) <= 1e-6 * max(1.0, r["kvoracle_value"])
+    return {"peer": "HiGHS MILP of the dynamic oracle", "kind": "milp", "n": r["n"],
+            "input": f"n = {r['n']}, k = {r['k']}, softmax rows", "peer_s": r["highs_s"],
+            "kvoracle_s": r["kvoracle_s"], "target": 100.0 if r["n"] >= 200 else None, "same": same,
+            "agreement": f"optimum {r['highs_value']:.6f} vs {r['kvoracle_value']:.6f} "
+                         f"({'same' if same else 'DIFFERENT'})"}
+
+
 def main():
-    smoke = "--smoke" in sys.argv
+    args = sys.argv[1:]
+    smoke = "--smoke" in args
+    json_out = args[args.index("--json") + 1] if "--json" in args else None
     reps = 1 if smoke else 3
-    print("### Peers (bench/peers/run_peers.py, one thread each)\n")
-    print("| peer | input | peer time | kvoracle time | kvoracle speed-up | agreement |")
-    print("|---|---|---:|---:|---:|---|")
+    rows = []
     for n in ([128] if smoke else [256, 1024]):
-        r = h2o_peer(n, heads=4 if smoke else 8, d=64, reps=reps)
-        print(f"| NumPy H2O replay (reference style) | 1 layer x {r['heads']} heads, n = {n}, d = 64, k = 20% "
-              f"| {r['numpy_s']:.4g} s ({r['numpy_rate']:.3g} head-steps/s) "
-              f"| {r['kvoracle_s']:.4g} s ({r['kvoracle_rate']:.3g} head-steps/s) | {r['speedup']:.1f}x "
-              f"| same eviction step for {100 * r['agree']:.2f}% of tokens |")
+        rows.append(h2o_row(h2o_peer(n, heads=4 if smoke else 8, d=64, reps=reps)))
     for n in ([300] if smoke else [1000, 3000, 10000]):
-        r = fl_peer(n, 50 if not smoke else 10, reps if n < 10000 else 1)
-        va, vs, vk = r["values"]
-        same = abs(va - vk) <= 1e-9 * vk and abs(vs - vk) <= 1e-9 * vk
-        for name, t in (("apricot", r["apricot_s"]), ("submodlib", r["submodlib_s"])):
-            print(f"| {name} lazy greedy, facility location | n = {n}, k = {r['k']}, dense RBF similarities "
-                  f"| {t:.4g} s | {r['kvoracle_s']:.4g} s | {t / r['kvoracle_s']:.1f}x "
-                  f"| values apricot {va:.6f}, submodlib {vs:.6f}, kvoracle {vk:.6f} ({'same' if same else 'DIFFERENT'}) |")
-        if not same:
-            sys.exit("apricot, submodlib and kvoracle reach different facility-location values")
+        rows += fl_rows(fl_peer(n, 50 if not smoke else 10, reps if n < 10000 else 1))
     for n in ([40] if smoke else [100, 200]):
-        r = milp_peer(n, reps)
-        same = abs(r["highs_value"] - r["kvoracle_value"]) <= 1e-6 * max(1.0, r["kvoracle_value"])
-        print(f"| HiGHS MILP of the dynamic oracle | n = {n}, k = {r['k']}, softmax rows "
-              f"| {r['highs_s']:.4g} s | {r['kvoracle_s']:.4g} s | {r['speedup']:.0f}x "
-              f"| optimum {r['highs_value']:.6f} vs {r['kvoracle_value']:.6f} ({'same' if same else 'DIFFERENT'}) |")
-        if not same:
-            sys.exit("the MILP and kvoracle's oracle disagree: a bug")
+        rows.append(milp_row(milp_peer(n, reps)))
+    print("### Peers (bench/peers/run_peers.py, one thread each)\n")
+    print("\n".join(peers_table(rows)))
+    if json_out:
+        with open(json_out + ".tmp", "w") as f:
+            json.dump({"smoke": smoke, "rows": rows}, f, indent=1)
+        os.replace(json_out + ".tmp", json_out)
+    bad = [r for r in rows if not r["same"]]
+    if bad:
+        sys.exit(f"{bad[0]['peer']} and kvoracle disagree on {bad[0]['input']}: a bug")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 #include "kvo/core/facility_location.hpp"
 
+#include "kvo/core/error.hpp"
+
 namespace kvo {
 namespace {
 struct MaxMemo final : Memo {
@@ -9,9 +11,18 @@ struct MaxMemo final : Memo {
 };
 }  // namespace
 
-FacilityLocation::FacilityLocation(Eigen::MatrixXd similarity) : s_(std::move(similarity)) {
-  nonnegative_ = s_.size() == 0 || s_.minCoeff() >= 0.0;
+FacilityLocation::FacilityLocation(Eigen::MatrixXd similarity)
+    : owned_(std::move(similarity)), s_(owned_.data(), owned_.rows(), owned_.cols()) {
+  init();
 }
+
+FacilityLocation::FacilityLocation(const double* data, int rows, int cols) : s_(data, rows, cols) {
+  require(rows >= 0 && cols >= 0 && (data != nullptr || static_cast<long long>(rows) * cols == 0),
+          "facility location: bad similarity buffer");
+  init();
+}
+
+void FacilityLocation::init() { nonnegative_ = s_.size() == 0 || s_.minCoeff() >= 0.0; }
 
 SetFnTraits FacilityLocation::traits() const { return {"facility-location", nonnegative_, nonnegative_}; }
 

@@ -3,6 +3,8 @@
 #include <random>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/facility_location.hpp"
+#include "kvo/core/greedy.hpp"
 #include "kvo/core/output_fidelity.hpp"
 #include "test_support.hpp"
 
@@ -127,4 +129,35 @@ TEST(SetFunctions, LeaveOneOutMatchesEvaluation) {
         EXPECT_NEAR(loo[v], f->evaluate(s), 1e-12) << f->traits().name;
       }
     }
+}
+
+// A view of the caller's column-major buffer is the same function as the owned matrix: every
+// gain and every greedy optimiser's picks, value and bound.
+TEST(FacilityLocation, AViewOfTheCallersBufferAgreesWithTheOwnedMatrix) {
+  std::mt19937_64 g(11);
+  std::exponential_distribution<double> e(1.0);
+  const int rows = 37, cols = 23;
+  Eigen::MatrixXd s(rows, cols);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) s(r, c) = e(g);
+  const std::vector<double> buffer(s.data(), s.data() + s.size());
+  const FacilityLocation owned(s);
+  const FacilityLocation view(buffer.data(), rows, cols);
+  EXPECT_EQ(view.ground_size(), cols);
+  auto m_owned = owned.empty_memo(), m_view = view.empty_memo();
+  for (int j : {4, 17, 9}) {
+    owned.add(*m_owned, j);
+    view.add(*m_view, j);
+  }
+  for (int j = 0; j < cols; ++j) EXPECT_EQ(view.gain(*m_view, j), owned.gain(*m_owned, j));
+  EXPECT_EQ(view.value(*m_view), owned.value(*m_owned));
+  GreedyOptions o;
+  o.budget = 6;
+  for (auto opt : {naive_greedy, lazy_greedy, stochastic_greedy}) {
+    const auto a = opt(owned, o), b = opt(view, o);
+    EXPECT_EQ(a.picks, b.picks);
+    EXPECT_EQ(a.value, b.value);
+    EXPECT_EQ(a.upper_bound, b.upper_bound);
+  }
+  EXPECT_THROW(FacilityLocation(nullptr, 3, 3), Error);
 }

@@ -12,6 +12,11 @@ class FacilityLocation final : public SetFunction {
  public:
   // similarity: rows are the "clients" r (queries), columns the ground set j (keys).
   explicit FacilityLocation(Eigen::MatrixXd similarity);
+  // A view of the caller's column-major rows x cols buffer, without a copy: the buffer must
+  // outlive this object (the Python bindings hand Fortran-ordered numpy arrays in this way).
+  FacilityLocation(const double* data, int rows, int cols);
+  FacilityLocation(const FacilityLocation&) = delete;  // s_ may point into owned_
+  FacilityLocation& operator=(const FacilityLocation&) = delete;
 
   int ground_size() const override { return static_cast<int>(s_.cols()); }
   SetFnTraits traits() const override;
@@ -21,8 +26,10 @@ class FacilityLocation final : public SetFunction {
   double value(const Memo& memo) const override;
 
  private:
-  Eigen::MatrixXd s_;
-  bool nonnegative_;
+  void init();
+  Eigen::MatrixXd owned_;
+  Eigen::Map<const Eigen::MatrixXd> s_;  // owned_ or the caller's buffer
+  bool nonnegative_ = true;
 };
 
 }  // namespace kvo
