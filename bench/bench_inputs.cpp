@@ -1,8 +1,11 @@
 #include "bench_inputs.hpp"
 
+#include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <random>
+#include <string>
 
 #include "kvo/core/synth.hpp"
 
@@ -34,5 +37,22 @@ const Trace& trace(int n, int d) {
   }
   return it->second;
 }
+
+namespace {
+std::uint64_t status_kib(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string k;
+  std::uint64_t v = 0;
+  while (in >> k) {
+    if (k == key && in >> v) return v;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
+}
+}  // namespace
+
+std::uint64_t rss_bytes() { return status_kib("VmRSS:") * 1024; }
+std::uint64_t peak_rss_bytes() { return status_kib("VmHWM:") * 1024; }
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 }  // namespace kvo::bench

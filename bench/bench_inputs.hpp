@@ -12,4 +12,10 @@ Eigen::MatrixXd similarity(int rows, int cols, std::uint64_t seed);
 // One layer, one head, n tokens, head_dim d synthetic heavy-hitter trace.
 const Trace& trace(int n, int d);
 
+// Resident memory of this process now and its peak since the last reset_peak_rss() (Linux
+// /proc/self/status VmRSS / VmHWM; writing 5 to /proc/self/clear_refs resets the peak).
+std::uint64_t rss_bytes();
+std::uint64_t peak_rss_bytes();
+void reset_peak_rss();
+
 }  // namespace kvo::bench

@@ -56,6 +56,26 @@ void BM_Replay(benchmark::State& st, const char* policy) {
   st.SetItemsProcessed(st.iterations() * n);  // head-steps
 }
 
+// Replay of one long head (h2o, budget 20%, d = 64, one thread, no per-step sets recorded: what
+// `kvoracle replay` does without --out) with its memory: the peak resident growth over the
+// process before the trace existed, per token and per token-dimension (O(n·d) means a constant).
+void BM_ReplayLong(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0)), d = static_cast<int>(st.range(1));
+  const std::uint64_t before = bench::rss_bytes();
+  bench::reset_peak_rss();
+  const Trace& tr = bench::trace(n, d);
+  ReplayOptions o;
+  o.policy.name = "h2o";
+  o.budget = Budget(Amount::parse("0.2"));
+  o.threads = 1;
+  o.record_sets = false;
+  for (auto _ : st) benchmark::DoNotOptimize(replay(tr, o).heads.size());
+  const double growth = static_cast<double>(bench::peak_rss_bytes()) - static_cast<double>(before);
+  st.counters["peak_growth_MiB"] = growth / (1 << 20);
+  st.counters["bytes/(n*d)"] = growth / (static_cast<double>(n) * d);
+  st.SetItemsProcessed(st.iterations() * n);
+}
+
 // Reading a safetensors trace (fp32 q and k, 1 layer, `heads` heads, d = 64) from the page cache:
 // header parsing, validation and the copy into the Trace. Arguments: n tokens, heads.
 void BM_ReadTrace(benchmark::State& st) {
@@ -76,6 +96,14 @@ void BM_ReadTrace(benchmark::State& st) {
 
 }  // namespace
 
+BENCHMARK(BM_ReplayLong)
+    ->Name("replay/h2o-long")
+    ->Args({8192, 64})
+    ->Args({16384, 64})
+    ->Args({32768, 64})
+    ->Iterations(1)
+    ->Repetitions(1)
+    ->Unit(benchmark::kSecond);
 BENCHMARK(BM_ReadTrace)
     ->Name("io/read-trace")
     ->Args({1024, 8})

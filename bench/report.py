@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 BASELINE = {"greedy": "greedy/naive", "replay": "replay/full", "verify": "replay/full", "scorer/cpu": "replay/h2o"}
-COUNTERS = ("nodes", "exact", "gain_evals", "flop/byte", "bytes/step")
+COUNTERS = ("nodes", "exact", "gain_evals", "flop/byte", "bytes/step", "peak_growth_MiB", "bytes/(n*d)")
 RATE_COUNTERS = ("GFLOP/s", "GB/s", "bytes_per_second")  # per-repetition rates: medians are taken
 UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
@@ -70,10 +70,15 @@ def family(name):
     return "/".join(name.split("/")[:2])
 
 
+def args_key(name):
+    """The numeric arguments as written (…/256/64/iterations:1 -> ['256', '64'])."""
+    return [p for p in name.split("/")[2:] if p != "real_time" and ":" not in p]
+
+
 def numeric_args(name):
     """The numeric arguments of a benchmark name (…/256/64 -> [256.0, 64.0]); None if any is not."""
     try:
-        return [float(p) for p in name.split("/")[2:] if p != "real_time"]
+        return [float(p) for p in name.split("/")[2:] if p != "real_time" and ":" not in p]
     except ValueError:
         return None
 
@@ -82,7 +87,7 @@ def baseline_of(name):
     base = BASELINE.get(family(name)) or BASELINE.get(name.split("/")[0])
     if not base or (name.startswith("scorer/") and not name.startswith("scorer/cpu/")):
         return None
-    return "/".join([base] + name.split("/")[2:])
+    return "/".join([base] + args_key(name))
 
 
 def ratio(run, name):
@@ -101,9 +106,8 @@ def head_steps_per_s(name, median_ms):
 
 def counter_text(name, r):
     hs = head_steps_per_s(name, r.median_ms)
-    if hs:
-        return f"{hs:.4g} head-steps/s"
-    parts = [f"{k}={v:.4g}" for k, v in r.counters.items()]
+    parts = [f"{hs:.4g} head-steps/s"] if hs else []
+    parts += [f"{k}={v:.4g}" for k, v in r.counters.items()]
     for k in r.rates:
         v = r.rate(k)
         parts.append(f"GB/s={v / 1e9:.4g}" if k == "bytes_per_second" else f"{k}={v:.4g}")

@@ -10,8 +10,13 @@ if(KVO_SANITIZE)
     -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   target_link_options(kvo_options INTERFACE -fsanitize=address,undefined)
 endif()
+if(KVO_BUILD_FUZZ)
+  # Coverage feedback for libFuzzer in every library; the fuzz targets add -fsanitize=fuzzer.
+  target_compile_options(kvo_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
+endif()
 if(KVO_NATIVE)
   # Every target, so that Eigen's alignment and vector width agree across libraries.
   # GCC 12 reports false -Wmaybe-uninitialized inside its AVX-512 intrinsics as Eigen inlines them.
-  target_compile_options(kvo_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native -Wno-maybe-uninitialized>)
+  target_compile_options(kvo_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-maybe-uninitialized>)
 endif()

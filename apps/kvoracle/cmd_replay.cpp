@@ -113,6 +113,7 @@ Runner add_replay(CLI::App& app, const Global& g) {
     require(a->budgets.empty(), "--budgets needs --device (the scorer replays several budgets in one pass)");
     ReplayOptions o = make_replay_options(a->replay, a->budget, a->params, a->policy, g.threads);
     o.record_probs = a->probs;
+    o.record_sets = !a->out.empty();  // without --out, memory stays O(n·d) per head (docs/reliability.md)
     Progress bar("replay " + a->policy, replay_units(tr, o), !g.quiet);
     o.on_unit_done = [&] { bar.tick(); };
     const ReplayResult r = replay(tr, o);

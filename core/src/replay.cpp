@@ -7,6 +7,7 @@
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/memory_limit.hpp"
 #include "kvo/core/parallel.hpp"
 
 namespace kvo {
@@ -82,6 +83,8 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
   setup.head = &views.front();
   Eigen::MatrixXd dense;
   if (policy->needs_dense()) {
+    require_memory(static_cast<std::uint64_t>(n) * n * 8 * 2,
+                   "policy " + policy->name() + " (the dense n x n attention of each head)");
     dense = dense_attention(views.front());
     for (size_t x = 1; x < views.size(); ++x) dense += dense_attention(views[x]);
     dense /= static_cast<double>(views.size());

@@ -118,9 +118,18 @@ std::uint16_t float_to_bf16(float f) {
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   file_ = std::make_unique<MappedFile>(path, 8, "safetensors");
-  map_size_ = file_->size();
+  parse(file_->data(), file_->size());
+}
+
+SafetensorsFile::SafetensorsFile(std::span<const unsigned char> bytes, std::string name) : path_(std::move(name)) {
+  require(bytes.size() >= 8, "'" + path_ + "' is too short to be a safetensors file");
+  parse(bytes.data(), bytes.size());
+}
+
+void SafetensorsFile::parse(const unsigned char* base, size_t size) {
+  const std::string& path = path_;
+  map_size_ = size;
   {
-    const auto* base = file_->data();
     std::uint64_t hlen = 0;
     std::memcpy(&hlen, base, 8);
     require(hlen <= kMaxHeader && hlen <= map_size_ - 8,

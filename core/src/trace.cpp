@@ -16,9 +16,10 @@ void check_tensor(const std::vector<float>& t, const char* name, int layer, int 
     if (!std::isfinite(t[x])) {
       const size_t per_head = static_cast<size_t>(rows) * cols;
       const size_t head = x / per_head;
-      const size_t pos = (x % per_head) / static_cast<size_t>(cols);
-      throw Error(std::string("non-finite value in ") + name + " at layer " + std::to_string(layer) + ", head " +
-                  std::to_string(head) + ", position " + std::to_string(pos));
+      const size_t pos = (x % per_head) / static_cast<size_t>(cols), col = x % static_cast<size_t>(cols);
+      throw Error(std::string(std::isnan(t[x]) ? "NaN" : "Inf") + " in " + name + " at layer " + std::to_string(layer) +
+                  ", head " + std::to_string(head) + ", position " + std::to_string(pos) +
+                  (std::string(name) == "attn" ? ", key " : ", dimension ") + std::to_string(col));
     }
   }
 }

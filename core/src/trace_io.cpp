@@ -6,6 +6,7 @@
 #include <set>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/memory_limit.hpp"
 
 namespace kvo {
 namespace {
@@ -28,8 +29,13 @@ void expect_rank3(const TensorInfo& t, const std::string& path) {
 
 }  // namespace
 
-Trace read_trace(const std::string& path) {
-  SafetensorsFile f(path);
+Trace read_trace(const std::string& path) { return trace_from(SafetensorsFile(path), path); }
+
+Trace read_trace(std::span<const unsigned char> bytes, const std::string& name) {
+  return trace_from(SafetensorsFile(bytes, name), name);
+}
+
+Trace trace_from(const SafetensorsFile& f, const std::string& path) {
   const auto& meta = f.metadata();
   auto fmt = meta.find("format");
   require(fmt != meta.end() && fmt->second == kTraceFormat,
@@ -54,6 +60,9 @@ Trace read_trace(const std::string& path) {
   const int n_layers = *layers.rbegin() + 1;
   require(static_cast<int>(layers.size()) == n_layers,
           "'" + path + "': layers are not numbered 0.." + std::to_string(n_layers - 1) + " without gaps");
+  std::uint64_t values = 0;  // every tensor becomes fp32 / int32 in memory
+  for (const auto& t : f.tensors()) values += static_cast<std::uint64_t>(t.numel());
+  require_memory(values * 4, "trace '" + path + "'");
 
   Trace tr;
   tr.resize_layers(n_layers);

@@ -100,9 +100,18 @@ std::uint64_t GgufTensor::numel() const {
 
 GgufFile::GgufFile(const std::string& path) : path_(path) {
   file_ = std::make_unique<MappedFile>(path, 24, "GGUF");
-  size_ = file_->size();
+  parse(file_->data(), file_->size());
+}
+
+GgufFile::GgufFile(std::span<const unsigned char> bytes, std::string name) : path_(std::move(name)) {
+  require(bytes.size() >= 24, "'" + path_ + "' is too short to be a GGUF file");
+  parse(bytes.data(), bytes.size());
+}
+
+void GgufFile::parse(const unsigned char* base, size_t size) {
+  const std::string& path = path_;
+  size_ = size;
   {
-    const auto* base = file_->data();
     Cursor c(base, size_, path_);
     require(std::memcmp(base, "GGUF", 4) == 0, "'" + path + "' is not a GGUF file (bad magic)");
     c.get<std::uint32_t>("magic");

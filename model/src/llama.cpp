@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/memory_limit.hpp"
 #include "kvo/model/gguf.hpp"
 
 namespace kvo::model {
@@ -14,6 +15,14 @@ struct Llama::Layer {
 
 namespace {
 
+// A NaN or Inf weight is reported with its tensor, row and column.
+void require_finite(const std::vector<float>& v, const std::string& name, size_t cols) {
+  for (size_t x = 0; x < v.size(); ++x)
+    if (!std::isfinite(v[x]))
+      throw Error(std::string(std::isnan(v[x]) ? "NaN" : "Inf") + " in model tensor '" + name + "' at row " +
+                  std::to_string(x / cols) + ", column " + std::to_string(x % cols));
+}
+
 MatrixRM load_matrix(const GgufFile& f, const std::string& name, int rows, int cols) {
   const GgufTensor& t = f.tensor(name);
   require(t.dims.size() == 2 && t.dims[0] == static_cast<std::uint64_t>(cols) &&
@@ -22,6 +31,7 @@ MatrixRM load_matrix(const GgufFile& f, const std::string& name, int rows, int c
               std::to_string(t.dims.size() > 1 ? t.dims[1] : 1) + "], expected [" + std::to_string(cols) + ", " +
               std::to_string(rows) + "]");
   const std::vector<float> v = f.dequantize(t);
+  require_finite(v, name, static_cast<size_t>(cols));
   return Eigen::Map<const MatrixRM>(v.data(), rows, cols);
 }
 
@@ -29,6 +39,7 @@ Eigen::VectorXf load_vector(const GgufFile& f, const std::string& name, int n) {
   const GgufTensor& t = f.tensor(name);
   require(t.numel() == static_cast<std::uint64_t>(n), "tensor '" + name + "' has the wrong length");
   const std::vector<float> v = f.dequantize(t);
+  require_finite(v, name, v.size());
   return Eigen::Map<const Eigen::VectorXf>(v.data(), n);
 }
 
@@ -71,6 +82,9 @@ Llama::~Llama() = default;
 
 Llama::Llama(const std::string& path) : path_(path) {
   const GgufFile f(path);
+  std::uint64_t values = 0;  // every weight is held dequantised to fp32
+  for (const auto& t : f.tensors()) values += t.numel();
+  require_memory(values * 4, "model '" + path + "' (weights dequantised to fp32)");
   const std::string arch = f.get_string("general.architecture");
   require(arch == "llama", "'" + path + "' holds a '" + arch + "' model; kvoracle runs llama");
   cfg_.name = f.metadata().value("general.name", std::string("llama"));

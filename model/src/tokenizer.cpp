@@ -2,9 +2,11 @@
 
 #include <unicode/regex.h>
 #include <unicode/unistr.h>
+#include <unicode/utf8.h>
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <memory>
 
 #include "kvo/core/error.hpp"
@@ -60,24 +62,43 @@ Tokenizer::Tokenizer(const GgufFile& f) {
   const auto& meta = f.metadata();
   require(f.get_string("tokenizer.ggml.model") == "gpt2",
           "tokenizer: only byte-level BPE (tokenizer.ggml.model = gpt2) is supported");
-  const auto& toks = meta.at("tokenizer.ggml.tokens");
-  require(toks.is_array() && !toks.empty(), "tokenizer: tokenizer.ggml.tokens is missing");
+  const auto array_of = [&](const char* key, bool required) -> const nlohmann::json* {
+    if (!meta.contains(key)) {
+      require(!required, std::string("tokenizer: ") + key + " is missing");
+      return nullptr;
+    }
+    require(meta[key].is_array(), std::string("tokenizer: ") + key + " is not an array");
+    return &meta[key];
+  };
+  const auto& toks = *array_of("tokenizer.ggml.tokens", true);
+  require(!toks.empty() && toks.size() < static_cast<size_t>(INT32_MAX), "tokenizer: tokenizer.ggml.tokens is empty");
   tokens_.reserve(toks.size());
   for (const auto& t : toks) {
     require(t.is_string(), "tokenizer: a vocabulary entry is not a string");
     ids_.emplace(t.get<std::string>(), static_cast<int>(tokens_.size()));
     tokens_.push_back(t.get<std::string>());
   }
-  const auto& merges = meta.at("tokenizer.ggml.merges");
-  for (size_t r = 0; r < merges.size(); ++r) merge_rank_.emplace(merges[r].get<std::string>(), static_cast<int>(r));
-  if (meta.contains("tokenizer.ggml.token_type")) {
-    const auto& types = meta["tokenizer.ggml.token_type"];
-    for (size_t i = 0; i < types.size() && i < tokens_.size(); ++i)
-      if (types[i].get<int>() == 3) specials_.push_back(tokens_[i]);  // CONTROL
+  const auto& merges = *array_of("tokenizer.ggml.merges", true);
+  for (size_t r = 0; r < merges.size(); ++r) {
+    require(merges[r].is_string(), "tokenizer: merge " + std::to_string(r) + " is not a string");
+    merge_rank_.emplace(merges[r].get<std::string>(), static_cast<int>(r));
+  }
+  if (const auto* types = array_of("tokenizer.ggml.token_type", false)) {
+    for (size_t i = 0; i < types->size() && i < tokens_.size(); ++i) {
+      require((*types)[i].is_number_integer(), "tokenizer: token type " + std::to_string(i) + " is not an integer");
+      if ((*types)[i].get<std::int64_t>() == 3) specials_.push_back(tokens_[i]);  // CONTROL
+    }
     std::sort(specials_.begin(), specials_.end(), [](auto& a, auto& b) { return a.size() > b.size(); });
   }
-  if (meta.contains("tokenizer.ggml.bos_token_id")) bos_ = meta["tokenizer.ggml.bos_token_id"].get<int>();
-  if (meta.contains("tokenizer.ggml.eos_token_id")) eos_ = meta["tokenizer.ggml.eos_token_id"].get<int>();
+  const auto token_id = [&](const char* key) {
+    if (!meta.contains(key)) return -1;
+    const auto& v = meta[key];
+    require(v.is_number_unsigned() && v.get<std::uint64_t>() < tokens_.size(),
+            std::string("tokenizer: ") + key + " is not a token id");
+    return static_cast<int>(v.get<std::uint64_t>());
+  };
+  bos_ = token_id("tokenizer.ggml.bos_token_id");
+  eos_ = token_id("tokenizer.ggml.eos_token_id");
   // GPT-2 bytes_to_unicode: printable bytes map to themselves, the rest to 256, 257, ...
   int next = 256;
   for (int b = 0; b < 256; ++b) {
@@ -111,7 +132,13 @@ std::vector<int> Tokenizer::bpe(const std::string& mapped) const {
     } else {  // not in the vocabulary: fall back to its single mapped bytes
       for (const auto& cp : code_points(s)) {
         auto b = ids_.find(cp);
-        require(b != ids_.end(), "tokenizer: the vocabulary lacks the byte symbol '" + cp + "'");
+        if (b == ids_.end()) {
+          const auto byte = char_to_byte_.find(cp);
+          char hex[8];
+          std::snprintf(hex, sizeof hex, "0x%02x", byte == char_to_byte_.end() ? 0u : unsigned{byte->second});
+          throw Error("tokenizer: the vocabulary has no symbol for byte " + std::string(hex) + " ('" + cp +
+                      "'), so this model cannot encode the text");
+        }
         ids.push_back(b->second);
       }
     }
@@ -147,6 +174,18 @@ void Tokenizer::encode_plain(const std::string& text, std::vector<int>& out) con
 }
 
 std::vector<int> Tokenizer::encode(const std::string& text, bool parse_special) const {
+  // Byte-level BPE loses nothing on UTF-8, but ICU's pre-tokenizer would replace ill-formed bytes
+  // with U+FFFD: refuse them instead of changing the text silently.
+  require(text.size() < static_cast<size_t>(INT32_MAX), "tokenizer: the text is longer than 2 GiB");
+  for (int32_t i = 0, n = static_cast<int32_t>(text.size()); i < n;) {
+    const int32_t at = i;
+    UChar32 c;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wconversion"  // inside ICU's macro
+    U8_NEXT(text.data(), i, n, c);
+#pragma GCC diagnostic pop
+    require(c >= 0, "tokenizer: the text is not valid UTF-8 (byte " + std::to_string(at) + ")");
+  }
   std::vector<int> out;
   size_t start = 0;
   if (parse_special && !specials_.empty()) {

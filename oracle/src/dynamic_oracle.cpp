@@ -140,7 +140,8 @@ DynamicSolution solve_dynamic(const DynamicProblem& p) {
     std::make_heap(heap.begin(), heap.end(), std::greater<>());
     while (!heap.empty()) {
       std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-      const auto [du_reduced, u] = heap.back();
+      const double du_reduced = heap.back().first;
+      const int u = heap.back().second;  // not a structured binding: lambdas below capture it
       heap.pop_back();
       if (done[u] || du_reduced > dist[u]) continue;  // stale entry
       done[u] = 1;

@@ -129,7 +129,8 @@ PYBIND11_MODULE(_core, m) {
           py::arg("q"), py::arg("k"), py::arg("v") = std::vector<FloatArray>{}, py::arg("attn_scale") = 1.0,
           py::arg("prompt_len") = 0, "a trace from per-layer arrays q [H, n, d], k and v [H_kv, n, d]");
 
-  m.def("read_trace", &read_trace, py::arg("path"), "read a kvoracle trace (.safetensors)");
+  m.def("read_trace", static_cast<Trace (*)(const std::string&)>(&read_trace), py::arg("path"),
+        "read a kvoracle trace (.safetensors)");
   m.def(
       "write_trace",
       [](const std::string& path, const Trace& t, const std::string& dtype) {

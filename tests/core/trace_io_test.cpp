@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/memory_limit.hpp"
 #include "test_support.hpp"
 
 using namespace kvo;
@@ -80,7 +81,8 @@ TEST(TraceIO, RoundTripBF16IsWithinBFloatPrecision) {
   const auto p = tmp("rtbf.safetensors");
   write_trace(p.string(), tr, DType::BF16);
   const Trace back = read_trace(p.string());
-  for (size_t x = 0; x < tr.q[0].size(); ++x) EXPECT_NEAR(back.q[0][x], tr.q[0][x], 4e-3 * std::fabs(tr.q[0][x]) + 1e-30);
+  for (size_t x = 0; x < tr.q[0].size(); ++x)
+    EXPECT_NEAR(back.q[0][x], tr.q[0][x], 4e-3 * std::fabs(tr.q[0][x]) + 1e-30);
   EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
   EXPECT_EQ(float_to_bf16(bf16_to_float(0x4049)), 0x4049);  // exact values survive
 }
@@ -175,7 +177,53 @@ TEST(TraceIO, NonFiniteValuesAreReportedWithTheirLocation) {
   f.write(reinterpret_cast<const char*>(&nan), 4);
   f.close();
   const std::string e = error_of(p);
-  EXPECT_NE(e.find("non-finite value in q at layer 1, head 1, position 3"), std::string::npos) << e;
+  EXPECT_NE(e.find("NaN in q at layer 1, head 1, position 3, dimension 2"), std::string::npos) << e;
+  tr.q[1][(1 * 5 + 3) * 4 + 2] = 0.0f;
+  tr.k[0][7] = -std::numeric_limits<float>::infinity();
+  try {
+    tr.validate();
+    ADD_FAILURE() << "an Inf passed validation";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("Inf in k at layer 0, head 0, position 1, dimension 3"), std::string::npos)
+        << err.what();
+  }
+}
+
+// A trace larger than the memory limit is refused from its header, before any tensor is read.
+TEST(TraceIO, ATraceLargerThanTheMemoryLimitIsRefusedFromItsHeader) {
+  const Trace tr = random_trace(2, 2, 1, 64, 16, 55);
+  const auto p = tmp("big.safetensors");
+  write_trace(p.string(), tr);
+  ::setenv("KVO_MEMORY_LIMIT", "4K", 1);
+  const std::string e = error_of(p);
+  ::setenv("KVO_MEMORY_LIMIT", "bogus", 1);
+  const std::string bad = error_of(p);
+  ::unsetenv("KVO_MEMORY_LIMIT");
+  EXPECT_NE(e.find("needs about 32.0 KiB in memory, more than the 4.0 KiB available (KVO_MEMORY_LIMIT)"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(bad.find("KVO_MEMORY_LIMIT='bogus' is not a byte count"), std::string::npos) << bad;
+  EXPECT_EQ(read_trace(p.string()).n_tokens, 64);
+  EXPECT_GT(memory_limit().bytes, 0u);
+}
+
+// Reading from bytes in memory is reading the file.
+TEST(TraceIO, ReadingFromBytesEqualsReadingTheFile) {
+  const Trace tr = random_trace(2, 2, 1, 9, 4, 56);
+  const auto p = tmp("bytes.safetensors");
+  write_trace(p.string(), tr);
+  std::ifstream in(p, std::ios::binary);
+  const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const Trace a = read_trace(p.string()), b = read_trace(bytes, "in-memory");
+  EXPECT_EQ(a.q, b.q);
+  EXPECT_EQ(a.k, b.k);
+  EXPECT_EQ(a.n_tokens, b.n_tokens);
+  try {
+    read_trace(std::span<const unsigned char>(bytes.data(), 5), "short");
+    ADD_FAILURE();
+  } catch (const Error& err) {
+    EXPECT_STREQ(err.what(), "'short' is too short to be a safetensors file");
+  }
 }
 
 TEST(TraceIO, WriterLeavesNoFileWhenTheFolderIsMissing) {

@@ -5,8 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <span>
 
+#include "kvo/core/error.hpp"
 #include "kvo/core/trace_io.hpp"
+#include "kvo/model/gguf.hpp"
 #include "kvo/model/recorder.hpp"
 #include "model_fixture.hpp"
 
@@ -72,4 +78,47 @@ TEST(Llama, RecorderReproducesTheGoldenTrace) {
       }
       EXPECT_LT(diff, 1e-3f * scale) << "layer slot " << l;
     }
+}
+
+// Limits: a model larger than the memory limit is refused from its header, and a NaN weight is
+// reported with its tensor and place.
+TEST(Llama, AModelLargerThanTheMemoryLimitIsRefusedBeforeLoading) {
+  ::setenv("KVO_MEMORY_LIMIT", "64M", 1);
+  std::string e;
+  try {
+    model::Llama m(test::model_path());
+  } catch (const Error& err) {
+    e = err.what();
+  }
+  ::unsetenv("KVO_MEMORY_LIMIT");
+  EXPECT_NE(e.find("(weights dequantised to fp32) needs about"), std::string::npos) << e;
+  EXPECT_NE(e.find("more than the 64.0 MiB available (KVO_MEMORY_LIMIT)"), std::string::npos) << e;
+}
+
+TEST(Llama, ANaNWeightIsReportedWithItsTensorAndPlace) {
+  std::ifstream in(test::model_path(), std::ios::binary);
+  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string name = "output_norm.weight";
+  size_t at = 0;
+  std::uint32_t type = 0;
+  {
+    const model::GgufFile f(std::span<const unsigned char>(bytes), "model");
+    const auto& t = f.tensor(name);
+    at = static_cast<size_t>(f.data(t) - bytes.data());
+    type = t.type;
+  }
+  ASSERT_EQ(type, 0u) << "expected an F32 norm weight";  // SmolLM2's norms are F32 in every GGUF
+  const float nan = std::nanf("");
+  std::memcpy(bytes.data() + at + 4 * 5, &nan, 4);
+  const auto path = std::filesystem::temp_directory_path() / "kvo-nan-model.gguf";
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  std::string e;
+  try {
+    model::Llama m(path.string());
+  } catch (const Error& err) {
+    e = err.what();
+  }
+  std::filesystem::remove(path);
+  EXPECT_EQ(e, "NaN in model tensor 'output_norm.weight' at row 0, column 5");
 }

@@ -1,5 +1,6 @@
 // Writes an output file atomically: the content goes to a temporary file beside the target,
-// which is renamed over it only on commit(); otherwise the temporary is removed.
+// which is renamed over it only on commit(); otherwise the temporary is removed, also when the
+// process is interrupted (SIGINT, SIGTERM, SIGHUP) once install_interrupt_cleanup() has run.
 #pragma once
 #include <fstream>
 #include <string>
@@ -20,7 +21,13 @@ class AtomicFile {
   std::string path_, tmp_;
   std::ofstream out_;
   bool committed_ = false;
+  int slot_ = -1;  // in the interrupt handler's table of live temporaries
 };
+
+// Installs handlers for SIGINT, SIGTERM and SIGHUP that remove every live temporary of an
+// AtomicFile, print "kvoracle: interrupted" and end the process by the same signal (exit status
+// 128 + signal in a shell). The kvoracle CLI installs them first thing.
+void install_interrupt_cleanup();
 
 // Writes the whole string atomically.
 void write_file_atomic(const std::string& path, const std::string& content);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ class SafetensorsFile {
  public:
   // Maps and validates the file; kvo::Error with one line naming the first problem.
   explicit SafetensorsFile(const std::string& path);
+  // The same over the caller's bytes (kept alive by the caller); `name` appears in errors.
+  SafetensorsFile(std::span<const unsigned char> bytes, std::string name);
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
@@ -41,6 +44,7 @@ class SafetensorsFile {
   std::vector<std::int32_t> read_int32(const TensorInfo& t) const;
 
  private:
+  void parse(const unsigned char* base, size_t size);
   const unsigned char* bytes(const TensorInfo& t) const { return data_ + t.begin; }
   std::string path_;
   std::unique_ptr<MappedFile> file_;

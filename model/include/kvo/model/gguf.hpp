@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@ struct GgufTensor {
 class GgufFile {
  public:
   explicit GgufFile(const std::string& path);  // kvo::Error naming the first problem
+  // The same over the caller's bytes (kept alive by the caller); `name` appears in errors.
+  GgufFile(std::span<const unsigned char> bytes, std::string name);
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
@@ -53,6 +56,7 @@ class GgufFile {
   std::string get_string(const std::string& key) const;
 
  private:
+  void parse(const unsigned char* base, size_t size);
   std::string path_;
   std::unique_ptr<MappedFile> file_;
   size_t size_ = 0;
