@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdio>
 #include <memory>
+#include <queue>
 
 #include "kvo/core/error.hpp"
 #include "kvo/model/gguf.hpp"
@@ -108,22 +109,52 @@ Tokenizer::Tokenizer(const GgufFile& f) {
   }
 }
 
-std::vector<int> Tokenizer::bpe(const std::string& mapped) const {
+// Merges the lowest-ranked adjacent pair, the leftmost among equal ranks, until none is in the
+// merge table. Symbols sit in a linked list and candidate pairs in a heap keyed (rank, position)
+// with lazy invalidation, O(m log m) for a word of m symbols (the scan-all-pairs form is O(m^2):
+// 7 s for one 16 000-letter word, found by fuzzing).
+std::vector<std::string> Tokenizer::merge_word(const std::string& mapped) const {
   std::vector<std::string> sym = code_points(mapped);
-  while (sym.size() > 1) {
-    int best = INT_MAX;
-    size_t at = 0;
-    for (size_t i = 0; i + 1 < sym.size(); ++i) {
-      auto it = merge_rank_.find(sym[i] + " " + sym[i + 1]);
-      if (it != merge_rank_.end() && it->second < best) {
-        best = it->second;
-        at = i;
-      }
-    }
-    if (best == INT_MAX) break;
-    sym[at] += sym[at + 1];
-    sym.erase(sym.begin() + static_cast<long>(at) + 1);
+  const int m = static_cast<int>(sym.size());
+  std::vector<int> prev(static_cast<size_t>(m)), next(static_cast<size_t>(m)), version(static_cast<size_t>(m), 0);
+  for (int i = 0; i < m; ++i) {
+    prev[i] = i - 1;
+    next[i] = i + 1 < m ? i + 1 : -1;
   }
+  struct Pair {
+    int rank, left, right, left_version, right_version;
+    bool operator>(const Pair& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+  };
+  std::priority_queue<Pair, std::vector<Pair>, std::greater<>> heap;
+  auto consider = [&](int left) {
+    if (left < 0 || next[left] < 0) return;
+    const int right = next[left];
+    auto it = merge_rank_.find(sym[left] + " " + sym[right]);
+    if (it != merge_rank_.end()) heap.push({it->second, left, right, version[left], version[right]});
+  };
+  for (int i = 0; i + 1 < m; ++i) consider(i);
+  while (!heap.empty()) {
+    const Pair p = heap.top();
+    heap.pop();
+    if (next[p.left] != p.right || version[p.left] != p.left_version || version[p.right] != p.right_version)
+      continue;  // stale: a neighbour was merged since
+    sym[p.left] += sym[p.right];
+    sym[p.right].clear();
+    ++version[p.left];
+    ++version[p.right];
+    next[p.left] = next[p.right];
+    if (next[p.right] >= 0) prev[next[p.right]] = p.left;
+    next[p.right] = -1;
+    consider(prev[p.left]);
+    consider(p.left);
+  }
+  std::vector<std::string> out;
+  for (int i = m > 0 ? 0 : -1; i >= 0; i = next[i]) out.push_back(std::move(sym[i]));
+  return out;
+}
+
+std::vector<int> Tokenizer::bpe(const std::string& mapped) const {
+  const std::vector<std::string> sym = merge_word(mapped);
   std::vector<int> ids;
   for (const auto& s : sym) {
     auto it = ids_.find(s);

@@ -29,7 +29,10 @@ def test_ids_agree_with_the_reference_and_round_trip(model_path, probe, tmp_path
     tokens = reader.fields["tokenizer.ggml.tokens"].contents()
     unicode_sample = tmp_path / "unicode.txt"
     unicode_sample.write_text("Größe 12345 naïve café — “quotes” 日本語 \t tabs\n\n  spaces  end  ", encoding="utf-8")
-    for path in SAMPLES + [str(unicode_sample)]:
+    # Long words (the heap-ordered merge loop against the reference's merge order).
+    long_words = tmp_path / "long-words.txt"
+    long_words.write_text("a" * 5000 + " " + "abracadabra" * 700 + " " + "ée" * 900 + "\n", encoding="utf-8")
+    for path in SAMPLES + [str(unicode_sample), str(long_words)]:
         out = tmp_path / "ids.json"
         probe("tokenize", model_path, path, out)
         got = json.loads(out.read_text())

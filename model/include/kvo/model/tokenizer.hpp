@@ -25,6 +25,7 @@ class Tokenizer {
   int eos() const { return eos_; }
 
  private:
+  std::vector<std::string> merge_word(const std::string& mapped) const;
   std::vector<int> bpe(const std::string& mapped) const;
   void encode_plain(const std::string& text, std::vector<int>& out) const;
 
