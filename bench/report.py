@@ -171,6 +171,7 @@ def scaling_fits(run):
             groups[(family(name), pos, fixed)].append((nums[pos], r.median_ms))
     fits = []
     for (fam, pos, fixed), pts in sorted(groups.items()):
+        pts = [(x, y) for x, y in pts if x > 0 and y > 0]  # e.g. a thread count of 0 (= all cores)
         xs = sorted(set(x for x, _ in pts))
         if len(xs) < 2:
             continue
