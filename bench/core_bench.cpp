@@ -43,15 +43,21 @@ void BM_MarginalGain(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations());
 }
 
-// Arguments: n tokens, head_dim d (one layer, one head, budget 20%, one thread).
-void BM_Replay(benchmark::State& st, const char* policy) {
-  const int n = static_cast<int>(st.range(0)), d = static_cast<int>(st.range(1));
-  const Trace& tr = bench::trace(n, d);
+// The replay benchmarks' options: budget 20%, one thread, no per-step sets recorded.
+ReplayOptions one_thread_replay(const char* policy) {
   ReplayOptions o;
   o.policy.name = policy;
   o.budget = Budget(Amount::parse("0.2"));
   o.threads = 1;
   o.record_sets = false;
+  return o;
+}
+
+// Arguments: n tokens, head_dim d (one layer, one head).
+void BM_Replay(benchmark::State& st, const char* policy) {
+  const int n = static_cast<int>(st.range(0)), d = static_cast<int>(st.range(1));
+  const Trace& tr = bench::trace(n, d);
+  const ReplayOptions o = one_thread_replay(policy);
   for (auto _ : st) benchmark::DoNotOptimize(replay(tr, o).heads.size());
   st.SetItemsProcessed(st.iterations() * n);  // head-steps
 }
@@ -64,11 +70,7 @@ void BM_ReplayLong(benchmark::State& st) {
   const std::uint64_t before = bench::rss_bytes();
   bench::reset_peak_rss();
   const Trace& tr = bench::trace(n, d);
-  ReplayOptions o;
-  o.policy.name = "h2o";
-  o.budget = Budget(Amount::parse("0.2"));
-  o.threads = 1;
-  o.record_sets = false;
+  const ReplayOptions o = one_thread_replay("h2o");
   for (auto _ : st) benchmark::DoNotOptimize(replay(tr, o).heads.size());
   const double growth = static_cast<double>(bench::peak_rss_bytes()) - static_cast<double>(before);
   st.counters["peak_growth_MiB"] = growth / (1 << 20);

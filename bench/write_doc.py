@@ -8,6 +8,7 @@ Usage: write_doc.py --bench BENCH.json [--rss RSS.json] [--peers PEERS.json] --d
 """
 import argparse
 import datetime
+import json
 import os
 import platform
 import subprocess
@@ -175,7 +176,6 @@ def main():
     run = report.load(a.bench, a.rss)
     peers = None
     if a.peers:
-        import json
         peers = json.load(open(a.peers))
     os.makedirs(a.plots, exist_ok=True)
     rel = os.path.relpath(a.plots, os.path.dirname(os.path.abspath(a.doc)))

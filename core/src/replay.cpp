@@ -83,6 +83,7 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
   setup.head = &views.front();
   Eigen::MatrixXd dense;
   if (policy->needs_dense()) {
+    // The averaged matrix and one head's dense_attention result, n x n doubles each.
     require_memory(static_cast<std::uint64_t>(n) * n * 8 * 2,
                    "policy " + policy->name() + " (the dense n x n attention of each head)");
     dense = dense_attention(views.front());

@@ -122,12 +122,12 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
 }
 
 SafetensorsFile::SafetensorsFile(std::span<const unsigned char> bytes, std::string name) : path_(std::move(name)) {
-  require(bytes.size() >= 8, "'" + path_ + "' is too short to be a safetensors file");
   parse(bytes.data(), bytes.size());
 }
 
 void SafetensorsFile::parse(const unsigned char* base, size_t size) {
   const std::string& path = path_;
+  require(size >= 8, "'" + path + "' is too short to be a safetensors file");
   map_size_ = size;
   {
     std::uint64_t hlen = 0;

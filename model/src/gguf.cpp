@@ -104,12 +104,12 @@ GgufFile::GgufFile(const std::string& path) : path_(path) {
 }
 
 GgufFile::GgufFile(std::span<const unsigned char> bytes, std::string name) : path_(std::move(name)) {
-  require(bytes.size() >= 24, "'" + path_ + "' is too short to be a GGUF file");
   parse(bytes.data(), bytes.size());
 }
 
 void GgufFile::parse(const unsigned char* base, size_t size) {
   const std::string& path = path_;
+  require(size >= 24, "'" + path + "' is too short to be a GGUF file");
   size_ = size;
   {
     Cursor c(base, size_, path_);
