@@ -86,8 +86,13 @@ def targets(run, peers):
         h = by_kind.get("h2o", [])
         if h:
             worst = min(r["peer_s"] / r["kvoracle_s"] for r in h)
+            peak_r = run.results.get("machine/peak-mul-add")
+            peak = peak_r.rate("GFLOP/s") if peak_r else None
+
+            def ceiling(r):  # the peer's time over that of the unavoidable dot products at the fp64 peak
+                return f" (ceiling {r['peer_s'] / (r['flops'] / (peak * 1e9)):.0f}x)" if peak and "flops" in r else ""
             add("issue 8: >= 50x the NumPy H2O replay per head-step", worst, worst >= 50,
-                ", ".join(f"{r['peer_s'] / r['kvoracle_s']:.1f}x at n = {r['n']}" for r in h))
+                ", ".join(f"{r['peer_s'] / r['kvoracle_s']:.1f}x at n = {r['n']}{ceiling(r)}" for r in h))
         f = by_kind.get("fl", [])
         if f:
             slower = [r for r in f if r["kvoracle_s"] >= r["peer_s"]]

@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "kvo/checks/trace_checks.hpp"
 #include "kvo/core/cache_manager.hpp"
@@ -53,12 +54,31 @@ Eigen::MatrixXd to_matrix(const FortranArray& a) {
   return Eigen::Map<const Eigen::MatrixXd>(a.data(), a.shape(0), a.shape(1));
 }
 
-// Facility location over the caller's Fortran-ordered float64 buffer (numpy makes that one copy
-// when the array is in another order or type; no second copy into Eigen: 800 MB at n = 10 000).
-FacilityLocation similarity_view(const FortranArray& a) {
-  require(a.ndim() == 2, "similarity must be a 2-d array");
-  return FacilityLocation(a.data(), static_cast<int>(a.shape(0)), static_cast<int>(a.shape(1)));
-}
+// Facility location over the caller's float64 array: read in place when it is Fortran-ordered, or
+// C-ordered and exactly symmetric; a C-ordered asymmetric one is transposed once in C++ (cache
+// blocked, several times faster than numpy's strided copy: 800 MB at n = 10 000); anything else
+// is converted to a Fortran-ordered float64 array by numpy first. Holds that array while in use.
+class SimilarityView {
+ public:
+  explicit SimilarityView(const py::array& a) {
+    require(a.ndim() == 2, "similarity must be a 2-d array");
+    const int rows = static_cast<int>(a.shape(0)), cols = static_cast<int>(a.shape(1));
+    const bool c_only = (a.flags() & py::array::c_style) && !(a.flags() & py::array::f_style);
+    if (py::isinstance<py::array_t<double>>(a) && c_only) {
+      array_ = a;
+      f_.emplace(FacilityLocation::RowMajor{}, static_cast<const double*>(array_.data()), rows, cols);
+    } else {
+      array_ = FortranArray::ensure(a);
+      require(static_cast<bool>(array_), "similarity must be convertible to a float64 array");
+      f_.emplace(static_cast<const double*>(array_.data()), rows, cols);
+    }
+  }
+  const FacilityLocation& get() const { return *f_; }
+
+ private:
+  py::array array_;
+  std::optional<FacilityLocation> f_;
+};
 
 py::array_t<int> to_array(const std::vector<int>& v) {
   py::array_t<int> out(static_cast<py::ssize_t>(v.size()));
@@ -223,10 +243,10 @@ PYBIND11_MODULE(_core, m) {
       py::arg("weights"), py::arg("k"), py::arg("h") = "id", "max over |S| <= k of h(sum_{j in S} w_j)");
   m.def(
       "facility_location_optimum",
-      [](const FortranArray& sim, int k, long long node_limit) {
+      [](const py::array& sim, int k, long long node_limit) {
         BranchAndBoundOptions bo;
         bo.node_limit = node_limit;
-        const auto s = solve_static(similarity_view(sim), k, bo);
+        const auto s = solve_static(SimilarityView(sim).get(), k, bo);
         return py::dict(py::arg("set") = to_array(s.set), py::arg("value") = s.value, py::arg("upper") = s.upper,
                         py::arg("exact") = s.exact, py::arg("method") = s.method);
       },
@@ -234,8 +254,9 @@ PYBIND11_MODULE(_core, m) {
       "exact max of sum_r max_{j in S} sim[r, j] over |S| <= k (brute force or branch and bound)");
   m.def(
       "greedy_facility_location",
-      [](const FortranArray& sim, int k, const std::string& method) {
-        const FacilityLocation f = similarity_view(sim);
+      [](const py::array& sim, int k, const std::string& method) {
+        const SimilarityView view(sim);
+        const FacilityLocation& f = view.get();
         GreedyOptions go;
         go.budget = k;
         const GreedyResult g = method == "naive" ? naive_greedy(f, go)

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 
 #include "kvo/core/error.hpp"
@@ -131,33 +132,83 @@ TEST(SetFunctions, LeaveOneOutMatchesEvaluation) {
     }
 }
 
-// A view of the caller's column-major buffer is the same function as the owned matrix: every
-// gain and every greedy optimiser's picks, value and bound.
-TEST(FacilityLocation, AViewOfTheCallersBufferAgreesWithTheOwnedMatrix) {
-  std::mt19937_64 g(11);
+Eigen::MatrixXd exponential_matrix(int rows, int cols, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
   std::exponential_distribution<double> e(1.0);
-  const int rows = 37, cols = 23;
   Eigen::MatrixXd s(rows, cols);
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) s(r, c) = e(g);
-  const std::vector<double> buffer(s.data(), s.data() + s.size());
-  const FacilityLocation owned(s);
-  const FacilityLocation view(buffer.data(), rows, cols);
-  EXPECT_EQ(view.ground_size(), cols);
-  auto m_owned = owned.empty_memo(), m_view = view.empty_memo();
-  for (int j : {4, 17, 9}) {
-    owned.add(*m_owned, j);
-    view.add(*m_view, j);
+  return s;
+}
+
+// Two facility locations are the same function: every gain after a few additions, and every
+// greedy optimiser's picks, value and bound, bit for bit.
+void expect_same_function(const FacilityLocation& a, const FacilityLocation& b) {
+  ASSERT_EQ(a.ground_size(), b.ground_size());
+  const int cols = a.ground_size();
+  auto ma = a.empty_memo(), mb = b.empty_memo();
+  for (int j : {4 % cols, 17 % cols, 9 % cols}) {
+    a.add(*ma, j);
+    b.add(*mb, j);
   }
-  for (int j = 0; j < cols; ++j) EXPECT_EQ(view.gain(*m_view, j), owned.gain(*m_owned, j));
-  EXPECT_EQ(view.value(*m_view), owned.value(*m_owned));
+  for (int j = 0; j < cols; ++j) EXPECT_EQ(a.gain(*ma, j), b.gain(*mb, j)) << j;
+  EXPECT_EQ(a.value(*ma), b.value(*mb));
   GreedyOptions o;
   o.budget = 6;
   for (auto opt : {naive_greedy, lazy_greedy, stochastic_greedy}) {
-    const auto a = opt(owned, o), b = opt(view, o);
-    EXPECT_EQ(a.picks, b.picks);
-    EXPECT_EQ(a.value, b.value);
-    EXPECT_EQ(a.upper_bound, b.upper_bound);
+    const auto x = opt(a, o), y = opt(b, o);
+    EXPECT_EQ(x.picks, y.picks);
+    EXPECT_EQ(x.value, y.value);
+    EXPECT_EQ(x.upper_bound, y.upper_bound);
   }
+}
+
+// A view of the caller's column-major buffer is the same function as the owned matrix.
+TEST(FacilityLocation, AViewOfTheCallersBufferAgreesWithTheOwnedMatrix) {
+  const Eigen::MatrixXd s = exponential_matrix(37, 23, 11);
+  const std::vector<double> buffer(s.data(), s.data() + s.size());
+  const FacilityLocation owned(s);
+  const FacilityLocation view(buffer.data(), 37, 23);
+  EXPECT_TRUE(view.borrows_buffer());
+  EXPECT_FALSE(owned.borrows_buffer());
+  expect_same_function(owned, view);
   EXPECT_THROW(FacilityLocation(nullptr, 3, 3), Error);
+}
+
+// A row-major buffer: an asymmetric one (sizes that cut 64 x 64 tiles) is copied by the blocked
+// transpose, a symmetric one is read in place; both are the same function as the owned matrix.
+TEST(FacilityLocation, ARowMajorBufferIsTransposedOrReadInPlaceWhenSymmetric) {
+  for (const auto& [rows, cols] : std::vector<std::pair<int, int>>{{130, 70}, {70, 130}, {100, 100}, {1, 5}}) {
+    const Eigen::MatrixXd s = exponential_matrix(rows, cols, 13);
+    const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> row_major = s;
+    const FacilityLocation copy(FacilityLocation::RowMajor{}, row_major.data(), rows, cols);
+    EXPECT_FALSE(copy.borrows_buffer()) << rows << " x " << cols;
+    expect_same_function(FacilityLocation(s), copy);
+  }
+  Eigen::MatrixXd sym = exponential_matrix(150, 150, 17);
+  sym = (sym + sym.transpose()).eval();
+  ASSERT_TRUE(is_exactly_symmetric(sym.data(), 150));
+  const FacilityLocation in_place(FacilityLocation::RowMajor{}, sym.data(), 150, 150);
+  EXPECT_TRUE(in_place.borrows_buffer());
+  expect_same_function(FacilityLocation(sym), in_place);
+  // One differing entry, far from the first tile, is found.
+  sym(140, 3) += 1e-12;
+  EXPECT_FALSE(is_exactly_symmetric(sym.data(), 150));
+  EXPECT_FALSE(FacilityLocation(FacilityLocation::RowMajor{}, sym.data(), 150, 150).borrows_buffer());
+  EXPECT_THROW(FacilityLocation(FacilityLocation::RowMajor{}, nullptr, 3, 3), Error);
+}
+
+// The copy is refused, naming its size, when it cannot fit.
+TEST(FacilityLocation, ARowMajorCopyTooLargeForMemoryIsRefused) {
+  const Eigen::MatrixXd s = exponential_matrix(64, 32, 19);
+  ::setenv("KVO_MEMORY_LIMIT", "8K", 1);
+  std::string e;
+  try {
+    FacilityLocation f(FacilityLocation::RowMajor{}, s.data(), 32, 64);
+  } catch (const Error& x) {
+    e = x.what();
+  }
+  ::unsetenv("KVO_MEMORY_LIMIT");
+  EXPECT_NE(e.find("a column-major copy of the 32 x 64 similarity matrix needs about 16.0 KiB"), std::string::npos)
+      << e;
 }

@@ -15,8 +15,16 @@ class FacilityLocation final : public SetFunction {
   // A view of the caller's column-major rows x cols buffer, without a copy: the buffer must
   // outlive this object (the Python bindings hand Fortran-ordered numpy arrays in this way).
   FacilityLocation(const double* data, int rows, int cols);
+  // The caller's row-major (C-ordered) buffer: read in place when it is square and exactly
+  // symmetric (its column-major reading is then the same matrix), otherwise copied once into
+  // column-major storage by a cache-blocked transpose (refused by require_memory if it cannot fit).
+  struct RowMajor {};
+  FacilityLocation(RowMajor, const double* data, int rows, int cols);
   FacilityLocation(const FacilityLocation&) = delete;  // s_ may point into owned_
   FacilityLocation& operator=(const FacilityLocation&) = delete;
+
+  // True when the similarities are read from the caller's buffer, false when held in a copy.
+  bool borrows_buffer() const { return borrowed_; }
 
   int ground_size() const override { return static_cast<int>(s_.cols()); }
   SetFnTraits traits() const override;
@@ -29,7 +37,16 @@ class FacilityLocation final : public SetFunction {
   void init();
   Eigen::MatrixXd owned_;
   Eigen::Map<const Eigen::MatrixXd> s_;  // owned_ or the caller's buffer
+  bool borrowed_ = false;
   bool nonnegative_ = true;
 };
+
+// Whether the n x n row-major buffer equals its transpose bit for bit (+0.0 == -0.0 aside);
+// compares in cache-sized tiles and stops at the first difference.
+bool is_exactly_symmetric(const double* data, int n);
+
+// out (cols x rows, row-major; equivalently rows x cols column-major) = the transpose of the
+// rows x cols row-major `in`, in cache-sized tiles.
+void transpose_blocked(const double* in, int rows, int cols, double* out);
 
 }  // namespace kvo
