@@ -1,4 +1,5 @@
-// Core hot paths: greedy optimisers on facility location, marginal gains, replay per policy.
+// Core hot paths: greedy optimisers on facility location (and its input layouts), marginal gains,
+// replay per policy.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -28,6 +29,26 @@ void BM_Greedy(benchmark::State& st) {
     benchmark::DoNotOptimize(r.value);
   }
   st.counters["gain_evals"] = static_cast<double>(evals);
+}
+
+// Facility location from the caller's n x n buffer in each memory layout, then lazy greedy
+// (k = 50): column-major is read in place, row-major symmetric too (after a symmetry check),
+// row-major asymmetric pays one cache-blocked transpose. Baseline: column-major.
+enum class Layout { ColumnMajor, SymmetricRowMajor, RowMajor };
+template <Layout L>
+void BM_FlLayout(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  Eigen::MatrixXd s = bench::similarity(n, n, 5);
+  if (L == Layout::SymmetricRowMajor) s = (s + s.transpose()).eval();  // row-major reading = s
+  const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> row_major = s;
+  GreedyOptions o;
+  o.budget = 50;
+  for (auto _ : st) {
+    const auto r = L == Layout::ColumnMajor
+                       ? lazy_greedy(FacilityLocation(s.data(), n, n), o)
+                       : lazy_greedy(FacilityLocation(FacilityLocation::RowMajor{}, row_major.data(), n, n), o);
+    benchmark::DoNotOptimize(r.value);
+  }
 }
 
 void BM_MarginalGain(benchmark::State& st) {
@@ -128,6 +149,12 @@ BENCHMARK(BM_Greedy<stochastic_greedy>)
     ->Args({1000, 50})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MarginalGain)->Name("gain/facility-location")->Arg(16)->Arg(256);
+BENCHMARK(BM_FlLayout<Layout::ColumnMajor>)->Name("fl-layout/column-major")->Arg(3000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlLayout<Layout::SymmetricRowMajor>)
+    ->Name("fl-layout/symmetric-row-major")
+    ->Arg(3000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlLayout<Layout::RowMajor>)->Name("fl-layout/row-major")->Arg(3000)->Unit(benchmark::kMillisecond);
 namespace {
 
 // n in {256, 1024} at d = 64 for every policy; d in {32, 128} at n = 1024 for the baseline and h2o.

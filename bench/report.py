@@ -15,7 +15,8 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-BASELINE = {"greedy": "greedy/naive", "replay": "replay/full", "verify": "replay/full", "scorer/cpu": "replay/h2o"}
+BASELINE = {"greedy": "greedy/naive", "replay": "replay/full", "verify": "replay/full", "scorer/cpu": "replay/h2o",
+            "fl-layout": "fl-layout/column-major"}
 COUNTERS = ("nodes", "exact", "gain_evals", "flop/byte", "bytes/step", "peak_growth_MiB", "bytes/(n*d)")
 RATE_COUNTERS = ("GFLOP/s", "GB/s", "bytes_per_second")  # per-repetition rates: medians are taken
 UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
