@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/exp_fp64.hpp"
+#include "kvo/core/lane_sum.hpp"
 
 namespace kvo {
 
@@ -59,11 +61,8 @@ void softmax(std::span<const double> logits, std::span<double> out) {
     std::fill(out.begin(), out.end(), 1.0 / static_cast<double>(logits.size()));
     return;
   }
-  double s = 0.0;
-  for (size_t t = 0; t < logits.size(); ++t) {
-    out[t] = std::exp(logits[t] - m);
-    s += out[t];
-  }
+  for (size_t t = 0; t < logits.size(); ++t) out[t] = exp_fp64(logits[t] - m);
+  const double s = lane_sum(logits.size(), [&](size_t t) { return out[t]; });
   for (double& x : out) x /= s;
 }
 

@@ -7,6 +7,7 @@
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/lane_sum.hpp"
 #include "kvo/core/memory_limit.hpp"
 #include "kvo/core/parallel.hpp"
 
@@ -55,18 +56,16 @@ std::vector<Unit> make_units(const Trace& tr, const ReplayOptions& o) {
   return units;
 }
 
-// Logits of query i over the whole prefix [0, i] into row; returns their log-sum-exp (the dense
-// normaliser), -inf when every logit is -inf.
-double prefix_logits(const HeadView& hv, int i, std::vector<int>& keys, std::vector<double>& row) {
+// Logits of query i over the whole prefix [0, i] into row, and the dense probabilities of that
+// prefix into dense (uniform when every logit is -inf).
+void prefix_attention(const HeadView& hv, int i, std::vector<int>& keys, std::vector<double>& row,
+                      std::vector<double>& dense) {
   keys.resize(static_cast<size_t>(i) + 1);
   std::iota(keys.begin(), keys.end(), 0);
   row.resize(keys.size());
+  dense.resize(keys.size());
   hv.logits(i, keys, row);
-  const double m = *std::max_element(row.begin(), row.end());
-  if (!std::isfinite(m)) return m;
-  double s = 0.0;
-  for (double x : row) s += std::exp(x - m);
-  return m + std::log(s);
+  softmax(row, dense);
 }
 
 void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint64_t seed,
@@ -102,8 +101,8 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
   std::vector<char> was(static_cast<size_t>(n), 0);  // membership of S_{i-1} ∪ {i}
   std::vector<int> prev;
   std::vector<int> keys;
-  std::vector<double> lg, agg, lse(u.heads.size());
-  std::vector<std::vector<double>> probs(u.heads.size()), rows(u.heads.size());
+  std::vector<double> lg, agg;
+  std::vector<std::vector<double>> probs(u.heads.size()), rows(u.heads.size()), dense_p(u.heads.size());
   std::vector<std::vector<double>> dense_acc(u.heads.size(), std::vector<double>(static_cast<size_t>(n), 0.0));
   for (int i = 0; i < n; ++i) {
     const std::vector<int> att = policy->attended(i);
@@ -113,9 +112,8 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
     agg.assign(att.size(), o.gqa == GqaMode::KvMax ? -std::numeric_limits<double>::infinity() : 0.0);
     for (size_t x = 0; x < views.size(); ++x) {
       probs[x].resize(att.size());
-      lse[x] = prefix_logits(views[x], i, keys, rows[x]);  // one pass serves both softmaxes
-      for (int j = 0; j <= i; ++j)
-        dense_acc[x][j] += std::isfinite(lse[x]) ? std::exp(rows[x][j] - lse[x]) : 1.0 / (i + 1);
+      prefix_attention(views[x], i, keys, rows[x], dense_p[x]);  // one pass of logits serves both softmaxes
+      for (int j = 0; j <= i; ++j) dense_acc[x][j] += dense_p[x][j];
       for (size_t t = 0; t < att.size(); ++t) lg[t] = rows[x][static_cast<size_t>(att[t])];
       softmax(lg, probs[x]);
       for (size_t t = 0; t < att.size(); ++t)
@@ -147,9 +145,7 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
     for (size_t x = 0; x < views.size(); ++x) {
       StepRecord& rec = out[x].steps[static_cast<size_t>(i)];
       rec = base;
-      double mass = 0.0;
-      for (int j : att)
-        mass += std::isfinite(lse[x]) ? std::exp(rows[x][static_cast<size_t>(j)] - lse[x]) : 1.0 / (i + 1);
+      const double mass = lane_sum(att.size(), [&](size_t t) { return dense_p[x][static_cast<size_t>(att[t])]; });
       rec.retained_mass = std::min(mass, 1.0);
       for (int j : kept) rec.accumulated += dense_acc[x][j];
       if (o.record_probs) rec.probs = probs[x];

@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/exp_fp64.hpp"
+#include "kvo/core/lane_sum.hpp"
 #include "kvo/core/parallel.hpp"
 #include "kvo/gpu/scorer.hpp"
 #include "kvo/gpu/scorer_math.hpp"
@@ -17,6 +19,27 @@ namespace kvo {
 namespace {
 
 using namespace kvo::scorer;
+
+// max of v[0, n) and min of v[idx[0, n)] in eight independent lanes (exact in any order).
+double max_of(const double* v, int n) {
+  double lane[8];
+  std::fill(lane, lane + 8, -std::numeric_limits<double>::infinity());
+  int t = 0;
+  for (; t + 8 <= n; t += 8)
+    for (int l = 0; l < 8; ++l) lane[l] = std::max(lane[l], v[t + l]);
+  for (int l = 0; t < n; ++t, ++l) lane[l] = std::max(lane[l], v[t]);
+  return *std::max_element(lane, lane + 8);
+}
+
+double min_of_gathered(const double* v, const int* idx, size_t n) {
+  double lane[8];
+  std::fill(lane, lane + 8, std::numeric_limits<double>::infinity());
+  size_t t = 0;
+  for (; t + 8 <= n; t += 8)
+    for (size_t l = 0; l < 8; ++l) lane[l] = std::min(lane[l], v[idx[t + l]]);
+  for (size_t l = 0; t < n; ++t, ++l) lane[l] = std::min(lane[l], v[idx[t]]);
+  return *std::min_element(lane, lane + 8);
+}
 
 void run_unit(const Trace& tr, const ScorerOptions& o, const ScorerJob& job, ScorerUnit& out) {
   const int n = tr.n_tokens, d = tr.head_dim;
@@ -51,30 +74,33 @@ void run_unit(const Trace& tr, const ScorerOptions& o, const ScorerJob& job, Sco
     if (accumulates(paper, size, budget, i, o.prompt_len)) {
       const float* qi = q + static_cast<size_t>(i) * d;
       store_dot_fp64(qi, keys.data(), high, d, logit.data());
-      // Softmax over the slots in token order, as the replay engine: max, exp, sum, divide.
-      double m = -std::numeric_limits<double>::infinity();
-      for (int s : order) {
-        logit[static_cast<size_t>(s)] *= tr.attn_scale;
-        m = std::max(m, logit[static_cast<size_t>(s)]);
+      // The softmax of the replay engine (kvo::softmax) over the kept tokens: the max, exp_fp64 of
+      // the differences, their lane_sum in token order, the quotients. Slot-wise steps run over the
+      // contiguous slots [0, high) (free slots among them get logit -inf: probability 0, unused).
+      for (int s = 0; s < high; ++s) logit[static_cast<size_t>(s)] *= tr.attn_scale;
+      for (int s : free_slots)
+        if (s < high) logit[static_cast<size_t>(s)] = -std::numeric_limits<double>::infinity();
+      const double m = max_of(logit.data(), high);
+      if (std::isfinite(m)) {
+        for (int s = 0; s < high; ++s) expo[static_cast<size_t>(s)] = exp_fp64(logit[static_cast<size_t>(s)] - m);
+        const double sum = lane_sum(order.size(), [&](size_t p) { return expo[static_cast<size_t>(order[p])]; });
+        for (int s = 0; s < high; ++s) score[static_cast<size_t>(s)] += expo[static_cast<size_t>(s)] / sum;
+      } else {  // every logit -inf: uniform, as kvo::softmax
+        const double u = 1.0 / static_cast<double>(order.size());
+        for (int s : order) score[static_cast<size_t>(s)] += u;
       }
-      double sum = 0.0;
-      for (int s : order) {
-        expo[static_cast<size_t>(s)] = std::isfinite(m) ? std::exp(logit[static_cast<size_t>(s)] - m) : 1.0;
-        sum += expo[static_cast<size_t>(s)];
-      }
-      for (int s : order) score[static_cast<size_t>(s)] += expo[static_cast<size_t>(s)] / sum;
     }
     if (!evicts(size, budget, i, o.prompt_len)) continue;
     while (static_cast<int>(order.size()) > budget) {
-      size_t best = 0;  // no candidate (window covers the cache): the oldest leaves, as the replay engine
-      bool found = false;
-      for (size_t p = 0; p < order.size(); ++p) {
-        const int s = order[p];
-        if (!is_candidate(token[static_cast<size_t>(s)], i, recent)) break;  // order is by token
-        if (!found || leaves_before(score[static_cast<size_t>(s)], token[static_cast<size_t>(s)],
-                                    score[static_cast<size_t>(order[best])], token[static_cast<size_t>(order[best])]))
-          best = p;
-        found = true;
+      // The candidates are a prefix of `order` (token order); the victim is the first one with the
+      // smallest score: leaves_before's rule (smaller score, then older token). No candidate (the
+      // window covers the cache): the oldest leaves, as the replay engine.
+      size_t c = 0;
+      while (c < order.size() && is_candidate(token[static_cast<size_t>(order[c])], i, recent)) ++c;
+      size_t best = 0;
+      if (c > 0) {
+        const double low = min_of_gathered(score.data(), order.data(), c);
+        while (score[static_cast<size_t>(order[best])] != low) ++best;
       }
       const int v = order[best];
       out.evict_step[static_cast<size_t>(token[static_cast<size_t>(v)])] = i;

@@ -34,7 +34,8 @@ class HeadView {
   double scale_;
 };
 
-// out = softmax(logits) with the max subtracted; all -inf gives the uniform distribution.
+// out = softmax(logits) with the max subtracted (exp_fp64, normalised by lane_sum: the order every
+// softmax of kvoracle shares); all -inf gives the uniform distribution.
 void softmax(std::span<const double> logits, std::span<double> out);
 
 // Dense causal attention a(i, j) for j <= i (zeros above the diagonal), fp64.
