@@ -64,24 +64,30 @@ void BM_MarginalGain(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations());
 }
 
-// The replay benchmarks' options: budget 20%, one thread, no per-step sets recorded.
-ReplayOptions one_thread_replay(const char* policy) {
+// The replay benchmarks' options: budget 20% unless given, one thread, no per-step sets recorded.
+ReplayOptions one_thread_replay(const char* policy, int percent = 20) {
   ReplayOptions o;
   o.policy.name = policy;
-  o.budget = Budget(Amount::parse("0.2"));
+  o.budget = Budget(Amount::parse(std::to_string(percent) + "%"));
   o.threads = 1;
   o.record_sets = false;
   return o;
 }
 
-// Arguments: n tokens, head_dim d (one layer, one head).
-void BM_Replay(benchmark::State& st, const char* policy) {
+// One layer, one head, n head-steps per run.
+void run_replay_bench(benchmark::State& st, const char* policy, int percent) {
   const int n = static_cast<int>(st.range(0)), d = static_cast<int>(st.range(1));
   const Trace& tr = bench::trace(n, d);
-  const ReplayOptions o = one_thread_replay(policy);
+  const ReplayOptions o = one_thread_replay(policy, percent);
   for (auto _ : st) benchmark::DoNotOptimize(replay(tr, o).heads.size());
   st.SetItemsProcessed(st.iterations() * n);  // head-steps
 }
+
+// Arguments: n tokens, head_dim d (budget 20%).
+void BM_Replay(benchmark::State& st, const char* policy) { run_replay_bench(st, policy, 20); }
+
+// Arguments: n, d, budget in percent of n (h2o; the baseline of scorer/budget).
+void BM_ReplayBudget(benchmark::State& st) { run_replay_bench(st, "h2o", static_cast<int>(st.range(2))); }
 
 // Replay of one long head (h2o, budget 20%, d = 64, one thread, no per-step sets recorded: what
 // `kvoracle replay` does without --out) with its memory: the peak resident growth over the
@@ -170,6 +176,10 @@ void ReplayArgsWithD(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(BM_Replay, full, "full")->Name("replay/full")->Apply(ReplayArgsWithD);
 BENCHMARK_CAPTURE(BM_Replay, h2o, "h2o")->Name("replay/h2o")->Apply(ReplayArgsWithD);
+BENCHMARK(BM_ReplayBudget)
+    ->Name("replay/h2o-budget")
+    ->ArgsProduct({{1024}, {64}, {5, 10, 20, 50}})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Replay, h2o_mask, "h2o-mask")->Name("replay/h2o-mask")->Apply(ReplayArgs);
 BENCHMARK_CAPTURE(BM_Replay, h2o_paper, "h2o-paper")->Name("replay/h2o-paper")->Apply(ReplayArgs);
 BENCHMARK_CAPTURE(BM_Replay, tova, "tova")->Name("replay/tova")->Apply(ReplayArgs);

@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 BASELINE = {"greedy": "greedy/naive", "replay": "replay/full", "verify": "replay/full", "scorer/cpu": "replay/h2o",
+            "scorer/budget": "replay/h2o-budget",
             "fl-layout": "fl-layout/column-major"}
 COUNTERS = ("nodes", "exact", "gain_evals", "flop/byte", "bytes/step", "peak_growth_MiB", "bytes/(n*d)")
 RATE_COUNTERS = ("GFLOP/s", "GB/s", "bytes_per_second")  # per-repetition rates: medians are taken
@@ -86,7 +87,7 @@ def numeric_args(name):
 
 def baseline_of(name):
     base = BASELINE.get(family(name)) or BASELINE.get(name.split("/")[0])
-    if not base or (name.startswith("scorer/") and not name.startswith("scorer/cpu/")):
+    if not base or (name.startswith("scorer/") and family(name) not in BASELINE):
         return None
     return "/".join([base] + args_key(name))
 

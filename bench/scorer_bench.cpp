@@ -18,16 +18,25 @@ using namespace kvo;
 
 namespace {
 
-// Arguments: n tokens, head_dim d, as replay/h2o (its baseline).
-void BM_ScorerCpu(benchmark::State& st) {
-  const int n = static_cast<int>(st.range(0)), d = static_cast<int>(st.range(1));
+// One head, one thread, budget `percent`% of n: n head-steps per run.
+void run_scorer_bench(benchmark::State& st, int n, int d, int percent) {
   const Trace& tr = bench::trace(n, d);
   ScorerOptions o;
   o.device = ScorerDevice::Cpu;
   o.threads = 1;
-  o.budgets = {Budget(Amount::parse("0.2"))};
+  o.budgets = {Budget(Amount::parse(std::to_string(percent) + "%"))};
   for (auto _ : st) benchmark::DoNotOptimize(run_scorer(tr, o).units.size());
   st.SetItemsProcessed(st.iterations() * n);
+}
+
+// Arguments: n tokens, head_dim d (budget 20%), as replay/h2o (its baseline).
+void BM_ScorerCpu(benchmark::State& st) {
+  run_scorer_bench(st, static_cast<int>(st.range(0)), static_cast<int>(st.range(1)), 20);
+}
+
+// Arguments: n, d, budget in percent of n, as replay/h2o-budget (its baseline).
+void BM_ScorerBudget(benchmark::State& st) {
+  run_scorer_bench(st, static_cast<int>(st.range(0)), static_cast<int>(st.range(1)), static_cast<int>(st.range(2)));
 }
 
 // The scoring loop: logits of one query over `slots` keys (d = 64) in the twin's fp64 block store.
@@ -122,6 +131,10 @@ BENCHMARK(BM_ScorerCpu)
     ->Args({1024, 64})
     ->Args({1024, 32})
     ->Args({1024, 128})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ScorerBudget)
+    ->Name("scorer/budget")
+    ->ArgsProduct({{1024}, {64}, {5, 10, 20, 50}})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ScorerLogits)->Name("scorer/logits")->Arg(64)->Arg(208)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PeakMulAdd)->Name("machine/peak-mul-add")->Unit(benchmark::kMicrosecond);
