@@ -95,11 +95,11 @@ def fl_peer(n, k, reps):
     layouts = {}
     if n >= 10000:  # what the input's memory layout costs kvoracle (the peers get the C-ordered s)
         fortran = np.asfortranarray(s)
-        layouts["Fortran-ordered"] = median_time(lambda: kvoracle.greedy_facility_location(fortran, k), reps)[0]
+        layouts["a Fortran-ordered"] = median_time(lambda: kvoracle.greedy_facility_location(fortran, k), reps)[0]
         del fortran
         asym = s.copy()
         asym[0, 1] += 1e-9  # no longer symmetric: kvoracle makes one column-major copy
-        layouts["asymmetric C-ordered"] = median_time(lambda: kvoracle.greedy_facility_location(asym, k), reps)[0]
+        layouts["an asymmetric C-ordered"] = median_time(lambda: kvoracle.greedy_facility_location(asym, k), reps)[0]
     return {"n": n, "k": k, "apricot_s": t_ap, "submodlib_s": t_sm, "kvoracle_s": t_kv,
             "values": (fl_value(s, p_ap), fl_value(s, p_sm), r["value"]), "layouts": layouts}
 
@@ -135,7 +135,7 @@ def fl_rows(r):
              "kvoracle_s": r["kvoracle_s"], "target": 1.0, "same": same,
              "agreement": f"values apricot {va:.6f}, submodlib {vs:.6f}, kvoracle {vk:.6f} "
                           f"({'same' if same else 'DIFFERENT'})"
-                          + "".join(f"; kvoracle on a {what} copy {sec:.3g} s" for what, sec in r["layouts"].items())}
+                          + "".join(f"; kvoracle on {what} copy {sec:.3g} s" for what, sec in r["layouts"].items())}
             for name, t in (("apricot", r["apricot_s"]), ("submodlib", r["submodlib_s"]))]
 
 
