@@ -71,7 +71,7 @@ Trace gqa_trace(std::uint64_t seed) {
   so.layers = 2;
   so.heads = 4;
   so.kv_heads = 2;
-  so.tokens = 160;
+  so.tokens = 157;  // not a multiple of the twin's batch of 4 queries
   so.head_dim = 24;  // not a multiple of 8 on purpose
   so.seed = seed;
   return synthesize(so);
@@ -92,7 +92,7 @@ TEST(Scorer, CpuTwinEqualsTheReplayEngine) {
         const ScorerResult r = run_scorer(tr, o);
         EXPECT_NE(r.device.find("cpu twin"), std::string::npos);
         SCOPED_TRACE(std::string(policy) + " prompt " + std::to_string(prompt) + " budget " + budget);
-        expect_same(tr, r, core_run(tr, policy, o.budgets[0], prompt), 0, 1e-12);
+        expect_same(tr, r, core_run(tr, policy, o.budgets[0], prompt), 0, 0.0);
       }
 }
 
@@ -104,7 +104,7 @@ TEST(Scorer, SeveralBudgetsInOnePass) {
   o.device = ScorerDevice::Cpu;
   const ScorerResult r = run_scorer(tr, o);
   ASSERT_EQ(r.units.size(), 3u * 2 * 4);
-  for (int b = 0; b < 3; ++b) expect_same(tr, r, core_run(tr, "h2o", o.budgets[static_cast<size_t>(b)], 0), b, 1e-12);
+  for (int b = 0; b < 3; ++b) expect_same(tr, r, core_run(tr, "h2o", o.budgets[static_cast<size_t>(b)], 0), b, 0.0);
 }
 
 TEST(Scorer, ThreadCountDoesNotChangeResults) {
@@ -170,6 +170,6 @@ TEST(Scorer, CpuTwinEqualsTheReplayEngineOnTheRealModelTrace) {
     o.budgets = {Budget(Amount::parse("20%"))};
     o.device = ScorerDevice::Cpu;
     SCOPED_TRACE(policy);
-    expect_same(tr, run_scorer(tr, o), core_run(tr, policy, o.budgets[0], 0), 0, 1e-12);
+    expect_same(tr, run_scorer(tr, o), core_run(tr, policy, o.budgets[0], 0), 0, 0.0);
   }
 }
