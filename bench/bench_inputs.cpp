@@ -6,6 +6,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <tuple>
 
 #include "kvo/core/synth.hpp"
 
@@ -20,20 +21,20 @@ Eigen::MatrixXd similarity(int rows, int cols, std::uint64_t seed) {
   return s;
 }
 
-const Trace& trace(int n, int d) {
-  static std::map<std::pair<int, int>, Trace> cache;
+const Trace& trace(int n, int d, int heads) {
+  static std::map<std::tuple<int, int, int>, Trace> cache;
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find({n, d});
+  auto it = cache.find({n, d, heads});
   if (it == cache.end()) {
     SynthOptions o;
     o.layers = 1;
-    o.heads = 1;
-    o.kv_heads = 1;
+    o.heads = heads;
+    o.kv_heads = heads;
     o.tokens = n;
     o.head_dim = d;
     o.prompt_len = 0;
-    it = cache.emplace(std::make_pair(n, d), synthesize(o)).first;
+    it = cache.emplace(std::make_tuple(n, d, heads), synthesize(o)).first;
   }
   return it->second;
 }

@@ -9,8 +9,9 @@ namespace kvo::bench {
 
 // rows x cols matrix of heavy-tailed non-negative similarities (exponential, seeded).
 Eigen::MatrixXd similarity(int rows, int cols, std::uint64_t seed);
-// One layer, one head, n tokens, head_dim d synthetic heavy-hitter trace.
-const Trace& trace(int n, int d);
+// One layer of `heads` query heads (each its own KV head), n tokens, head_dim d: a synthetic
+// heavy-hitter trace, built once per shape.
+const Trace& trace(int n, int d, int heads = 1);
 
 // Resident memory of this process now and its peak since the last reset_peak_rss() (Linux
 // /proc/self/status VmRSS / VmHWM; writing 5 to /proc/self/clear_refs resets the peak).

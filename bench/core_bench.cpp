@@ -74,17 +74,20 @@ ReplayOptions one_thread_replay(const char* policy, int percent = 20) {
   return o;
 }
 
-// One layer, one head, n head-steps per run.
-void run_replay_bench(benchmark::State& st, const char* policy, int percent) {
+// One layer of `heads` heads, n * heads head-steps per run.
+void run_replay_bench(benchmark::State& st, const char* policy, int percent, int heads = 1) {
   const int n = static_cast<int>(st.range(0)), d = static_cast<int>(st.range(1));
-  const Trace& tr = bench::trace(n, d);
+  const Trace& tr = bench::trace(n, d, heads);
   const ReplayOptions o = one_thread_replay(policy, percent);
   for (auto _ : st) benchmark::DoNotOptimize(replay(tr, o).heads.size());
-  st.SetItemsProcessed(st.iterations() * n);  // head-steps
+  st.SetItemsProcessed(st.iterations() * n * heads);  // head-steps
 }
 
 // Arguments: n tokens, head_dim d (budget 20%).
 void BM_Replay(benchmark::State& st, const char* policy) { run_replay_bench(st, policy, 20); }
+
+// Arguments: n, d, heads (h2o, budget 20%, one thread).
+void BM_ReplayHeads(benchmark::State& st) { run_replay_bench(st, "h2o", 20, static_cast<int>(st.range(2))); }
 
 // Arguments: n, d, budget in percent of n (h2o; the baseline of scorer/budget).
 void BM_ReplayBudget(benchmark::State& st) { run_replay_bench(st, "h2o", static_cast<int>(st.range(2))); }
@@ -176,6 +179,10 @@ void ReplayArgsWithD(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(BM_Replay, full, "full")->Name("replay/full")->Apply(ReplayArgsWithD);
 BENCHMARK_CAPTURE(BM_Replay, h2o, "h2o")->Name("replay/h2o")->Apply(ReplayArgsWithD);
+BENCHMARK(BM_ReplayHeads)
+    ->Name("replay/h2o-heads")
+    ->ArgsProduct({{1024}, {64}, {1, 3, 9}})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReplayBudget)
     ->Name("replay/h2o-budget")
     ->ArgsProduct({{1024}, {64}, {5, 10, 20, 50}})

@@ -18,15 +18,15 @@ using namespace kvo;
 
 namespace {
 
-// One head, one thread, budget `percent`% of n: n head-steps per run.
-void run_scorer_bench(benchmark::State& st, int n, int d, int percent) {
-  const Trace& tr = bench::trace(n, d);
+// `heads` heads, one thread, budget `percent`% of n: n * heads head-steps per run.
+void run_scorer_bench(benchmark::State& st, int n, int d, int percent, int heads = 1) {
+  const Trace& tr = bench::trace(n, d, heads);
   ScorerOptions o;
   o.device = ScorerDevice::Cpu;
   o.threads = 1;
   o.budgets = {Budget(Amount::parse(std::to_string(percent) + "%"))};
   for (auto _ : st) benchmark::DoNotOptimize(run_scorer(tr, o).units.size());
-  st.SetItemsProcessed(st.iterations() * n);
+  st.SetItemsProcessed(st.iterations() * n * heads);
 }
 
 // Arguments: n tokens, head_dim d (budget 20%), as replay/h2o (its baseline).
@@ -37,6 +37,11 @@ void BM_ScorerCpu(benchmark::State& st) {
 // Arguments: n, d, budget in percent of n, as replay/h2o-budget (its baseline).
 void BM_ScorerBudget(benchmark::State& st) {
   run_scorer_bench(st, static_cast<int>(st.range(0)), static_cast<int>(st.range(1)), static_cast<int>(st.range(2)));
+}
+
+// Arguments: n, d, heads (one layer, budget 20%, one thread).
+void BM_ScorerHeads(benchmark::State& st) {
+  run_scorer_bench(st, static_cast<int>(st.range(0)), static_cast<int>(st.range(1)), 20, static_cast<int>(st.range(2)));
 }
 
 // The scoring loop: logits of one query over `slots` keys (d = 64) in the twin's fp64 block store.
@@ -136,6 +141,7 @@ BENCHMARK(BM_ScorerBudget)
     ->Name("scorer/budget")
     ->ArgsProduct({{1024}, {64}, {5, 10, 20, 50}})
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ScorerHeads)->Name("scorer/heads")->ArgsProduct({{1024}, {64}, {1, 3, 9}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ScorerLogits)->Name("scorer/logits")->Arg(64)->Arg(208)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PeakMulAdd)->Name("machine/peak-mul-add")->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ReadBandwidth)
