@@ -10,10 +10,10 @@ int device_count(std::string* why) {
   int n = 0;
   const cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
-    if (why) *why = std::string("no usable CUDA device: ") + cudaGetErrorString(err);
+    if (why) *why = std::string("the CUDA runtime says: ") + cudaGetErrorString(err);
     return 0;
   }
-  if (n == 0 && why) *why = "no CUDA device is present";
+  if (n == 0 && why) *why = "the CUDA runtime finds none";
   return n;
 }
 
