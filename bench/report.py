@@ -128,11 +128,16 @@ def main_table(run):
     return lines
 
 
+def peak_gflops(run):
+    """The one-core fp64 multiply-add peak measured in this run (machine/peak-mul-add), or None."""
+    r = run.results.get("machine/peak-mul-add")
+    return r.rate("GFLOP/s") if r else None
+
+
 def roofline_rows(run):
     """(name, flop/byte, bandwidth GB/s, roofline, measured GFLOP/s) of the scoring loop against
     min(peak flops, intensity x bandwidth of the same data size), all measured in this run."""
-    peak_r = run.results.get("machine/peak-mul-add")
-    peak = peak_r.rate("GFLOP/s") if peak_r else None
+    peak = peak_gflops(run)
     if not peak:
         return peak, []
     rows = []

@@ -86,8 +86,7 @@ def targets(run, peers):
         h = by_kind.get("h2o", [])
         if h:
             worst = min(r["peer_s"] / r["kvoracle_s"] for r in h)
-            peak_r = run.results.get("machine/peak-mul-add")
-            peak = peak_r.rate("GFLOP/s") if peak_r else None
+            peak = report.peak_gflops(run)
 
             def ceiling(r):  # the peer's time over that of the unavoidable dot products at the fp64 peak
                 return f" (ceiling {r['peer_s'] / (r['flops'] / (peak * 1e9)):.0f}x)" if peak and "flops" in r else ""

@@ -14,9 +14,10 @@ struct MaxMemo final : Memo {
 };
 constexpr int kTile = 64;  // 64 x 64 doubles = 32 KiB per tile: source and target tiles stay in L1/L2
 
-void require_buffer(const double* data, int rows, int cols) {
+const double* checked_buffer(const double* data, int rows, int cols) {
   require(rows >= 0 && cols >= 0 && (data != nullptr || static_cast<long long>(rows) * cols == 0),
           "facility location: bad similarity buffer");
+  return data;
 }
 }  // namespace
 
@@ -47,24 +48,28 @@ FacilityLocation::FacilityLocation(Eigen::MatrixXd similarity)
   init();
 }
 
-FacilityLocation::FacilityLocation(const double* data, int rows, int cols) : s_(data, rows, cols), borrowed_(true) {
-  require_buffer(data, rows, cols);
+FacilityLocation::FacilityLocation(const double* data, int rows, int cols)
+    : s_(checked_buffer(data, rows, cols), rows, cols) {
   init();
 }
 
-FacilityLocation::FacilityLocation(RowMajor, const double* data, int rows, int cols) : s_(nullptr, 0, 0) {
-  require_buffer(data, rows, cols);
-  if (rows == cols && is_exactly_symmetric(data, rows)) {
-    new (&s_) Eigen::Map<const Eigen::MatrixXd>(data, rows, cols);
-    borrowed_ = true;
-  } else {
-    require_memory(
-        static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * sizeof(double),
-        "a column-major copy of the " + std::to_string(rows) + " x " + std::to_string(cols) + " similarity matrix");
-    owned_.resize(rows, cols);
-    transpose_blocked(data, rows, cols, owned_.data());
-    new (&s_) Eigen::Map<const Eigen::MatrixXd>(owned_.data(), rows, cols);
-  }
+namespace {
+// Where the column-major similarities of a row-major buffer live: the buffer itself when it is
+// square and exactly symmetric, otherwise `copy`, filled by the blocked transpose.
+const double* column_major_source(const double* data, int rows, int cols, Eigen::MatrixXd& copy) {
+  checked_buffer(data, rows, cols);
+  if (rows == cols && is_exactly_symmetric(data, rows)) return data;
+  require_memory(
+      static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * sizeof(double),
+      "a column-major copy of the " + std::to_string(rows) + " x " + std::to_string(cols) + " similarity matrix");
+  copy.resize(rows, cols);
+  transpose_blocked(data, rows, cols, copy.data());
+  return copy.data();
+}
+}  // namespace
+
+FacilityLocation::FacilityLocation(RowMajor, const double* data, int rows, int cols)
+    : s_(column_major_source(data, rows, cols, owned_), rows, cols) {
   init();
 }
 

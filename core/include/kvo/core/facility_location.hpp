@@ -23,8 +23,9 @@ class FacilityLocation final : public SetFunction {
   FacilityLocation(const FacilityLocation&) = delete;  // s_ may point into owned_
   FacilityLocation& operator=(const FacilityLocation&) = delete;
 
-  // True when the similarities are read from the caller's buffer, false when held in a copy.
-  bool borrows_buffer() const { return borrowed_; }
+  // True when the similarities are read from the caller's buffer, false when held in a copy (or
+  // when there are none).
+  bool borrows_buffer() const { return s_.data() != owned_.data(); }
 
   int ground_size() const override { return static_cast<int>(s_.cols()); }
   SetFnTraits traits() const override;
@@ -36,8 +37,7 @@ class FacilityLocation final : public SetFunction {
  private:
   void init();
   Eigen::MatrixXd owned_;
-  Eigen::Map<const Eigen::MatrixXd> s_;  // owned_ or the caller's buffer
-  bool borrowed_ = false;
+  Eigen::Map<const Eigen::MatrixXd> s_;  // owned_ (declared first) or the caller's buffer
   bool nonnegative_ = true;
 };
 
