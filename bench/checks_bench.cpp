@@ -14,7 +14,7 @@ void BM_VerifyHead(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
   const Trace& tr = bench::trace(n, 64);
   TraceChecksOptions o;
-  o.budget = Budget(Amount::parse("0.2"));
+  o.run.budget = Budget(Amount::parse("0.2"));
   o.sweep.clear();
   o.loss_heads = 0;
   o.loss_random = 0;

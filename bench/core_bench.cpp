@@ -67,8 +67,8 @@ void BM_MarginalGain(benchmark::State& st) {
 // The replay benchmarks' options: budget 20% unless given, one thread, no per-step sets recorded.
 ReplayOptions one_thread_replay(const char* policy, int percent = 20) {
   ReplayOptions o;
-  o.policy.name = policy;
-  o.budget = Budget(Amount::parse(std::to_string(percent) + "%"));
+  o.run.policy = PolicySpec::named(policy);
+  o.run.budget = Budget::parse(std::to_string(percent) + "%");
   o.threads = 1;
   o.record_sets = false;
   return o;

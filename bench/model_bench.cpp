@@ -72,8 +72,8 @@ void BM_EvictingDecode(benchmark::State& st) {
   size_t bytes = 0;
   for (auto _ : st) {
     CacheManagerOptions o;
-    o.policy.name = "h2o";
-    o.budget = Budget(Amount{false, static_cast<double>(k)});
+    o.run.policy = PolicySpec::named("h2o");
+    o.run.budget = Budget(Amount{false, static_cast<double>(k)});
     o.n_layers = m->config().n_layers;
     o.n_kv_heads = m->config().n_kv_heads;
     o.max_len = n;

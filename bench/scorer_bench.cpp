@@ -24,7 +24,7 @@ void run_scorer_bench(benchmark::State& st, int n, int d, int percent, int heads
   ScorerOptions o;
   o.device = ScorerDevice::Cpu;
   o.threads = 1;
-  o.budgets = {Budget(Amount::parse(std::to_string(percent) + "%"))};
+  o.run.budget = Budget::parse(std::to_string(percent) + "%");
   for (auto _ : st) benchmark::DoNotOptimize(run_scorer(tr, o).units.size());
   st.SetItemsProcessed(st.iterations() * n * heads);
 }
@@ -118,9 +118,9 @@ void BM_ScorerCuda(benchmark::State& st) {
   }
   ScorerOptions o;
   o.device = ScorerDevice::Cuda;
-  o.budgets = {Budget(Amount::parse("0.2"))};
+  o.run.budget = Budget::parse("0.2");
   for (auto _ : st) benchmark::DoNotOptimize(run_scorer(tr, o).units.size());
-  const int k = o.budgets[0].resolve(n, 0, 0).total;
+  const int k = o.run.budget.resolve(n, 0, 0).total;
   const double units = 16.0 * 8.0;
   st.counters["bytes/step"] = scorer_bytes_per_step(k + 1, 64) * units;
   st.counters["GB/s"] = benchmark::Counter(scorer_bytes_per_step(k + 1, 64) * units * n * 1e-9,

@@ -37,19 +37,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const auto& a : args) {
     using namespace kvo::cli;
     using kvo::fuzz::expect_clean;
-    expect_clean([&] { (void)BudgetArgs{a, "", {}}.build(); });
-    expect_clean([&] { (void)BudgetArgs{"20%", a, {}}.build(); });
-    expect_clean([&] { (void)BudgetArgs{"20%", "", {a}}.build().resolve(97, 1, 2); });
-    expect_clean([&] { (void)PolicyArgs{}.build(a); });
+    expect_clean([&] { (void)kvo::Budget::parse(a); });
+    expect_clean([&] { (void)kvo::Budget::parse("20%", a); });
+    expect_clean([&] { (void)kvo::Budget::parse("20%", "", {a}).resolve(97, 1, 2); });
+    expect_clean([&] { (void)kvo::parse_policy_list(a); });
     expect_clean([&] {
-      PolicyArgs p;
-      p.objective = a;
-      (void)p.build("greedy");
+      RunArgs r;
+      r.objective = a;
+      (void)r.build(kvo::PolicyId::Greedy);
     });
     expect_clean([&] { (void)kvo::parse_concave(a); });
     expect_clean([&] { (void)kvo::parse_gqa(a); });
     expect_clean([&] { (void)kvo::parse_scorer_device(a); });
-    expect_clean([&] { (void)kvo::parse_scorer_variant(a); });
     expect_clean([&] { (void)trace_dtype(a); });
     for (const auto& item : split_list(a)) expect_clean([&] { (void)kvo::Amount::parse(item); });
   }

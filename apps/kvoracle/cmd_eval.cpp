@@ -20,28 +20,31 @@ Runner add_eval(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand("eval", "evaluate eviction policies in closed loop on the real model");
   struct Args {
     std::string text, model, json, plot;
-    std::string policies = "h2o,tova,scissorhands,streaming,window,h2o-paper,oracle";
+    std::string policies = join_policy_names(default_policies(PolicyListUse::Eval));
     std::string budgets = "5%,10%,20%,50%,100%";
     int tokens = 256;
-    PolicyArgs params;
+    RunArgs run;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--text,-t", a->text, "UTF-8 text file")->required()->check(CLI::ExistingFile);
   cmd->add_option("--tokens,-n", a->tokens, "tokens of the text to decode")->capture_default_str();
   cmd->add_option("--policies,--policy,-p", a->policies, "comma-separated policies ('oracle': the offline optimum)")
       ->capture_default_str();
-  cmd->add_option("--budgets,--budget,-b", a->budgets, "comma-separated budgets: ratios (20%) or tokens (64)")
+  cmd->add_option("--budgets,--budget,-b", a->budgets,
+                  "comma-separated budget totals: ratios (20%) or tokens (64); --recent and --budget-override apply "
+                  "to each")
       ->capture_default_str();
   cmd->add_option("--json", a->json, "write the results as JSON");
   cmd->add_option("--plot", a->plot, "write an SVG plot of perplexity against budget");
-  add_policy_options(cmd, a->params);
+  add_run_options(cmd, a->run, {.budget_total = false, .trace_selection = false});
   add_model_option(cmd, a->model);
   return [a, &g] {
     model::EvalOptions o;
     o.tokens = a->tokens;
-    o.policies = split_list(a->policies);
+    o.policies = parse_policy_list(a->policies);
     for (const auto& b : split_list(a->budgets)) o.budgets.push_back(Amount::parse(b));
-    o.params = a->params.build("h2o");
+    for (const PolicyId id : o.policies) a->run.build(id);  // every policy's parameters
+    o.run = a->run.build(o.policies.front());
     const std::string text = read_text(a->text);
     const model::Llama m = load_model(a->model);
     Progress bar("eval", model::eval_units(o), !g.quiet);
@@ -79,7 +82,7 @@ Runner add_eval(CLI::App& app, const Global& g) {
       auto it =
           std::find_if(plot.series.begin(), plot.series.end(), [&](const PlotSeries& s) { return s.name == p.policy; });
       if (it == plot.series.end()) {
-        plot.series.push_back({p.policy, {}, {}, p.policy == "oracle"});
+        plot.series.push_back({p.policy, {}, {}, policy_traits(p.id).offline});
         it = plot.series.end() - 1;
       }
       it->x.push_back(static_cast<double>(p.k) / r.tokens);

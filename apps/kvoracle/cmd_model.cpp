@@ -96,8 +96,9 @@ Runner add_perplexity(CLI::App& app, const Global&) {
     if (a->tokens > 0 && static_cast<int>(ids.size()) > a->tokens) ids.resize(static_cast<size_t>(a->tokens));
     require(static_cast<int>(ids.size()) <= m.config().context, "the text exceeds the model's context; pass --tokens");
     const double nll = model::mean_nll(m, ids);
-    std::cout << "perplexity " << std::exp(nll) << " (mean NLL " << nll << " nats) over " << ids.size() << " tokens of "
-              << a->text << '\n';
+    // n tokens give n - 1 predictions (token t + 1 from tokens 0..t): the mean is over those.
+    std::cout << "perplexity " << std::exp(nll) << " (mean NLL " << nll << " nats over " << ids.size() - 1
+              << " next-token predictions) on the first " << ids.size() << " tokens of " << a->text << '\n';
     return 0;
   };
 }

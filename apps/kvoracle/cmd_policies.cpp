@@ -2,16 +2,24 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "kvo/core/policy_factory.hpp"
+#include "kvo/core/policy_registry.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
 
 Runner add_policies(CLI::App& app, const Global&) {
-  app.add_subcommand("policies", "list the eviction policies");
+  app.add_subcommand("policies", "list the eviction policies and their traits");
   return [] {
-    Table t({"policy", "nested", "summary"});
-    for (const auto& p : policy_catalogue()) t.row({p.name, p.nested ? "yes" : "no", p.summary});
+    auto yes = [](bool b) { return std::string(b ? "yes" : "-"); };
+    Table t({"policy", "nested", "dense", "decoder", "scorer", "seeded", "reads", "summary"});
+    for (const auto& p : policy_table()) {
+      const PolicyTraits& tr = p.traits;
+      const std::string dense = tr.dense == DenseNeed::Always        ? "yes"
+                                : tr.dense == DenseNeed::ByObjective ? "by objective"
+                                                                     : "-";
+      t.row({std::string(p.name), yes(tr.nested), dense, yes(tr.decoder), yes(tr.scorer != ScorerVariant::None),
+             yes(tr.seeded), std::string(p.reads), std::string(p.summary)});
+    }
     t.print(std::cout);
     return 0;
   };

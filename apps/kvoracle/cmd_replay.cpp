@@ -8,6 +8,7 @@
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/progress.hpp"
+#include "kvo/core/replay.hpp"
 #include "kvo/core/trace_io.hpp"
 #include "kvo/gpu/scorer.hpp"
 #include "options.hpp"
@@ -19,21 +20,15 @@ namespace {
 
 // kvoracle replay --device: the greedy scorer (CUDA or its CPU twin) for the H2O family.
 template <typename Args>
-int run_device_replay(const Trace& tr, const Args& a, const Global& g) {
-  require(a.replay.gqa == "query", "--device replays one cache per query head: --gqa must be query");
+int run_device_replay(const Trace& tr, const RunConfig& run, const Args& a, const Global& g) {
+  require(run.gqa == GqaMode::PerQueryHead, "--device replays one cache per query head: --gqa must be query");
   require(!a.probs, "--probs is not available with --device (the scorer keeps scores, not probabilities)");
   ScorerOptions so;
-  so.variant = parse_scorer_variant(a.policy);
+  so.run = run;
   so.device = parse_scorer_device(a.device);
-  so.budgets.clear();  // --budgets replaces --budget
-  for (const auto& item : a.budgets.empty() ? std::vector<std::string>{a.budget.total} : split_list(a.budgets)) {
-    BudgetArgs b = a.budget;
-    b.total = item;
-    so.budgets.push_back(b.build());
-  }
-  so.prompt_len = a.replay.prompt_len;
-  so.layers = a.replay.layers;
+  for (const auto& item : split_list(a.budgets)) so.totals.push_back(Amount::parse(item));  // --budgets
   so.threads = g.threads;
+  const std::vector<Budget> budgets = so.budgets();
   const auto t0 = std::chrono::steady_clock::now();
   const ScorerResult r = run_scorer(tr, so);
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -46,7 +41,7 @@ int run_device_replay(const Trace& tr, const Args& a, const Global& g) {
           if (u.evict_step[static_cast<size_t>(j)] == i) evicted.push_back(j);
         f.stream() << nlohmann::json({{"layer", u.layer},
                                       {"head", u.head},
-                                      {"budget", so.budgets[static_cast<size_t>(u.budget_index)].str()},
+                                      {"budget", budgets[static_cast<size_t>(u.budget_index)].str()},
                                       {"step", i},
                                       {"kept", kept_after(u, i)},
                                       {"evicted", evicted}})
@@ -58,7 +53,7 @@ int run_device_replay(const Trace& tr, const Args& a, const Global& g) {
   std::cout << "policy " << a.policy << " on " << a.trace << " (n = " << tr.n_tokens << ") with the greedy scorer\n"
             << "device: " << r.device << "\n";
   Table t({"budget", "k (first head)", "heads", "evictions", "mean final score of kept tokens"});
-  for (size_t b = 0; b < so.budgets.size(); ++b) {
+  for (size_t b = 0; b < budgets.size(); ++b) {
     long heads = 0, evictions = 0;
     double kept_score = 0.0;
     long kept = 0;
@@ -75,7 +70,7 @@ int run_device_replay(const Trace& tr, const Args& a, const Global& g) {
         }
       }
     }
-    t.row({so.budgets[b].str(), std::to_string(k), std::to_string(heads), std::to_string(evictions),
+    t.row({budgets[b].str(), std::to_string(k), std::to_string(heads), std::to_string(evictions),
            fmt(kept ? kept_score / static_cast<double>(kept) : 0.0)});
   }
   t.print(std::cout);
@@ -90,28 +85,30 @@ int run_device_replay(const Trace& tr, const Args& a, const Global& g) {
 Runner add_replay(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand("replay", "replay an eviction policy over a trace");
   struct Args {
-    std::string trace, policy = "h2o", out, device, budgets;
+    std::string trace, policy = policy_name(PolicyId::H2O), out, device, budgets;
     bool probs = false;
-    BudgetArgs budget;
-    PolicyArgs params;
-    ReplayArgs replay;
+    RunArgs run;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("trace", a->trace, "trace file (.safetensors)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--policy,-p", a->policy, "eviction policy (see `kvoracle policies`)")->capture_default_str();
   cmd->add_option("--out,-o", a->out, "per-step records as JSON Lines");
   cmd->add_flag("--probs", a->probs, "include the renormalised probabilities in --out");
-  cmd->add_option("--device", a->device,
-                  "run the greedy scorer (h2o, h2o-realdrop, h2o-paper) on cpu (the twin), cuda, or auto");
-  cmd->add_option("--budgets", a->budgets, "with --device: several budgets in one pass, e.g. 5%,10%,20%");
-  add_budget_options(cmd, a->budget);
-  add_policy_options(cmd, a->params);
-  add_replay_options(cmd, a->replay);
+  cmd->add_option("--device", a->device, "run the greedy scorer (" + policy_names_where([](const PolicyTraits& t) {
+                                           return t.scorer != ScorerVariant::None;
+                                         }) + ") on cpu (the twin), cuda, or auto");
+  cmd->add_option("--budgets", a->budgets,
+                  "with --device: several budget totals in one pass, e.g. 5%,10%,20% (replaces --budget)");
+  add_run_options(cmd, a->run);
   return [a, &g] {
+    const PolicyId id = parse_policy(a->policy);
     const Trace tr = read_trace(a->trace);
-    if (!a->device.empty()) return run_device_replay(tr, *a, g);
+    const RunConfig run = a->run.build(id, &tr);
+    if (!a->device.empty()) return run_device_replay(tr, run, *a, g);
     require(a->budgets.empty(), "--budgets needs --device (the scorer replays several budgets in one pass)");
-    ReplayOptions o = make_replay_options(a->replay, a->budget, a->params, a->policy, g.threads);
+    ReplayOptions o;
+    o.run = run;
+    o.threads = g.threads;
     o.record_probs = a->probs;
     o.record_sets = !a->out.empty();  // without --out, memory stays O(n·d) per head (docs/reliability.md)
     Progress bar("replay " + a->policy, replay_units(tr, o), !g.quiet);
@@ -137,8 +134,8 @@ Runner add_replay(CLI::App& app, const Global& g) {
         }
       f.commit();
     }
-    std::cout << "policy " << r.policy << " on " << a->trace << " (n = " << tr.n_tokens << ", budget " << o.budget.str()
-              << ", gqa " << to_string(r.gqa) << ")\n";
+    std::cout << "policy " << r.policy << " on " << a->trace << " (n = " << tr.n_tokens << ", budget "
+              << o.run.budget.str() << ", gqa " << to_string(r.gqa) << ", prompt " << o.run.prompt_len << ")\n";
     struct Agg {
       int heads = 0;
       long evictions = 0, reentries = 0;

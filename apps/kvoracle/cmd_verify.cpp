@@ -19,12 +19,10 @@ namespace kvo::cli {
 Runner add_verify(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand("verify", "run every checkable claim of the H2O theory on a trace, with a report");
   struct Args {
-    std::string trace, policies = "h2o,h2o-paper,tova,scissorhands,streaming,window,random,h2o-mask";
+    std::string trace, policies = join_policy_names(default_policies(PolicyListUse::Checks));
     std::string checks, report, json, plot;
     std::string sweep = "0.05,0.1,0.2,0.3,0.5";
-    BudgetArgs budget;
-    PolicyArgs params;
-    ReplayArgs replay;
+    RunArgs run;
     TraceChecksOptions o;
   };
   auto a = std::make_shared<Args>();
@@ -45,11 +43,9 @@ Runner add_verify(CLI::App& app, const Global& g) {
   cmd->add_option("--sweep-heads", a->o.sweep_heads, "heads per layer in the budget sweep")->capture_default_str();
   cmd->add_option("--loss-random", a->o.loss_random, "random instances of the loss/Hessian checks")
       ->capture_default_str();
-  add_budget_options(cmd, a->budget);
-  add_policy_options(cmd, a->params);
-  add_replay_options(cmd, a->replay);
+  add_run_options(cmd, a->run);
   return [a, &g] {
-    require(a->replay.gqa == "query", "verify checks one cache per query head: --gqa must be query");
+    require(a->run.gqa == "query", "verify checks one cache per query head: --gqa must be query");
     require(a->o.ground >= 2 && a->o.ground <= 16, "--ground must be in [2, 16]");
     require(a->o.small_k >= 1 && a->o.small_k < a->o.ground, "--small-k must be in [1, ground)");
     require(a->o.samples >= 1 && a->o.sampled_steps >= 1, "--samples and --sampled-steps must be >= 1");
@@ -60,16 +56,11 @@ Runner add_verify(CLI::App& app, const Global& g) {
         require(b.is_ratio, "--sweep budgets must be fractions of n (0.1 or 10%), not '" + item + "'");
         sweep.push_back(b.value);
       }
-    const Trace tr = read_trace(a->trace);
     TraceChecksOptions o = a->o;
-    o.policies = split_list(a->policies);
-    for (const auto& p : o.policies) make_policy(a->params.build(p));  // unknown names fail here
-    o.params = a->params.build(o.policies.empty() ? "h2o" : o.policies.front());
-    o.budget = a->budget.build();
-    o.prompt_len = a->replay.prompt_len;
-    require(o.prompt_len >= 0 && o.prompt_len <= tr.n_tokens, "--prompt-len is outside [0, n]");
-    o.seed = a->replay.seed;
-    o.layers = a->replay.layers;
+    o.policies = parse_policy_list(a->policies);
+    const Trace tr = read_trace(a->trace);
+    for (const PolicyId id : o.policies) a->run.build(id, &tr);  // every policy's parameters, on this trace
+    o.run = a->run.build(o.policies.front(), &tr);
     o.threads = g.threads;
     o.sweep = sweep;
     for (const auto& c : split_list(a->checks)) {
@@ -81,9 +72,9 @@ Runner add_verify(CLI::App& app, const Global& g) {
     const TraceChecksResult res = run_trace_checks(tr, o);
     bar.finish();
 
-    nlohmann::json meta = {{"trace", a->trace},          {"n", tr.n_tokens},     {"layers", tr.n_layers},
-                           {"heads", tr.n_heads},        {"budget", res.budget}, {"policies", a->policies},
-                           {"prompt_len", o.prompt_len}, {"seed", o.seed}};
+    nlohmann::json meta = {
+        {"trace", a->trace},    {"n", tr.n_tokens},        {"layers", tr.n_layers},          {"heads", tr.n_heads},
+        {"budget", res.budget}, {"policies", a->policies}, {"prompt_len", o.run.prompt_len}, {"seed", o.run.seed}};
     for (const char* key : {"model", "text_source", "model_sha256"})
       if (tr.metadata.count(key)) meta[key] = tr.metadata.at(key);
     std::cout << "kvoracle verify " << a->trace << ": n = " << tr.n_tokens << ", " << tr.n_layers << " layers x "

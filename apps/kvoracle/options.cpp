@@ -4,73 +4,68 @@
 
 #include "kvo/core/concave.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/trace.hpp"
 
 namespace kvo::cli {
 
-Budget BudgetArgs::build() const {
-  std::optional<Amount> r;
-  if (!recent.empty()) r = Amount::parse(recent, /*allow_zero=*/true);
-  Budget b(Amount::parse(total), r);
-  for (const auto& o : overrides) b.add_override(o);
-  return b;
+RunConfig RunArgs::build(PolicyId policy, const Trace* trace) const {
+  RunConfig c;
+  c.policy.id = policy;
+  c.policy.sinks = sinks;
+  c.policy.history = history;
+  c.policy.objective.name = objective;
+  c.policy.objective.h = parse_concave(h);
+  c.policy.objective.window = window;
+  c.policy.objective.alpha = alpha;
+  if (!policy_traits(policy).offline) make_policy(c.policy);  // validates the parameters and the objective
+  c.budget = Budget::parse(budget, recent, overrides);
+  c.gqa = parse_gqa(gqa);
+  c.prompt_len = prompt_len.value_or(trace ? trace->prompt_len : 0);
+  c.seed = seed;
+  c.layers = layers;
+  c.heads = heads;
+  if (trace) c.validate(*trace);
+  return c;
 }
 
-void add_budget_options(CLI::App* cmd, BudgetArgs& b) {
-  cmd->add_option("--budget,-b", b.total, "KV budget per head: tokens (64) or a ratio of n (0.2, 20%)")
-      ->capture_default_str();
-  cmd->add_option("--recent", b.recent,
-                  "recent-window part of the budget: tokens or a ratio of the budget (default: half)");
-  cmd->add_option("--budget-override", b.overrides, "per-layer or per-head budget: L3=0.1, L3H2=32 (repeatable)");
-}
-
-PolicySpec PolicyArgs::build(const std::string& name) const {
-  PolicySpec s;
-  s.name = name;
-  s.sinks = sinks;
-  s.history = history;
-  s.objective.name = objective;
-  s.objective.h = parse_concave(h);
-  s.objective.window = window;
-  s.objective.alpha = alpha;
-  require(sinks >= 0, "--sinks must be >= 0");
-  require(history >= 1, "--history must be >= 1");
-  require(window >= 1, "--window must be >= 1");
-  make_objective(s.objective);  // validates the objective name
-  return s;
-}
-
-void add_policy_options(CLI::App* cmd, PolicyArgs& p) {
-  cmd->add_option("--sinks", p.sinks, "streaming: attention-sink tokens kept forever")->capture_default_str();
-  cmd->add_option("--history", p.history, "scissorhands: steps of history")->capture_default_str();
-  cmd->add_option("--objective", p.objective,
+void add_run_options(CLI::App* cmd, RunArgs& a, RunOptionSet set) {
+  const std::string policy = "Policy parameters", budget = "Budget", run = "Run";
+  cmd->add_option("--sinks", a.sinks, "streaming: attention-sink tokens kept forever")
+      ->capture_default_str()
+      ->group(policy);
+  cmd->add_option("--history", a.history, "scissorhands: steps of history")->capture_default_str()->group(policy);
+  cmd->add_option("--objective", a.objective,
                   "greedy: set function (acc, one-step, dense-acc, mass, fl, sat-cov, fidelity)")
-      ->capture_default_str();
-  cmd->add_option("--h", p.h, "concave transform of h2o-paper / greedy objectives: id, sqrt, log")
-      ->capture_default_str();
-  cmd->add_option("--window", p.window, "fl / sat-cov objectives: client queries")->capture_default_str();
-  cmd->add_option("--alpha", p.alpha, "sat-cov objective: saturation fraction")->capture_default_str();
-}
-
-void add_replay_options(CLI::App* cmd, ReplayArgs& r) {
-  cmd->add_option("--gqa", r.gqa, "grouped-query attention: query (a cache per query head), kv-mean, kv-max")
-      ->capture_default_str();
-  cmd->add_option("--prompt-len", r.prompt_len, "prefill length: steps before it attend the full prefix")
-      ->capture_default_str();
-  cmd->add_option("--seed", r.seed, "seed of randomised policies")->capture_default_str();
-  cmd->add_option("--layers", r.layers, "layers to replay (default: all)")->delimiter(',');
-}
-
-ReplayOptions make_replay_options(const ReplayArgs& r, const BudgetArgs& b, const PolicyArgs& p,
-                                  const std::string& policy, int threads) {
-  ReplayOptions o;
-  o.policy = p.build(policy);
-  o.budget = b.build();
-  o.gqa = parse_gqa(r.gqa);
-  o.prompt_len = r.prompt_len;
-  o.seed = r.seed;
-  o.layers = r.layers;
-  o.threads = threads;
-  return o;
+      ->capture_default_str()
+      ->group(policy);
+  cmd->add_option("--h", a.h, "concave transform of h2o-paper / greedy objectives: id, sqrt, log")
+      ->capture_default_str()
+      ->group(policy);
+  cmd->add_option("--window", a.window, "fl / sat-cov objectives: client queries")
+      ->capture_default_str()
+      ->group(policy);
+  cmd->add_option("--alpha", a.alpha, "sat-cov objective: saturation fraction")->capture_default_str()->group(policy);
+  if (set.budget_total)
+    cmd->add_option("--budget,-b", a.budget, "KV budget per head: tokens (64) or a ratio of n (0.2, 20%)")
+        ->capture_default_str()
+        ->group(budget);
+  cmd->add_option("--recent", a.recent,
+                  "recent-window part of the budget: tokens or a ratio of the budget (default: half)")
+      ->group(budget);
+  cmd->add_option("--budget-override", a.overrides, "per-layer or per-head budget: L3=0.1, L3H2=32 (repeatable)")
+      ->group(budget);
+  cmd->add_option("--seed", a.seed, "seed of randomised policies")->capture_default_str()->group(run);
+  if (!set.trace_selection) return;
+  cmd->add_option("--gqa", a.gqa, "grouped-query attention: query (a cache per query head), kv-mean, kv-max")
+      ->capture_default_str()
+      ->group(run);
+  cmd->add_option("--prompt-len", a.prompt_len,
+                  "prefill length: steps before it attend the full prefix (default: the trace's prompt_len)")
+      ->group(run);
+  cmd->add_option("--layers", a.layers, "layers to run (default: all)")->delimiter(',')->group(run);
+  cmd->add_option("--heads", a.heads, "heads to run, per layer (query heads, or KV heads with --gqa kv-*)")
+      ->delimiter(',')
+      ->group(run);
 }
 
 void add_trace_dtype_option(CLI::App* cmd, std::string& dtype) {

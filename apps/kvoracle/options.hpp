@@ -1,44 +1,49 @@
-// Option groups shared by several subcommands: the budget and the policy parameters.
+// The one option table of the commands that run policies: the policy parameters, the budget and
+// the shared run options, registered the same way on every such command (replay, oracle, verify,
+// eval) and parsed into one validated kvo::RunConfig.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "kvo/core/budget.hpp"
-#include "kvo/core/policy_factory.hpp"
-#include "kvo/core/replay.hpp"
+#include "kvo/core/run_config.hpp"
 #include "kvo/core/safetensors.hpp"
 
 namespace kvo::cli {
 
-struct BudgetArgs {
-  std::string total = "20%";
-  std::string recent;  // empty: half the budget
-  std::vector<std::string> overrides;
-  Budget build() const;
+// What a command takes from the table. Commands that replay a trace take everything; eval, which
+// decodes a text, takes no trace selection (layers, heads, GQA mode, prompt) and gives its budgets
+// as a list (--budgets) in place of --budget.
+struct RunOptionSet {
+  bool budget_total = true;     // --budget
+  bool trace_selection = true;  // --gqa, --prompt-len, --layers, --heads
 };
-void add_budget_options(CLI::App* cmd, BudgetArgs& b);
 
-struct PolicyArgs {
+struct RunArgs {
+  // policy parameters
   int sinks = 4;
   int history = 32;
   std::string objective = "acc";
   std::string h = "id";
   int window = 16;
   double alpha = 0.5;
-  PolicySpec build(const std::string& name) const;
-};
-void add_policy_options(CLI::App* cmd, PolicyArgs& p);
-
-struct ReplayArgs {
+  // budget
+  std::string budget = "20%";
+  std::string recent;  // empty: half the budget
+  std::vector<std::string> overrides;
+  // run
   std::string gqa = "query";
-  int prompt_len = 0;
+  std::optional<int> prompt_len;  // default: the trace's prompt_len metadata
   unsigned long long seed = 0;
-  std::vector<int> layers;
+  std::vector<int> layers, heads;
+
+  // The validated configuration of one policy on a trace (the prompt length defaults to the
+  // trace's own); without a trace, the prompt defaults to 0.
+  RunConfig build(PolicyId policy, const Trace* trace = nullptr) const;
 };
-void add_replay_options(CLI::App* cmd, ReplayArgs& r);
-ReplayOptions make_replay_options(const ReplayArgs& r, const BudgetArgs& b, const PolicyArgs& p,
-                                  const std::string& policy, int threads);
+
+void add_run_options(CLI::App* cmd, RunArgs& a, RunOptionSet set = {});
 
 // --dtype of the commands that write traces: f32, f16 or bf16 (one option, one mapping).
 void add_trace_dtype_option(CLI::App* cmd, std::string& dtype);

@@ -53,6 +53,20 @@ std::string Amount::str() const {
 
 Budget::Budget(Amount total, std::optional<Amount> recent) : total_(total), recent_(recent) {}
 
+Budget Budget::parse(const std::string& total, const std::string& recent, const std::vector<std::string>& overrides) {
+  std::optional<Amount> r;
+  if (!recent.empty()) r = Amount::parse(recent, /*allow_zero=*/true);
+  Budget b(Amount::parse(total), r);
+  for (const auto& o : overrides) b.add_override(o);
+  return b;
+}
+
+Budget Budget::with_total(Amount total) const {
+  Budget b = *this;
+  b.total_ = total;
+  return b;
+}
+
 void Budget::add_override(const std::string& spec) {
   static const std::regex re(R"(L(\d+)(?:H(\d+))?=(.+))");
   std::smatch m;

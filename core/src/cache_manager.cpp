@@ -4,13 +4,23 @@
 #include <iterator>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/policies.hpp"
 
 namespace kvo {
 
 KvEvictionManager::KvEvictionManager(const CacheManagerOptions& o, PolicyMaker maker) : o_(o) {
   require(o.n_layers > 0 && o.n_kv_heads > 0 && o.batch > 0, "cache manager: layers, KV heads and batch must be > 0");
   require(o.max_len > 0, "cache manager: max_len (the length ratio budgets refer to) must be > 0");
-  if (!maker) maker = [&](int, int, int) { return make_policy(o.policy); };
+  const PolicyTraits& traits = policy_traits(o.run.policy.id);
+  if (!maker) {
+    require(traits.nested, "policy " + kvo::policy_name(o.run.policy.id) +
+                               " lets evicted tokens come back; a decoder cannot drive it (decoder policies: " +
+                               policy_names_where([](const PolicyTraits& t) { return t.decoder; }) + ")");
+    require(traits.decoder && !needs_dense(o.run.policy),
+            "policy " + kvo::policy_name(o.run.policy.id) +
+                " needs the dense attention of the whole sequence; a decoder cannot drive it");
+    maker = [&](int, int, int) { return make_policy(o.run.policy); };
+  }
   const size_t count = static_cast<size_t>(o.batch) * o.n_layers * o.n_kv_heads;
   units_.reserve(count);
   next_pos_.assign(count, 0);
@@ -23,10 +33,11 @@ KvEvictionManager::KvEvictionManager(const CacheManagerOptions& o, PolicyMaker m
                 "policy " + p->name() + " needs the dense attention of the whole sequence; a decoder cannot drive it");
         PolicySetup setup;
         setup.n = o.max_len;
-        setup.budget =
-            o.policy.name == "full" ? ResolvedBudget{o.max_len, o.max_len, 0} : o.budget.resolve(o.max_len, l, h);
-        setup.prompt_len = o.prompt_len;
-        setup.seed = o.seed + units_.size();
+        setup.budget = o.run.unit_budget(o.max_len, l, h);
+        setup.prompt_len = o.run.prompt_len;
+        setup.seed = o.run.seed + units_.size();
+        setup.layer = l;
+        setup.unit_head = h;
         p->begin(setup);
         name_ = p->name();
         units_.push_back(std::move(p));
@@ -70,13 +81,7 @@ const std::vector<int>& KvEvictionManager::held(int seq, int layer, int kv_head)
 }
 
 ResolvedBudget KvEvictionManager::budget(int layer, int kv_head) const {
-  return o_.policy.name == "full" ? ResolvedBudget{o_.max_len, o_.max_len, 0}
-                                  : o_.budget.resolve(o_.max_len, layer, kv_head);
-}
-
-void ScheduledPolicy::observe(int i, std::span<const int>, std::span<const double>) {
-  cache_.push_back(i);
-  std::erase_if(cache_, [&](int j) { return j >= static_cast<int>(end_.size()) || end_[static_cast<size_t>(j)] < i; });
+  return o_.run.unit_budget(o_.max_len, layer, kv_head);
 }
 
 }  // namespace kvo

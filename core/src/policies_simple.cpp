@@ -1,4 +1,4 @@
-// Window, StreamingLLM, TOVA, Scissorhands and random eviction.
+// Window, StreamingLLM, TOVA, Scissorhands, random eviction and fixed schedules.
 #include <algorithm>
 
 #include "kvo/core/policies.hpp"
@@ -47,6 +47,16 @@ size_t RandomPolicy::victim(int) {
   const size_t count = candidates(setup().budget.recent);
   std::uniform_int_distribution<size_t> pick(0, count - 1);
   return pick(rng_);
+}
+
+void ScheduledPolicy::begin(const PolicySetup& setup) {
+  cache_.clear();
+  if (source_) end_ = (*source_)(setup.layer, setup.unit_head);
+}
+
+void ScheduledPolicy::observe(int i, std::span<const int>, std::span<const double>) {
+  cache_.push_back(i);
+  std::erase_if(cache_, [&](int j) { return j >= static_cast<int>(end_.size()) || end_[static_cast<size_t>(j)] < i; });
 }
 
 }  // namespace kvo

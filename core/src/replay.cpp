@@ -20,33 +20,15 @@ struct Unit {
   std::vector<int> heads;  // query heads sharing the cache
 };
 
-std::vector<int> chosen_layers(const Trace& tr, const ReplayOptions& o) {
-  if (o.layers.empty()) {
-    std::vector<int> all(static_cast<size_t>(tr.n_layers));
-    std::iota(all.begin(), all.end(), 0);
-    return all;
-  }
-  for (int l : o.layers)
-    require(l >= 0 && l < tr.n_layers,
-            "layer " + std::to_string(l) + " is not in the trace (it has " + std::to_string(tr.n_layers) + ")");
-  return o.layers;
-}
-
-std::vector<Unit> make_units(const Trace& tr, const ReplayOptions& o) {
+std::vector<Unit> make_units(const Trace& tr, const RunConfig& o) {
   std::vector<Unit> units;
-  const int unit_heads = o.gqa == GqaMode::PerQueryHead ? tr.n_heads : tr.n_kv_heads;
-  for (int h : o.heads)
-    require(h >= 0 && h < unit_heads,
-            "head " + std::to_string(h) + " is not in the trace (it has " + std::to_string(unit_heads) + ")");
-  auto wanted = [&](int h) { return o.heads.empty() || std::find(o.heads.begin(), o.heads.end(), h) != o.heads.end(); };
-  for (int l : chosen_layers(tr, o)) {
+  const std::vector<int> heads = o.chosen_heads(o.gqa == GqaMode::PerQueryHead ? tr.n_heads : tr.n_kv_heads);
+  for (int l : o.chosen_layers(tr.n_layers)) {
     if (o.gqa == GqaMode::PerQueryHead) {
-      for (int h = 0; h < tr.n_heads; ++h)
-        if (wanted(h)) units.push_back({l, h, {h}});
+      for (int h : heads) units.push_back({l, h, {h}});
     } else {
       const int g = tr.group_size();
-      for (int kv = 0; kv < tr.n_kv_heads; ++kv) {
-        if (!wanted(kv)) continue;
+      for (int kv : heads) {
         Unit u{l, kv, {}};
         for (int h = kv * g; h < (kv + 1) * g; ++h) u.heads.push_back(h);
         units.push_back(std::move(u));
@@ -71,14 +53,17 @@ void prefix_attention(const HeadView& hv, int i, std::vector<int>& keys, std::ve
 void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint64_t seed,
               std::vector<HeadReplay>& out) {
   const int n = tr.n_tokens;
+  const RunConfig& run = o.run;
   std::vector<HeadView> views;
   for (int h : u.heads) views.emplace_back(tr, u.layer, h);
-  auto policy = make_policy(o.policy);
+  auto policy = make_policy(run.policy);
   PolicySetup setup;
   setup.n = n;
-  setup.budget = o.policy.name == "full" ? ResolvedBudget{n, n, 0} : o.budget.resolve(n, u.layer, u.budget_head);
-  setup.prompt_len = o.prompt_len;
+  setup.budget = run.unit_budget(n, u.layer, u.budget_head);
+  setup.prompt_len = run.prompt_len;
   setup.seed = seed;
+  setup.layer = u.layer;
+  setup.unit_head = u.budget_head;
   setup.head = &views.front();
   Eigen::MatrixXd dense;
   if (policy->needs_dense()) {
@@ -109,7 +94,7 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
     require(!att.empty() && att.front() >= 0 && att.back() <= i && std::is_sorted(att.begin(), att.end()),
             "policy " + policy->name() + " returned an invalid attended set at step " + std::to_string(i));
     lg.resize(att.size());
-    agg.assign(att.size(), o.gqa == GqaMode::KvMax ? -std::numeric_limits<double>::infinity() : 0.0);
+    agg.assign(att.size(), run.gqa == GqaMode::KvMax ? -std::numeric_limits<double>::infinity() : 0.0);
     for (size_t x = 0; x < views.size(); ++x) {
       probs[x].resize(att.size());
       prefix_attention(views[x], i, keys, rows[x], dense_p[x]);  // one pass of logits serves both softmaxes
@@ -117,9 +102,9 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
       for (size_t t = 0; t < att.size(); ++t) lg[t] = rows[x][static_cast<size_t>(att[t])];
       softmax(lg, probs[x]);
       for (size_t t = 0; t < att.size(); ++t)
-        agg[t] = o.gqa == GqaMode::KvMax ? std::max(agg[t], probs[x][t]) : agg[t] + probs[x][t];
+        agg[t] = run.gqa == GqaMode::KvMax ? std::max(agg[t], probs[x][t]) : agg[t] + probs[x][t];
     }
-    if (o.gqa != GqaMode::KvMax)
+    if (run.gqa != GqaMode::KvMax)
       for (double& p : agg) p /= static_cast<double>(views.size());
     policy->observe(i, att, agg);
     if (o.on_step) o.on_step(u.layer, u.budget_head, i, *policy);
@@ -157,56 +142,34 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
   for (auto& hr : out) {
     double s = 0.0;
     int c = 0;
-    for (int i = o.prompt_len; i < n; ++i, ++c) s += hr.steps[static_cast<size_t>(i)].retained_mass;
+    for (int i = run.prompt_len; i < n; ++i, ++c) s += hr.steps[static_cast<size_t>(i)].retained_mass;
     hr.mean_retained_mass = c ? s / c : 1.0;
   }
 }
 
 }  // namespace
 
-GqaMode parse_gqa(const std::string& name) {
-  if (name == "query") return GqaMode::PerQueryHead;
-  if (name == "kv-mean") return GqaMode::KvMean;
-  if (name == "kv-max") return GqaMode::KvMax;
-  throw Error("unknown GQA mode '" + name + "' (expected query, kv-mean or kv-max)");
-}
-
-std::string to_string(GqaMode m) {
-  switch (m) {
-    case GqaMode::PerQueryHead:
-      return "query";
-    case GqaMode::KvMean:
-      return "kv-mean";
-    case GqaMode::KvMax:
-      return "kv-max";
-  }
-  return "?";
-}
-
 int replay_units(const Trace& trace, const ReplayOptions& options) {
-  return static_cast<int>(make_units(trace, options).size());
+  return static_cast<int>(make_units(trace, options.run).size());
 }
 
 ReplayResult replay(const Trace& trace, const ReplayOptions& o) {
-  require(o.prompt_len >= 0 && o.prompt_len <= trace.n_tokens,
-          "prompt length " + std::to_string(o.prompt_len) + " is outside [0, " + std::to_string(trace.n_tokens) + "]");
-  const auto units = make_units(trace, o);
-  // Resolve every budget up front so that a bad budget fails before any work.
-  if (o.policy.name != "full")
-    for (const auto& u : units) o.budget.resolve(trace.n_tokens, u.layer, u.budget_head);
-  make_policy(o.policy);  // unknown names fail here, once
+  // A bad prompt, layer, head or budget fails here, before any work; so do bad policy parameters.
+  o.run.validate(trace);
+  const auto units = make_units(trace, o.run);
+  auto probe = make_policy(o.run.policy);
 
   std::vector<std::vector<HeadReplay>> per_unit(units.size());
   parallel_for(static_cast<int>(units.size()), o.threads, [&](int x) {
     per_unit[x].resize(units[x].heads.size());
-    run_unit(trace, o, units[x], o.seed + static_cast<std::uint64_t>(x), per_unit[x]);
+    run_unit(trace, o, units[x], o.run.seed + static_cast<std::uint64_t>(x), per_unit[x]);
     if (o.on_unit_done) o.on_unit_done();
   });
   ReplayResult r;
-  auto probe = make_policy(o.policy);
+  r.id = o.run.policy.id;
   r.policy = probe->name();
   r.nested = probe->nested();
-  r.gqa = o.gqa;
+  r.gqa = o.run.gqa;
   for (auto& v : per_unit)
     for (auto& h : v) r.heads.push_back(std::move(h));
   std::sort(r.heads.begin(), r.heads.end(), [](const HeadReplay& a, const HeadReplay& b) {

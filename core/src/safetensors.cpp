@@ -136,12 +136,29 @@ void SafetensorsFile::parse(const unsigned char* base, size_t size) {
             "'" + path + "': header length " + std::to_string(hlen) + " exceeds the file size");
     data_ = base + 8 + hlen;
     const size_t data_size = map_size_ - 8 - static_cast<size_t>(hlen);
+    // JSON text holds no raw NUL (Python's safetensors refuses "{...}\0garbage" too).
+    if (const void* nul = std::memchr(base + 8, 0, static_cast<size_t>(hlen)))
+      throw Error("'" + path + "': the header has a NUL byte at offset " +
+                  std::to_string(static_cast<const unsigned char*>(nul) - base - 8) + " (JSON text cannot)");
     nlohmann::json h;
+    std::string duplicate;
     try {
-      h = nlohmann::json::parse(base + 8, base + 8 + hlen);
+      // The callback sees every key; a tensor named twice would otherwise silently keep the last.
+      std::vector<std::string> keys;
+      h = nlohmann::json::parse(base + 8, base + 8 + hlen,
+                                [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+                                  if (depth == 1 && event == nlohmann::json::parse_event_t::key) {
+                                    const auto key = parsed.get<std::string>();
+                                    if (duplicate.empty() && std::find(keys.begin(), keys.end(), key) != keys.end())
+                                      duplicate = key;
+                                    keys.push_back(key);
+                                  }
+                                  return true;
+                                });
     } catch (const nlohmann::json::exception& e) {
       throw Error("'" + path + "': the header is not valid JSON");
     }
+    require(duplicate.empty(), "'" + path + "': the header names '" + duplicate + "' twice");
     require(h.is_object(), "'" + path + "': the header is not a JSON object");
     for (auto it = h.begin(); it != h.end(); ++it) {
       const std::string& name = it.key();
@@ -191,6 +208,16 @@ void SafetensorsFile::parse(const unsigned char* base, size_t size) {
     for (size_t x = 1; x < by_off.size(); ++x)
       require(by_off[x]->begin >= by_off[x - 1]->end,
               "'" + path + "': tensors '" + by_off[x - 1]->name + "' and '" + by_off[x]->name + "' overlap");
+    // As Python's safetensors: the tensors tile the data section, nothing before, between or after.
+    size_t end = 0;
+    for (const TensorInfo* t : by_off) {
+      require(t->begin == end, "'" + path + "': tensor '" + t->name + "' starts at byte " + std::to_string(t->begin) +
+                                   " of the data section, not at " + std::to_string(end) + " (a gap)");
+      end = t->end;
+    }
+    require(end == data_size, "'" + path + "': " + std::to_string(data_size - end) +
+                                  " bytes follow the last tensor (the data section ends at byte " +
+                                  std::to_string(end) + ")");
   }
 }
 

@@ -10,10 +10,20 @@
 
 namespace kvo {
 
-ScorerVariant parse_scorer_variant(const std::string& policy) {
-  if (policy == "h2o" || policy == "h2o-realdrop") return ScorerVariant::H2O;
-  if (policy == "h2o-paper") return ScorerVariant::Paper;
-  throw Error("the greedy scorer replays h2o, h2o-realdrop and h2o-paper, not '" + policy + "'");
+std::vector<Budget> ScorerOptions::budgets() const {
+  if (totals.empty()) return {run.budget};
+  std::vector<Budget> out;
+  for (const Amount& t : totals) out.push_back(run.budget.with_total(t));
+  return out;
+}
+
+ScorerVariant ScorerOptions::variant() const {
+  const ScorerVariant v = policy_traits(run.policy.id).scorer;
+  require(v != ScorerVariant::None, "the greedy scorer replays " + policy_names_where([](const PolicyTraits& t) {
+                                      return t.scorer != ScorerVariant::None;
+                                    }) + ", not '" +
+                                        policy_name(run.policy.id) + "'");
+  return v;
 }
 
 ScorerDevice parse_scorer_device(const std::string& name) {
@@ -24,31 +34,34 @@ ScorerDevice parse_scorer_device(const std::string& name) {
 }
 
 std::vector<ScorerJob> scorer_jobs(const Trace& tr, const ScorerOptions& o) {
-  require(!o.budgets.empty(), "the scorer needs at least one budget");
-  require(o.prompt_len >= 0 && o.prompt_len <= tr.n_tokens,
-          "prompt length " + std::to_string(o.prompt_len) + " is outside [0, " + std::to_string(tr.n_tokens) + "]");
-  std::vector<int> layers = o.layers;
-  if (layers.empty())
-    for (int l = 0; l < tr.n_layers; ++l) layers.push_back(l);
-  for (int l : layers) {
-    require(l >= 0 && l < tr.n_layers, "layer " + std::to_string(l) + " is not in the trace");
+  o.variant();
+  require(o.run.gqa == GqaMode::PerQueryHead, "the greedy scorer keeps one cache per query head: gqa must be query");
+  o.run.validate(tr);
+  const std::vector<int> layers = o.run.chosen_layers(tr.n_layers), heads = o.run.chosen_heads(tr.n_heads);
+  for (int l : layers)
     require(tr.has_qk(l), "the scorer needs queries and keys; layer " + std::to_string(l) +
                               " of the trace holds dense attention only");
-  }
+  const std::vector<Budget> budgets = o.budgets();
   std::vector<ScorerJob> jobs;
-  for (size_t b = 0; b < o.budgets.size(); ++b)
+  for (size_t b = 0; b < budgets.size(); ++b)
     for (int l : layers)
-      for (int h = 0; h < tr.n_heads; ++h) {
+      for (int h : heads) {
         ScorerJob j;
         j.layer = l;
         j.head = h;
         j.budget_index = static_cast<int>(b);
-        j.budget = o.budgets[b].resolve(tr.n_tokens, l, h);
-        const int slots = std::max(j.budget.total, o.prompt_len) + 1;
+        j.budget = budgets[b].resolve(tr.n_tokens, l, h);
+        const int slots = std::max(j.budget.total, o.run.prompt_len) + 1;
         j.capacity = (slots + scorer::kLanes - 1) / scorer::kLanes * scorer::kLanes;
         jobs.push_back(j);
       }
   return jobs;
+}
+
+ScorerResult run_scorer_cuda(const Trace& trace, const ScorerOptions& o) {
+  std::string why;
+  if (gpu::device_count(&why) == 0) throw Error("no CUDA device: " + why);
+  return run_scorer_cuda_jobs(trace, scorer_jobs(trace, o), o.run.prompt_len, o.variant() == ScorerVariant::Paper);
 }
 
 ScorerResult run_scorer(const Trace& trace, const ScorerOptions& o) {

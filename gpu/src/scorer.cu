@@ -12,7 +12,6 @@
 
 #include "kvo/core/error.hpp"
 #include "kvo/gpu/device.hpp"
-#include "kvo/gpu/scorer.hpp"
 #include "kvo/gpu/scorer_math.hpp"
 #include "scorer_jobs.hpp"
 
@@ -147,20 +146,29 @@ void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw Error(std::string("CUDA ") + what + ": " + cudaGetErrorString(e));
 }
 
+// Device memory owned for the length of one run: freed on every path out, errors included.
 template <typename T>
-T* device_copy(const std::vector<T>& host) {
-  T* p = nullptr;
-  check(cudaMalloc(&p, host.size() * sizeof(T) + 1), "malloc");
-  if (!host.empty()) check(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "copy");
-  return p;
-}
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t count) { check(cudaMalloc(&p_, count * sizeof(T) + 1), "malloc"); }
+  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) {
+    if (!host.empty()) check(cudaMemcpy(p_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "copy");
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(p_); }
+  T* get() const { return p_; }
+  void copy_to(std::vector<T>& host) const {
+    check(cudaMemcpy(host.data(), p_, sizeof(T) * host.size(), cudaMemcpyDeviceToHost), "copy back");
+  }
+
+ private:
+  T* p_ = nullptr;
+};
 
 }  // namespace
 
-ScorerResult run_scorer_cuda(const Trace& tr, const ScorerOptions& o) {
-  std::string why;
-  if (gpu::device_count(&why) == 0) throw Error("no CUDA device: " + why);
-  const std::vector<ScorerJob> jobs = scorer_jobs(tr, o);
+ScorerResult run_scorer_cuda_jobs(const Trace& tr, const std::vector<ScorerJob>& jobs, int prompt_len, bool paper) {
   const int n = tr.n_tokens, d = tr.head_dim;
   require(d <= kMaxDim, "the CUDA scorer supports head dimensions up to 512");
   cudaDeviceProp prop{};
@@ -185,35 +193,25 @@ ScorerResult run_scorer_cuda(const Trace& tr, const ScorerOptions& o) {
     v.state_offset = state;
     v.out_offset = static_cast<long>(x) * n;
     v.budget = j.budget.total;
-    v.recent = o.variant == ScorerVariant::Paper ? 0 : j.budget.recent;
+    v.recent = paper ? 0 : j.budget.recent;
     state += j.capacity;
     dj.push_back(v);
   }
-  float* dq = device_copy(q);
-  float* dk = device_copy(k);
-  DeviceJob* djobs = device_copy(dj);
-  int *order = nullptr, *evict = nullptr;
-  double *score = nullptr, *work = nullptr, *score_out = nullptr;
+  const DeviceBuffer<float> dq(q), dk(k);
+  const DeviceBuffer<DeviceJob> djobs(dj);
   const size_t outs = jobs.size() * static_cast<size_t>(n);
-  check(cudaMalloc(&order, sizeof(int) * static_cast<size_t>(state)), "malloc");
-  check(cudaMalloc(&score, sizeof(double) * static_cast<size_t>(state)), "malloc");
-  check(cudaMalloc(&work, sizeof(double) * static_cast<size_t>(state)), "malloc");
-  check(cudaMalloc(&evict, sizeof(int) * outs), "malloc");
-  check(cudaMalloc(&score_out, sizeof(double) * outs), "malloc");
-  check(cudaMemset(evict, 0xff, sizeof(int) * outs), "memset");  // -1: kept to the end
-  scorer_kernel<<<static_cast<unsigned>(jobs.size()), kBlock>>>(dq, dk, djobs, n, d, tr.attn_scale, o.prompt_len,
-                                                                o.variant == ScorerVariant::Paper, order, score, work,
-                                                                evict, score_out);
+  const DeviceBuffer<int> order(static_cast<size_t>(state)), evict(outs);
+  const DeviceBuffer<double> score(static_cast<size_t>(state)), work(static_cast<size_t>(state)), score_out(outs);
+  check(cudaMemset(evict.get(), 0xff, sizeof(int) * outs), "memset");  // -1: kept to the end
+  scorer_kernel<<<static_cast<unsigned>(jobs.size()), kBlock>>>(dq.get(), dk.get(), djobs.get(), n, d, tr.attn_scale,
+                                                                prompt_len, paper, order.get(), score.get(), work.get(),
+                                                                evict.get(), score_out.get());
   check(cudaGetLastError(), "launch");
   check(cudaDeviceSynchronize(), "kernel");
   std::vector<int> ev(outs);
   std::vector<double> sc(outs);
-  check(cudaMemcpy(ev.data(), evict, sizeof(int) * outs, cudaMemcpyDeviceToHost), "copy back");
-  check(cudaMemcpy(sc.data(), score_out, sizeof(double) * outs, cudaMemcpyDeviceToHost), "copy back");
-  for (void* p :
-       {static_cast<void*>(dq), static_cast<void*>(dk), static_cast<void*>(djobs), static_cast<void*>(order),
-        static_cast<void*>(score), static_cast<void*>(work), static_cast<void*>(evict), static_cast<void*>(score_out)})
-    cudaFree(p);
+  evict.copy_to(ev);
+  score_out.copy_to(sc);
   ScorerResult r;
   r.device = std::string("cuda: ") + prop.name;
   r.units.resize(jobs.size());

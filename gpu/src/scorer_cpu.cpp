@@ -45,7 +45,7 @@ void run_unit(const Trace& tr, const ScorerOptions& o, const ScorerJob& job, Sco
   const int n = tr.n_tokens, d = tr.head_dim;
   const float* q = tr.q[static_cast<size_t>(job.layer)].data() + static_cast<size_t>(job.head) * n * d;
   const float* k = tr.k[static_cast<size_t>(job.layer)].data() + static_cast<size_t>(tr.kv_head_of(job.head)) * n * d;
-  const bool paper = o.variant == ScorerVariant::Paper;
+  const bool paper = o.variant() == ScorerVariant::Paper;
   const int budget = job.budget.total, recent = paper ? 0 : job.budget.recent;
   const int cap = job.capacity;
   std::vector<int> token(static_cast<size_t>(cap), -1), order, free_slots;
@@ -71,7 +71,7 @@ void run_unit(const Trace& tr, const ScorerOptions& o, const ScorerJob& job, Sco
       keys[static_cast<size_t>(key_offset(slot, x, d))] = static_cast<double>(k[static_cast<size_t>(i) * d + x]);
     order.push_back(slot);
     const int size = static_cast<int>(order.size());
-    if (accumulates(paper, size, budget, i, o.prompt_len)) {
+    if (accumulates(paper, size, budget, i, o.run.prompt_len)) {
       const float* qi = q + static_cast<size_t>(i) * d;
       store_dot_fp64(qi, keys.data(), high, d, logit.data());
       // The softmax of the replay engine (kvo::softmax) over the kept tokens: the max, exp_fp64 of
@@ -90,7 +90,7 @@ void run_unit(const Trace& tr, const ScorerOptions& o, const ScorerJob& job, Sco
         for (int s : order) score[static_cast<size_t>(s)] += u;
       }
     }
-    if (!evicts(size, budget, i, o.prompt_len)) continue;
+    if (!evicts(size, budget, i, o.run.prompt_len)) continue;
     while (static_cast<int>(order.size()) > budget) {
       // The candidates are a prefix of `order` (token order); the victim is the first one with the
       // smallest score: leaves_before's rule (smaller score, then older token). No candidate (the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/cache_manager.hpp"
@@ -24,10 +25,10 @@ std::vector<double> log_softmax(const Eigen::RowVectorXf& row) {
   return out;
 }
 
-// End times of the dynamic offline optimum per (layer, KV head) for budget k: maximise the retained
-// attention mass (the group's mean dense attention) under nested eviction.
-std::vector<std::vector<int>> oracle_schedules(const Trace& tr, int k) {
-  std::vector<std::vector<int>> ends;
+// End times of the dynamic offline optimum per (layer, KV head) under each unit's budget: maximise
+// the retained attention mass (the group's mean dense attention) under nested eviction.
+std::shared_ptr<const ScheduleSource> oracle_schedules(const Trace& tr, const Budget& budget) {
+  auto ends = std::make_shared<std::vector<std::vector<int>>>();
   const int g = tr.group_size();
   for (int l = 0; l < tr.n_layers; ++l)
     for (int kv = 0; kv < tr.n_kv_heads; ++kv) {
@@ -35,11 +36,16 @@ std::vector<std::vector<int>> oracle_schedules(const Trace& tr, int k) {
       p.w = Eigen::MatrixXd::Zero(tr.n_tokens, tr.n_tokens);
       for (int h = kv * g; h < (kv + 1) * g; ++h) p.w += dense_attention(HeadView(tr, l, h));
       p.w /= g;
-      p.budget = k;
-      ends.push_back(solve_dynamic(p).end);
+      p.budget = budget.resolve(tr.n_tokens, l, kv).total;
+      ends->push_back(solve_dynamic(p).end);
     }
-  return ends;
+  const int n_kv = tr.n_kv_heads;
+  return std::make_shared<const ScheduleSource>(
+      [ends, n_kv](int layer, int kv) { return (*ends)[static_cast<size_t>(layer * n_kv + kv)]; });
 }
+
+// Whether no unit of the model holds fewer than n tokens under this budget (the full cache).
+bool keeps_everything(const Budget& budget, int n) { return !budget.has_overrides() && budget.total().resolve(n) >= n; }
 
 }  // namespace
 
@@ -57,12 +63,8 @@ EvalResult evaluate_policies(const Llama& model, const std::string& text, const 
                                                         " asked for");
   ids.resize(static_cast<size_t>(o.tokens));
   const int n = o.tokens;
-  for (const auto& p : o.policies)
-    if (p != "oracle") {
-      PolicySpec s = o.params;
-      s.name = p;
-      make_policy(s);  // unknown names fail before any work
-    }
+  for (const PolicyId id : o.policies)
+    if (!policy_traits(id).offline) make_policy(o.run.with_policy(id).policy);  // bad parameters fail here
   // The full cache: one batched pass; its next-token distributions are the reference.
   EvalResult res;
   res.tokens = n;
@@ -80,20 +82,23 @@ EvalResult evaluate_policies(const Llama& model, const std::string& text, const 
     res.full_ppl = std::exp(nll / (n - 1));
     res.full_bytes = static_cast<size_t>(n) * c.n_layers * c.n_kv_heads * c.head_dim * 2 * sizeof(float);
   }
-  const bool want_oracle = std::find(o.policies.begin(), o.policies.end(), "oracle") != o.policies.end();
+  const bool want_oracle =
+      std::any_of(o.policies.begin(), o.policies.end(), [](PolicyId id) { return policy_traits(id).offline; });
   Trace trace;
   if (want_oracle) {
     RecordOptions ro;
     ro.tokens = n;
     trace = record_trace(model, text, ro);
   }
-  for (const auto& policy : o.policies)
+  for (const PolicyId id : o.policies)
     for (const Amount& b : o.budgets) {
       EvalPoint pt;
-      pt.policy = policy;
+      pt.id = id;
+      pt.policy = policy_name(id);
       pt.budget = b.str();
       pt.k = std::min(b.resolve(n), n);
-      if (pt.k >= n) {  // the full cache: nothing is ever evicted
+      const Budget budget = o.run.budget.with_total(b);
+      if (keeps_everything(budget, n)) {  // the full cache: nothing is ever evicted
         pt.ppl = res.full_ppl;
         pt.peak_bytes = res.full_bytes;
         for (int t = 0; t < n; ++t)
@@ -102,22 +107,17 @@ EvalResult evaluate_policies(const Llama& model, const std::string& text, const 
         continue;
       }
       CacheManagerOptions mo;
-      mo.policy = o.params;
-      mo.policy.name = policy;
-      mo.budget = Budget(Amount{false, static_cast<double>(pt.k)});
+      mo.run = o.run.with_policy(id);
+      mo.run.budget = budget;
       mo.n_layers = c.n_layers;
       mo.n_kv_heads = c.n_kv_heads;
       mo.max_len = n;
-      PolicyMaker maker;
-      std::vector<std::vector<int>> ends;
-      if (policy == "oracle") {
-        ends = oracle_schedules(trace, pt.k);
-        maker = [&](int, int l, int kv) {
-          return std::make_unique<ScheduledPolicy>("oracle", ends[static_cast<size_t>(l * c.n_kv_heads + kv)]);
-        };
-      }
-      KvEvictionManager mgr(mo, maker);
-      EvictingDecoder dec(model, mgr, pt.k + 1);
+      if (policy_traits(id).offline) mo.run.policy.schedule = oracle_schedules(trace, budget);
+      KvEvictionManager mgr(mo);
+      int slots = 0;
+      for (int l = 0; l < c.n_layers; ++l)
+        for (int kv = 0; kv < c.n_kv_heads; ++kv) slots = std::max(slots, mgr.budget(l, kv).total + 1);
+      EvictingDecoder dec(model, mgr, slots);
       double nll = 0.0, kl = 0.0;
       for (int t = 0; t < n; ++t) {
         const Eigen::RowVectorXf logits = dec.step(ids[static_cast<size_t>(t)]);

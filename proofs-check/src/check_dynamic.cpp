@@ -55,7 +55,7 @@ void check_dynamic(const HeadData& h, const TraceChecksOptions& o, std::vector<C
   const int s0 = std::max(k, h.prompt_len - 1);
   const double thr = 1.0 / (10.0 * n);  // theta = gamma = alpha / (10 n) at the most lenient alpha -> 1
   const std::vector<double> optA = topk_row_sums(h.acc, n, k);
-  const PolicyRun* paper = h.run("h2o-paper");
+  const PolicyRun* paper = h.run(PolicyId::H2OPaper);
   std::vector<double> optC;
   if (paper && paper->scores.size()) optC = topk_row_sums(paper->scores, n, k);
 
@@ -140,7 +140,7 @@ void check_dynamic(const HeadData& h, const TraceChecksOptions& o, std::vector<C
       r.detail = {{"theta_max", worst},
                   {"theta_median", all.empty() ? 0.0 : all[all.size() / 2]},
                   {"threshold_alpha_over_10n", thr},
-                  {"trajectory", "h2o-paper"}};
+                  {"trajectory", paper->name}};
       if (in.name == "B" && in.hh == Concave::Identity) extras.theta_b = worst;
       out.push_back(std::move(r));
     }
@@ -161,7 +161,7 @@ void check_dynamic(const HeadData& h, const TraceChecksOptions& o, std::vector<C
     for (const char* inst : {"A", "C"}) {
       const std::string name = inst;
       if (name == "C" && !has_c) continue;
-      if (name == "A" && run.name != "h2o-paper" && run.name != "h2o") continue;
+      if (name == "A" && run.id != PolicyId::H2OPaper && run.id != PolicyId::H2O) continue;
       const Eigen::MatrixXd& w = name == "A" ? h.acc : run.scores;
       const std::vector<double> opt = name == "A"                      ? optA
                                       : &run == paper && !optC.empty() ? optC
@@ -191,7 +191,7 @@ void check_dynamic(const HeadData& h, const TraceChecksOptions& o, std::vector<C
         }
         if (opt_next > 0) rho_min = std::min(rho_min, v / opt_next);
       }
-      const bool theorem = run.name == "h2o-paper" && name == "C";
+      const bool theorem = run.id == PolicyId::H2OPaper && name == "C";
       const std::string variant = run.name + " " + name + "[id]";
       if (check_enabled(o, "C13")) {
         auto r = head_record(h, "C13", variant, theorem ? ClaimKind::Theorem : ClaimKind::Finding,
@@ -207,8 +207,8 @@ void check_dynamic(const HeadData& h, const TraceChecksOptions& o, std::vector<C
         r.detail = {{"link_a_failures", link_a}, {"steps", steps}};
         out.push_back(std::move(r));
       }
-      if (check_enabled(o, "D8") && run.name == "h2o-paper") {
-        auto r = head_record(h, "D8", "h2o-paper " + name + "[id]", ClaimKind::Defect, base >= kLine, base, i0);
+      if (check_enabled(o, "D8") && run.id == PolicyId::H2OPaper) {
+        auto r = head_record(h, "D8", run.name + " " + name + "[id]", ClaimKind::Defect, base >= kLine, base, i0);
         r.detail = {{"base_step", i0}, {"line", kLine}};
         out.push_back(std::move(r));
       }

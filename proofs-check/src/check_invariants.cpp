@@ -11,7 +11,7 @@ void check_invariants(const HeadData& h, const TraceChecksOptions& o, std::vecto
   const int k = h.k(), P = h.prompt_len;
   if (check_enabled(o, "C1")) {
     for (const auto& run : h.runs) {
-      if (run.name == "full") continue;
+      if (!policy_traits(run.id).budgeted) continue;
       std::vector<char> gone(static_cast<size_t>(h.n), 0);
       std::vector<char> prev(static_cast<size_t>(h.n), 0);
       long bad = 0, first = -1, over = 0, outside = 0, several = 0, reentry = 0;
@@ -48,7 +48,7 @@ void check_invariants(const HeadData& h, const TraceChecksOptions& o, std::vecto
   }
   if (!check_enabled(o, "C27")) return;
   for (const auto& run : h.runs) {
-    if (run.name != "h2o" && run.name != "h2o-realdrop") continue;
+    if (!policy_traits(run.id).h2o_code) continue;
     const int heavy = h.budget.heavy, r = h.budget.recent;
     long bad = 0, first = -1, size_bad = 0, window_bad = 0, argmin_bad = 0, prefill_bad = 0;
     auto fail = [&](int i, long& counter) {

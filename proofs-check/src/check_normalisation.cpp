@@ -12,7 +12,7 @@ namespace kvo::detail {
 void check_normalisation(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out) {
   if (!check_enabled(o, "C2") && !check_enabled(o, "D2")) return;
   if (h.view->head_dim() == 0) return;  // dense-attention traces carry no logits
-  const PolicyRun* run = h.run("h2o-paper");
+  const PolicyRun* run = h.run(PolicyId::H2OPaper);
   if (run == nullptr) run = h.runs.empty() ? nullptr : &h.runs.front();
   if (run == nullptr) return;
   std::vector<int> keys;

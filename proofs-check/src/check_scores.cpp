@@ -30,7 +30,7 @@ float to_half(double x) { return half_to_float(float_to_half(static_cast<float>(
 }  // namespace
 
 void check_scores(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out) {
-  const PolicyRun* run = h.run("h2o-paper");
+  const PolicyRun* run = h.run(PolicyId::H2OPaper);
   if (run == nullptr || run->scores.size() == 0) return;
   std::vector<int> full;  // steps of Alg. 2's full branch (an eviction happened)
   for (int i = 0; i < h.n; ++i)
@@ -111,7 +111,7 @@ void check_scores(const HeadData& h, const TraceChecksOptions& o, std::vector<Ch
       const double want = static_cast<double>(re[static_cast<size_t>(j)]);
       if (want > 0) drift = std::max(drift, std::fabs(static_cast<double>(f16[static_cast<size_t>(j)]) - want) / want);
     }
-    auto r = head_record(h, "C4", "h2o-paper", ClaimKind::Theorem, worst <= 1e-9, worst, worst_step);
+    auto r = head_record(h, "C4", run->name, ClaimKind::Theorem, worst <= 1e-9, worst, worst_step);
     r.detail = {{"tolerance", 1e-9},
                 {"fp16_max_relative_drift", drift},
                 {"fp16_decisions_changed", decision_drift},
@@ -136,7 +136,7 @@ void check_scores(const HeadData& h, const TraceChecksOptions& o, std::vector<Ch
           w.push_back(name == "A" ? h.acc(i, j) : name == "B" ? s.probs[t] : run->scores(i, j));
         }
         const auto sc =
-            scan_submodularity(ModularConcave(w, hh), {}, o.samples, o.seed + static_cast<std::uint64_t>(i));
+            scan_submodularity(ModularConcave(w, hh), {}, o.samples, o.run.seed + static_cast<std::uint64_t>(i));
         if ((sc.violations || sc.monotone_violations) && first < 0) first = i;
         total.triples += sc.triples;
         total.violations += sc.violations;

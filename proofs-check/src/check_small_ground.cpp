@@ -66,7 +66,7 @@ class Sink {
 }  // namespace
 
 void check_small_ground(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out) {
-  const PolicyRun* run = h.run("h2o-paper");
+  const PolicyRun* run = h.run(PolicyId::H2OPaper);
   if (run == nullptr) run = h.runs.empty() ? nullptr : &h.runs.front();
   if (run == nullptr) return;
   std::vector<int> full;
@@ -129,7 +129,7 @@ void check_small_ground(const HeadData& h, const TraceChecksOptions& o, std::vec
         for (int trial = 0; trial < 4; ++trial) {
           const bool adv = trial == 3;
           const double eps = (adv ? 0.05 : 0.01) * b.opt / k;
-          const NoisyGreedy ng = noisy_greedy(*f, k, eps, adv, o.seed + static_cast<std::uint64_t>(i * 8 + trial));
+          const NoisyGreedy ng = noisy_greedy(*f, k, eps, adv, o.run.seed + static_cast<std::uint64_t>(i * 8 + trial));
           const double tol = 1e-12 * (1.0 + b.opt);
           if (check_enabled(o, "C8"))
             sink.at("C8", name + (adv ? " adversarial" : " random"), ClaimKind::Theorem)
@@ -209,7 +209,7 @@ void check_small_ground(const HeadData& h, const TraceChecksOptions& o, std::vec
             std::isfinite(lg[static_cast<size_t>(j)]) ? std::exp(lg[static_cast<size_t>(j)] - mx) / den : 0.0;
         wC[static_cast<size_t>(j)] = run->scores.size() ? run->scores(i, j) : 0.0;
       }
-      const std::uint64_t seed = o.seed + static_cast<std::uint64_t>(i);
+      const std::uint64_t seed = o.run.seed + static_cast<std::uint64_t>(i);
       struct Item {
         const char* name;
         const std::vector<double>* w;

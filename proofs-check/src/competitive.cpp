@@ -12,6 +12,19 @@
 
 namespace kvo {
 
+std::string outside_problem(const std::vector<std::vector<int>>& kept, bool nested, int k, int r) {
+  if (!nested) return "re-enters evicted tokens";
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const auto& s = kept[i];
+    if (static_cast<int>(s.size()) > k)
+      return "holds " + std::to_string(s.size()) + " > k tokens at step " + std::to_string(i);
+    for (int j = std::max(0, static_cast<int>(i) - r + 1); j <= static_cast<int>(i); ++j)
+      if (!std::binary_search(s.begin(), s.end(), j))
+        return "drops token " + std::to_string(j) + " of the forced window at step " + std::to_string(i);
+  }
+  return "";
+}
+
 std::vector<HeadCompetitive> competitive_ratios(const Trace& trace, const CompetitiveOptions& o) {
   require(!o.policies.empty(), "competitive ratios need at least one policy");
   std::vector<ReplayResult> replays;
@@ -44,10 +57,9 @@ std::vector<HeadCompetitive> competitive_ratios(const Trace& trace, const Compet
       std::vector<std::vector<int>> kept;
       kept.reserve(hr.steps.size());
       for (const auto& s : hr.steps) kept.push_back(s.kept);
-      PolicyRatio pr{r.policy, r.nested, schedule_value(p, kept), 0.0};
+      PolicyRatio pr{r.policy, r.nested, schedule_value(p, kept), 0.0, outside_problem(kept, r.nested, hc.k, p.recent)};
       pr.ratio = hc.opt_dyn > 0 ? pr.value / hc.opt_dyn : 1.0;
-      const bool comparable = p.recent == 0 && hr.budget.total == hc.k;
-      if (r.nested && comparable && pr.value > hc.opt_dyn + tol)
+      if (pr.outside.empty() && pr.value > hc.opt_dyn + tol)
         hc.violations.push_back("nested policy " + r.policy + " beats OPT_dyn by " +
                                 std::to_string(pr.value - hc.opt_dyn));
       hc.policies.push_back(pr);

@@ -15,9 +15,9 @@ int PolicyRun::first_eviction() const {
   return -1;
 }
 
-const PolicyRun* HeadData::run(const std::string& name) const {
+const PolicyRun* HeadData::run(PolicyId id) const {
   for (const auto& r : runs)
-    if (r.name == name) return &r;
+    if (r.id == id) return &r;
   return nullptr;
 }
 
@@ -27,8 +27,8 @@ HeadData build_head(const Trace& trace, int layer, int head, const TraceChecksOp
   h.layer = layer;
   h.head = head;
   h.n = trace.n_tokens;
-  h.prompt_len = o.prompt_len;
-  h.budget = o.budget.resolve(trace.n_tokens, layer, head);
+  h.prompt_len = o.run.prompt_len;
+  h.budget = o.run.budget.resolve(trace.n_tokens, layer, head);
   h.view.emplace(trace, layer, head);
   h.a = dense_attention(*h.view);
   if (!light) h.acc = Eigen::MatrixXd::Zero(h.n, h.n);
@@ -36,21 +36,18 @@ HeadData build_head(const Trace& trace, int layer, int head, const TraceChecksOp
     if (i > 0) h.acc.row(i).head(i) = h.acc.row(i - 1).head(i);
     h.acc.row(i).head(i + 1) += h.a.row(i).head(i + 1);
   }
-  for (const auto& name : o.policies) {
+  for (const PolicyId id : o.policies) {
     PolicyRun run;
-    run.name = name;
+    run.id = id;
     ReplayOptions ro;
-    ro.policy = o.params;
-    ro.policy.name = name;
-    ro.budget = o.budget;
-    ro.prompt_len = o.prompt_len;
-    ro.seed = o.seed + static_cast<std::uint64_t>(layer * trace.n_heads + head);
-    ro.layers = {layer};
-    ro.heads = {head};
+    ro.run = o.run.with_policy(id);
+    ro.run.seed = o.run.seed + static_cast<std::uint64_t>(layer * trace.n_heads + head);
+    ro.run.layers = {layer};
+    ro.run.heads = {head};
     ro.record_sets = true;
     ro.record_probs = !light;
     ro.threads = 1;
-    const bool snapshot = !light && (name == "h2o" || name == "h2o-realdrop" || name == "h2o-paper");
+    const bool snapshot = !light && policy_traits(id).exposes_scores;
     if (snapshot) {
       run.scores = Eigen::MatrixXd::Zero(h.n, h.n);
       ro.on_step = [&run](int, int, int i, const EvictionPolicy& p) {
@@ -62,6 +59,7 @@ HeadData build_head(const Trace& trace, int layer, int head, const TraceChecksOp
       };
     }
     ReplayResult r = replay(trace, ro);
+    run.name = policy_name(id);
     run.nested = r.nested;
     run.replay = std::move(r.heads.front());
     h.runs.push_back(std::move(run));

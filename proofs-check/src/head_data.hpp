@@ -16,6 +16,7 @@
 namespace kvo::detail {
 
 struct PolicyRun {
+  PolicyId id = PolicyId::H2O;
   std::string name;
   bool nested = true;
   HeadReplay replay;
@@ -34,7 +35,7 @@ struct HeadData {
   Eigen::MatrixXd a;    // dense causal attention a(i, j), j <= i
   Eigen::MatrixXd acc;  // A_i(j) = sum_{r=j..i} a(r, j) at row i
   std::vector<PolicyRun> runs;
-  const PolicyRun* run(const std::string& name) const;  // nullptr when not replayed
+  const PolicyRun* run(PolicyId id) const;  // nullptr when not replayed
   int k() const { return budget.total; }
 };
 

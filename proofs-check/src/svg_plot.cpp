@@ -32,6 +32,23 @@ std::string num(double v) {
   return b;
 }
 
+// A generous estimate of a sans-serif text's width in pixels (0.6 em per character).
+double text_width(const std::string& s, double font_size) {
+  double chars = 0;
+  for (unsigned char ch : s) chars += (ch & 0xc0) != 0x80 ? 1 : 0;  // UTF-8 characters
+  return 0.6 * font_size * chars;
+}
+
+// A title at (x, y) that never runs past max_width: squeezed with textLength when it would.
+std::string title_text(double x, double y, double font_size, const std::string& title, double max_width) {
+  std::ostringstream o;
+  o << "<text x=\"" << x << "\" y=\"" << y << "\" font-size=\"" << font_size << "\"";
+  if (text_width(title, font_size) > max_width)
+    o << " textLength=\"" << max_width << "\" lengthAdjust=\"spacingAndGlyphs\"";
+  o << ">" << esc(title) << "</text>\n";
+  return o.str();
+}
+
 }  // namespace
 
 std::string LinePlot::svg(int width, int height) const {
@@ -52,7 +69,7 @@ std::string LinePlot::svg(int width, int height) const {
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\">" << esc(title) << "</text>\n";
+    << title_text(left, 22, 15, title, width - left - 8);
   // Axes and ticks.
   o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << pw << "\" height=\"" << ph
     << "\" fill=\"none\" stroke=\"#333\"/>\n";
@@ -119,12 +136,12 @@ std::string HeatMap::svg(int cell) const {
   if (!(hi > lo)) hi = lo + 1.0;
   if (!std::isfinite(lo)) lo = 0.0, hi = 1.0;
   const double left = 70, top = 40;
-  const double width = left + static_cast<double>(cols) * cell + 120,
+  const double width = std::max(left + static_cast<double>(cols) * cell + 120, 16 + text_width(title, 14)),
                height = top + static_cast<double>(rows) * cell + 50;
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
     << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"8\" y=\"20\" font-size=\"14\">" << esc(title) << "</text>\n";
+    << title_text(8, 20, 14, title, width - 16);
   for (size_t r = 0; r < rows; ++r) {
     o << "<text x=\"" << left - 6 << "\" y=\"" << top + (static_cast<double>(r) + 0.7) * cell
       << "\" text-anchor=\"end\">" << r << "</text>\n";
@@ -147,9 +164,12 @@ std::string HeatMap::svg(int cell) const {
   for (int t = 0; t < 50; ++t)
     o << "<rect x=\"" << bx << "\" y=\"" << top + bh * (1.0 - (t + 1) / 50.0) << "\" width=\"14\" height=\""
       << bh / 50.0 + 0.5 << "\" fill=\"" << ramp(t / 49.0) << "\"/>\n";
-  const std::string pre = log_scale ? "1e" : "";
-  o << "<text x=\"" << bx + 18 << "\" y=\"" << top + 10 << "\">" << pre << num(hi) << "</text>\n"
-    << "<text x=\"" << bx + 18 << "\" y=\"" << top + bh << "\">" << pre << num(lo) << "</text>\n</svg>\n";
+  // Colour-bar ends in plain numbers (a log scale's ends are powers of ten of lo and hi).
+  auto plain = [&](double v) { return num(log_scale ? std::pow(10.0, v) : v); };
+  o << "<text x=\"" << bx + 18 << "\" y=\"" << top + 10 << "\">" << plain(hi) << "</text>\n"
+    << "<text x=\"" << bx + 18 << "\" y=\"" << top + bh << "\">" << plain(lo) << "</text>\n";
+  if (log_scale) o << "<text x=\"" << bx + 18 << "\" y=\"" << top + bh / 2 << "\">log scale</text>\n";
+  o << "</svg>\n";
   return o.str();
 }
 

@@ -24,14 +24,10 @@ bool any_loss_check(const TraceChecksOptions& o) {
 }
 
 std::vector<std::pair<int, int>> chosen_heads(const Trace& t, const TraceChecksOptions& o) {
-  std::vector<int> layers = o.layers;
-  if (layers.empty())
-    for (int l = 0; l < t.n_layers; ++l) layers.push_back(l);
+  const std::vector<int> heads = o.run.chosen_heads(t.n_heads);
   std::vector<std::pair<int, int>> out;
-  for (int l : layers) {
-    require(l >= 0 && l < t.n_layers, "layer " + std::to_string(l) + " is not in the trace");
-    for (int h = 0; h < t.n_heads; ++h) out.emplace_back(l, h);
-  }
+  for (int l : o.run.chosen_layers(t.n_layers))
+    for (int h : heads) out.emplace_back(l, h);
   return out;
 }
 
@@ -79,9 +75,11 @@ long work_units(const Trace& trace, const TraceChecksOptions& o) {
 TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions& o) {
   for (const auto& id : o.checks) claim_info(id);  // unknown ids fail before any work
   require(!o.policies.empty(), "no policy to check");
-  for (const auto& [l, h] : chosen_heads(trace, o)) o.budget.resolve(trace.n_tokens, l, h);
+  require(o.run.gqa == GqaMode::PerQueryHead, "the checks keep one cache per query head: gqa must be query");
+  for (PolicyId id : o.policies) o.run.with_policy(id).validate(trace);  // bad parameters fail before any work
+  for (PolicyId id : o.policies) make_policy(o.run.with_policy(id).policy);
   TraceChecksResult res;
-  res.budget = o.budget.str();
+  res.budget = o.run.budget.str();
   const auto heads = chosen_heads(trace, o);
   std::vector<std::vector<CheckRecord>> per_head(heads.size());
   std::vector<detail::HeadExtras> extras(heads.size());
@@ -119,13 +117,14 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
     for (auto& [name, A] : loss_matrices(trace, o)) jobs.push_back({name + " R=1", std::move(A), 1.0});
     for (int t = 0; t < o.loss_random; ++t) {
       const double R = 1.0 + 0.5 * (t % 3);
-      const LossInstance in = random_loss_instance(24, 6, R, 1.0, 0.0, o.seed + 1000u + static_cast<std::uint64_t>(t));
+      const LossInstance in =
+          random_loss_instance(24, 6, R, 1.0, 0.0, o.run.seed + 1000u + static_cast<std::uint64_t>(t));
       jobs.push_back({"random n=24 d=6 R=" + std::to_string(R).substr(0, 3), in.loss.A, R});
     }
     std::vector<std::vector<CheckRecord>> per_job(jobs.size());
     parallel_for(static_cast<int>(jobs.size()), o.threads, [&](int x) {
       const Job& j = jobs[static_cast<size_t>(x)];
-      const std::uint64_t seed = o.seed + 77u * static_cast<std::uint64_t>(x + 1);
+      const std::uint64_t seed = o.run.seed + 77u * static_cast<std::uint64_t>(x + 1);
       const std::string variant = j.name.rfind("random", 0) == 0 ? "random" : "trace keys";
       auto& out = per_job[static_cast<size_t>(x)];
       auto add = [&](std::vector<CheckRecord> rs) {
@@ -151,7 +150,8 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
   res.report.sort();
 
   // Ratio series per policy (median over heads per step) and alpha_hat.
-  for (const auto& p : o.policies) {
+  for (const PolicyId id : o.policies) {
+    const std::string p = policy_name(id);
     PolicySeries s;
     s.policy = p;
     std::vector<double> col;
@@ -199,7 +199,7 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
       const auto [layer, head] = sw[static_cast<size_t>(x) / o.sweep.size()];
       const double b = o.sweep[static_cast<size_t>(x) % o.sweep.size()];
       TraceChecksOptions so = o;
-      so.budget = Budget(Amount{true, b});
+      so.run.budget = o.run.budget.with_total(Amount{true, b});
       const detail::HeadData hd = detail::build_head(trace, layer, head, so, /*light=*/true);
       Cell& c = cells[static_cast<size_t>(x)];
       DynamicProblem p;
@@ -225,7 +225,8 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
       }
       res.sweep.push_back({"static optimum", o.sweep[bi], stat});
       res.sweep.push_back({"OPT_dyn", o.sweep[bi], dyn});
-      for (size_t pi = 0; pi < pol.size(); ++pi) res.sweep.push_back({o.policies[pi], o.sweep[bi], pol[pi]});
+      for (size_t pi = 0; pi < pol.size(); ++pi)
+        res.sweep.push_back({policy_name(o.policies[pi]), o.sweep[bi], pol[pi]});
     }
   }
   return res;

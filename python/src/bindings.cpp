@@ -86,10 +86,18 @@ py::array_t<int> to_array(const std::vector<int>& v) {
   return out;
 }
 
-Budget make_budget(const std::string& total, const std::string& recent) {
-  std::optional<Amount> r;
-  if (!recent.empty()) r = Amount::parse(recent, true);
-  return Budget(Amount::parse(total), r);
+// The module's one way to a run configuration (the same parsers as the CLI's option table).
+RunConfig run_config(const std::string& policy, const std::string& budget, const std::string& recent = "",
+                     const std::vector<std::string>& overrides = {}, int prompt_len = 0, std::uint64_t seed = 0,
+                     std::vector<int> layers = {}, const std::string& gqa = "query") {
+  RunConfig c;
+  c.policy = PolicySpec::named(policy);
+  c.budget = Budget::parse(budget, recent, overrides);
+  c.gqa = parse_gqa(gqa);
+  c.prompt_len = prompt_len;
+  c.seed = seed;
+  c.layers = std::move(layers);
+  return c;
 }
 
 py::object json_to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
@@ -161,22 +169,21 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("policies", [] {
     py::list out;
-    for (const auto& p : policy_catalogue())
-      out.append(py::dict(py::arg("name") = p.name, py::arg("summary") = p.summary, py::arg("nested") = p.nested));
+    for (const auto& p : policy_table())
+      out.append(py::dict(py::arg("name") = std::string(p.name), py::arg("summary") = std::string(p.summary),
+                          py::arg("nested") = p.traits.nested, py::arg("decoder") = p.traits.decoder,
+                          py::arg("scorer") = p.traits.scorer != ScorerVariant::None,
+                          py::arg("seeded") = p.traits.seeded));
     return out;
   });
 
   m.def(
       "replay",
       [](const Trace& t, const std::string& policy, const std::string& budget, const std::string& recent,
-         const std::string& gqa, int prompt_len, std::uint64_t seed, std::vector<int> layers) {
+         const std::string& gqa, int prompt_len, std::uint64_t seed, std::vector<int> layers,
+         std::vector<std::string> overrides) {
         ReplayOptions o;
-        o.policy.name = policy;
-        o.budget = make_budget(budget, recent);
-        o.gqa = parse_gqa(gqa);
-        o.prompt_len = prompt_len;
-        o.seed = seed;
-        o.layers = std::move(layers);
+        o.run = run_config(policy, budget, recent, overrides, prompt_len, seed, std::move(layers), gqa);
         ReplayResult r;
         {
           py::gil_scoped_release release;
@@ -197,19 +204,19 @@ PYBIND11_MODULE(_core, m) {
         }
         return heads;
       },
-      py::arg("trace"), py::arg("policy") = "h2o", py::arg("budget") = "20%", py::arg("recent") = "",
-      py::arg("gqa") = "query", py::arg("prompt_len") = 0, py::arg("seed") = 0, py::arg("layers") = std::vector<int>{},
+      py::arg("trace"), py::arg("policy") = policy_name(PolicyId::H2O), py::arg("budget") = "20%",
+      py::arg("recent") = "", py::arg("gqa") = "query", py::arg("prompt_len") = 0, py::arg("seed") = 0,
+      py::arg("layers") = std::vector<int>{}, py::arg("budget_overrides") = std::vector<std::string>{},
       "replay a policy over every head: per head the kept and evicted positions per step");
 
   m.def(
       "score",
       [](const Trace& t, const std::string& policy, std::vector<std::string> budgets, int prompt_len, int threads,
          const std::string& device) {
+        require(!budgets.empty(), "score needs at least one budget");
         ScorerOptions o;
-        o.variant = parse_scorer_variant(policy);
-        o.budgets.clear();
-        for (const auto& b : budgets) o.budgets.push_back(Budget(Amount::parse(b)));
-        o.prompt_len = prompt_len;
+        o.run = run_config(policy, budgets.front(), "", {}, prompt_len);
+        for (const auto& b : budgets) o.totals.push_back(Amount::parse(b));
         o.threads = threads;
         o.device = parse_scorer_device(device);
         ScorerResult r;
@@ -228,8 +235,9 @@ PYBIND11_MODULE(_core, m) {
         }
         return py::dict(py::arg("device") = r.device, py::arg("units") = units);
       },
-      py::arg("trace"), py::arg("policy") = "h2o", py::arg("budgets") = std::vector<std::string>{"20%"},
-      py::arg("prompt_len") = 0, py::arg("threads") = 0, py::arg("device") = "cpu",
+      py::arg("trace"), py::arg("policy") = policy_name(PolicyId::H2O),
+      py::arg("budgets") = std::vector<std::string>{"20%"}, py::arg("prompt_len") = 0, py::arg("threads") = 0,
+      py::arg("device") = "cpu",
       "the greedy scorer (h2o, h2o-paper) over every head and several budgets in one pass: per unit the step each "
       "token left the cache (-1: kept) and its final score");
 
@@ -294,11 +302,12 @@ PYBIND11_MODULE(_core, m) {
       [](const Trace& t, const std::string& budget, std::vector<std::string> policies, std::vector<std::string> checks,
          int prompt_len, std::uint64_t seed, std::vector<double> sweep) {
         TraceChecksOptions o;
-        o.budget = Budget(Amount::parse(budget));
-        if (!policies.empty()) o.policies = std::move(policies);
+        if (!policies.empty()) {
+          o.policies.clear();
+          for (const auto& p : policies) o.policies.push_back(parse_policy(p));
+        }
+        o.run = run_config(policy_name(o.policies.front()), budget, "", {}, prompt_len, seed);
         for (auto& c : checks) o.checks.insert(c);
-        o.prompt_len = prompt_len;
-        o.seed = seed;
         o.sweep = std::move(sweep);
         TraceChecksResult r;
         {
@@ -314,19 +323,19 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<KvEvictionManager>(m, "KvEvictionManager")
       .def(py::init([](const std::string& policy, const std::string& budget, int n_layers, int n_kv_heads, int batch,
-                       int max_len, int prompt_len, const std::string& recent) {
+                       int max_len, int prompt_len, const std::string& recent, std::vector<std::string> overrides,
+                       std::uint64_t seed) {
              CacheManagerOptions o;
-             o.policy.name = policy;
-             o.budget = make_budget(budget, recent);
+             o.run = run_config(policy, budget, recent, overrides, prompt_len, seed);
              o.n_layers = n_layers;
              o.n_kv_heads = n_kv_heads;
              o.batch = batch;
              o.max_len = max_len;
-             o.prompt_len = prompt_len;
              return std::make_unique<KvEvictionManager>(o);
            }),
            py::arg("policy"), py::arg("budget"), py::arg("n_layers"), py::arg("n_kv_heads"), py::arg("batch") = 1,
-           py::arg("max_len"), py::arg("prompt_len") = 0, py::arg("recent") = "")
+           py::arg("max_len"), py::arg("prompt_len") = 0, py::arg("recent") = "",
+           py::arg("budget_overrides") = std::vector<std::string>{}, py::arg("seed") = 0)
       .def(
           "step",
           [](KvEvictionManager& mgr, int seq, int layer, int kv_head, int pos, const IntArray& positions,

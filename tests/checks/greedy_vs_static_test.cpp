@@ -16,8 +16,8 @@ using namespace kvo::test;
 namespace {
 ReplayResult run(const Trace& tr, const std::string& p, const std::string& budget) {
   ReplayOptions o;
-  o.policy.name = p;
-  o.budget = Budget(Amount::parse(budget));
+  o.run.policy = PolicySpec::named(p);
+  o.run.budget = Budget(Amount::parse(budget));
   return replay(tr, o);
 }
 }  // namespace

@@ -19,7 +19,7 @@ namespace {
 
 TraceChecksOptions small_options() {
   TraceChecksOptions o;
-  o.budget = Budget(Amount::parse("25%"));
+  o.run.budget = Budget(Amount::parse("25%"));
   o.sweep = {0.2, 0.4};
   o.loss_random = 2;
   o.loss_heads = 1;
@@ -48,7 +48,7 @@ TEST(TraceChecks, EveryClaimRunsAndEveryTheoremHoldsOnSyntheticTraces) {
     so.seed = seed;
     const Trace tr = synthesize(so);
     TraceChecksOptions o = small_options();
-    o.prompt_len = seed == 1 ? tr.prompt_len : 0;  // with and without a prefill truncation
+    o.run.prompt_len = seed == 1 ? tr.prompt_len : 0;  // with and without a prefill truncation
     const TraceChecksResult res = run_trace_checks(tr, o);
     std::set<std::string> ids;
     for (const auto& r : res.report.records()) {
@@ -131,7 +131,7 @@ TEST(TraceChecks, AlgorithmOneFillTestLeavesTheCacheOneShort) {
   const Trace tr = test::random_trace(1, 1, 1, 30, 4, 9);
   TraceChecksOptions o = small_options();
   o.checks = {"D1"};
-  o.budget = Budget(Amount::parse("6"));
+  o.run.budget = Budget(Amount::parse("6"));
   o.sweep.clear();
   const auto res = run_trace_checks(tr, o);
   ASSERT_EQ(res.report.records().size(), 1u);

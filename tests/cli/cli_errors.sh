@@ -33,7 +33,7 @@ expect_error "larger than the sequence" replay "$dir/ok.safetensors" --budget 10
 expect_error "not a number" replay "$dir/ok.safetensors" --budget lots --out "$dir/out.jsonl"
 expect_error "unknown policy 'lru'" replay "$dir/ok.safetensors" --policy lru --out "$dir/out.jsonl"
 expect_error "unknown objective" replay "$dir/ok.safetensors" --policy greedy --objective nope --out "$dir/out.jsonl"
-expect_error "replays h2o, h2o-realdrop and h2o-paper" replay "$dir/ok.safetensors" --device cpu --policy tova
+expect_error "replays h2o, h2o-realdrop, h2o-paper, not 'tova'" replay "$dir/ok.safetensors" --device cpu --policy tova
 expect_error "unknown device" replay "$dir/ok.safetensors" --device tpu
 expect_error "needs --device" replay "$dir/ok.safetensors" --budgets 10%,20%
 expect_error "unknown policy" eval --text /usr/share/common-licenses/GPL-3 --tokens 16 --policies nope

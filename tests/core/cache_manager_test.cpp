@@ -7,6 +7,7 @@
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/policies.hpp"
 #include "kvo/core/replay.hpp"
 #include "kvo/core/synth.hpp"
 
@@ -57,13 +58,13 @@ TEST(CacheManager, KeepsWhatTheReplayEngineKeeps) {
   const Trace tr = small_trace(1);
   for (const char* policy : {"h2o", "h2o-paper", "tova", "streaming", "scissorhands", "window", "random"}) {
     ReplayOptions ro;
-    ro.policy.name = policy;
-    ro.budget = Budget(Amount::parse("20%"));
-    ro.gqa = GqaMode::KvMean;
+    ro.run.policy = PolicySpec::named(policy);
+    ro.run.budget = Budget(Amount::parse("20%"));
+    ro.run.gqa = GqaMode::KvMean;
     const ReplayResult want = replay(tr, ro);
     CacheManagerOptions o;
-    o.policy.name = policy;
-    o.budget = ro.budget;
+    o.run.policy = PolicySpec::named(policy);
+    o.run.budget = ro.run.budget;
     o.n_layers = tr.n_layers;
     o.n_kv_heads = tr.n_kv_heads;
     o.max_len = tr.n_tokens;
@@ -77,8 +78,8 @@ TEST(CacheManager, KeepsWhatTheReplayEngineKeeps) {
 TEST(CacheManager, SequencesOfABatchAreIndependent) {
   const Trace a = small_trace(2), b = small_trace(3);
   CacheManagerOptions o;
-  o.policy.name = "h2o";
-  o.budget = Budget(Amount::parse("16"));
+  o.run.policy = PolicySpec::named("h2o");
+  o.run.budget = Budget(Amount::parse("16"));
   o.n_layers = 2;
   o.n_kv_heads = 2;
   o.batch = 2;
@@ -97,13 +98,13 @@ TEST(CacheManager, RejectsWhatADecoderCannotDrive) {
   CacheManagerOptions o;
   o.n_layers = o.n_kv_heads = 1;
   o.max_len = 10;
-  o.budget = Budget(Amount::parse("4"));
-  o.policy.name = "h2o-mask";
+  o.run.budget = Budget(Amount::parse("4"));
+  o.run.policy = PolicySpec::named("h2o-mask");
   EXPECT_THROW(KvEvictionManager{o}, Error);
-  o.policy.name = "greedy";
-  o.policy.objective.name = "dense-acc";
+  o.run.policy = PolicySpec::named("greedy");
+  o.run.policy.objective.name = "dense-acc";
   EXPECT_THROW(KvEvictionManager{o}, Error);
-  o.policy = PolicySpec{};
+  o.run.policy = PolicySpec{};
   KvEvictionManager m(o);
   const std::vector<int> pos = {1};
   const std::vector<double> p = {1.0};
@@ -122,4 +123,29 @@ TEST(CacheManager, ScheduledPolicyFollowsItsEndTimes) {
   EXPECT_EQ(p.cache(), (std::vector<int>{0, 2}));
   p.observe(3, {}, none);
   EXPECT_EQ(p.cache(), (std::vector<int>{2, 3}));
+}
+
+TEST(CacheManager, TheDecoderDocSnippetRuns) {
+  std::vector<int> positions = {0};
+  std::vector<double> p = {1.0};
+  const int s = 3, l = 29, h = 2, pos = 0;
+  // --8<-- [start:manager]
+  kvo::CacheManagerOptions o;
+  o.run.policy = kvo::PolicySpec::named("h2o");  // a policy whose trait `decoder` is set
+  o.run.budget = kvo::Budget::parse("20%");      // tokens or a ratio of max_len
+  o.run.budget.add_override("L3=0.1");           // per layer / per (layer, head): "L3H1=32"
+  o.n_layers = 30;
+  o.n_kv_heads = 3;  // caches are per KV head (GQA-aware)
+  o.batch = 4;       // independent sequences
+  o.max_len = 1024;  // what ratio budgets refer to
+  kvo::KvEvictionManager manager(o);
+
+  // In the decoder, for sequence s, layer l, KV head h, after the new token at position pos
+  // attended the positions it holds (ascending, pos last) with probabilities p (mean over the
+  // query heads of the group):
+  std::vector<int> gone = manager.step(s, l, h, pos, positions, p);  // free these rows now
+  // --8<-- [end:manager]
+  EXPECT_TRUE(gone.empty());
+  EXPECT_EQ(manager.budget(3, 0).total, 102);
+  EXPECT_EQ(manager.budget(4, 0).total, 204);
 }

@@ -31,8 +31,8 @@ TEST(LibraryExample, ReplayAPolicy) {
   // --8<-- [start:replay]
   const kvo::Trace trace = kvo::synthesize(kvo::SynthOptions{});  // or kvo::read_trace(path)
   kvo::ReplayOptions o;
-  o.policy.name = "h2o";
-  o.budget = kvo::Budget(kvo::Amount::parse("20%"));
+  o.run.policy = kvo::PolicySpec::named("h2o");  // kvo::policy_table(): every policy with its traits
+  o.run.budget = kvo::Budget::parse("20%");      // or Budget::parse("20%", "8", {"L3=0.1"})
   const kvo::ReplayResult r = kvo::replay(trace, o);
   const auto& step = r.heads[0].steps[200];  // kept, evicted, retained_mass, ...
   const kvo::GreedyVsStatic check = kvo::greedy_vs_static(trace, r, kvo::Concave::Identity, 0);
@@ -50,7 +50,7 @@ TEST(LibraryExample, RunTheClaimChecks) {
   so.tokens = 64;
   const kvo::Trace trace = kvo::synthesize(so);
   kvo::TraceChecksOptions o;
-  o.budget = kvo::Budget(kvo::Amount::parse("25%"));
+  o.run.budget = kvo::Budget::parse("25%");
   o.checks = {"C10", "C11", "C15"};  // empty: all of C1-C27 and D1-D11
   const kvo::TraceChecksResult res = kvo::run_trace_checks(trace, o);
   long failing_claims = 0;  // paper claims that fail on this trace (findings, not bugs)

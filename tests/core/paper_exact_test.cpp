@@ -6,7 +6,7 @@
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/greedy_evictor.hpp"
-#include "kvo/core/policy_factory.hpp"
+#include "kvo/core/policy_registry.hpp"
 #include "kvo/core/replay.hpp"
 #include "test_support.hpp"
 
@@ -20,7 +20,7 @@ TEST(PaperExact, EvictsTheArgminOfTheAccumulatedScoreForEveryIncreasingH) {
     for (int trial = 0; trial < 50; ++trial) {
       const int n = 30 + static_cast<int>(g() % 30), k = 2 + static_cast<int>(g() % 10);
       PolicySpec spec;
-      spec.name = "h2o-paper";
+      spec.id = parse_policy("h2o-paper");
       spec.objective.h = h;
       auto p = make_policy(spec);
       auto& ev = dynamic_cast<GreedyEvictor&>(*p);
@@ -63,7 +63,7 @@ TEST(PaperExact, EvictsTheArgminOfTheAccumulatedScoreForEveryIncreasingH) {
 
 TEST(PaperExact, TiesEvictTheOldest) {
   PolicySpec spec;
-  spec.name = "h2o-paper";
+  spec.id = parse_policy("h2o-paper");
   auto p = make_policy(spec);
   PolicySetup setup;
   setup.n = 4;
@@ -80,12 +80,12 @@ TEST(PaperExact, TiesEvictTheOldest) {
 TEST(PaperExact, GenericGreedyOnOneStepObjectiveEqualsTova) {
   const Trace tr = random_trace(1, 2, 1, 60, 8, 32, 0.5);
   ReplayOptions a;
-  a.policy.name = "tova";
-  a.budget = Budget(Amount::parse("9"));
+  a.run.policy = PolicySpec::named("tova");
+  a.run.budget = Budget(Amount::parse("9"));
   ReplayOptions b = a;
-  b.policy.name = "greedy";
-  b.policy.objective.name = "one-step";
-  b.policy.objective.h = Concave::Log;
+  b.run.policy = PolicySpec::named("greedy");
+  b.run.policy.objective.name = "one-step";
+  b.run.policy.objective.h = Concave::Log;
   const auto ra = replay(tr, a), rb = replay(tr, b);
   for (size_t x = 0; x < ra.heads.size(); ++x)
     for (int i = 0; i < 60; ++i) ASSERT_EQ(ra.heads[x].steps[i].kept, rb.heads[x].steps[i].kept) << i;
@@ -96,9 +96,9 @@ TEST(PaperExact, EveryObjectiveRuns) {
   const Trace tr = random_trace(1, 1, 1, 30, 8, 33);
   for (const char* obj : {"acc", "one-step", "dense-acc", "mass", "fl", "sat-cov", "fidelity"}) {
     ReplayOptions o;
-    o.policy.name = "greedy";
-    o.policy.objective.name = obj;
-    o.budget = Budget(Amount::parse("6"));
+    o.run.policy = PolicySpec::named("greedy");
+    o.run.policy.objective.name = obj;
+    o.run.budget = Budget(Amount::parse("6"));
     const auto r = replay(tr, o);
     EXPECT_EQ(r.policy, std::string("greedy:") + obj);
     for (int i = 0; i < 30; ++i) EXPECT_LE(r.heads[0].steps[i].kept.size(), 6u) << obj;
@@ -109,9 +109,9 @@ TEST(PaperExact, EveryObjectiveRuns) {
 TEST(PaperExact, MassObjectiveEvictsTheSmallestDenseWeight) {
   const Trace tr = random_trace(1, 1, 1, 40, 8, 34);
   ReplayOptions o;
-  o.policy.name = "greedy";
-  o.policy.objective.name = "mass";
-  o.budget = Budget(Amount::parse("5"));
+  o.run.policy = PolicySpec::named("greedy");
+  o.run.policy.objective.name = "mass";
+  o.run.budget = Budget(Amount::parse("5"));
   const auto r = replay(tr, o);
   const HeadView hv(tr, 0, 0);
   const Eigen::MatrixXd a = dense_attention(hv);

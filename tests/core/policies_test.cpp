@@ -6,7 +6,7 @@
 #include <set>
 
 #include "kvo/core/error.hpp"
-#include "kvo/core/policy_factory.hpp"
+#include "kvo/core/policy_registry.hpp"
 #include "kvo/core/replay.hpp"
 #include "kvo/core/synth.hpp"
 #include "test_support.hpp"
@@ -19,13 +19,13 @@ namespace {
 ReplayResult run(const Trace& tr, const std::string& policy, const std::string& budget, const std::string& recent = "",
                  int prompt = 0, bool probs = false, GqaMode gqa = GqaMode::PerQueryHead, std::uint64_t seed = 0) {
   ReplayOptions o;
-  o.policy.name = policy;
-  o.budget =
+  o.run.policy = PolicySpec::named(policy);
+  o.run.budget =
       recent.empty() ? Budget(Amount::parse(budget)) : Budget(Amount::parse(budget), Amount::parse(recent, true));
-  o.prompt_len = prompt;
+  o.run.prompt_len = prompt;
   o.record_probs = probs;
-  o.gqa = gqa;
-  o.seed = seed;
+  o.run.gqa = gqa;
+  o.run.seed = seed;
   o.threads = 2;
   return replay(tr, o);
 }
@@ -55,9 +55,9 @@ TEST(Policies, NestedInvariantsOnRandomAndSyntheticTraces) {
     const int k = 2 + static_cast<int>(g() % (so.tokens / 3));
     const int prompt = static_cast<int>(g() % (so.tokens / 2));
     const std::string recent = std::to_string(g() % (k + 1));
-    for (const auto& info : policy_catalogue()) {
-      if (!info.nested || info.name == "full") continue;
-      const auto r = run(tr, info.name, std::to_string(k), recent, prompt);
+    for (const auto& info : policy_table()) {
+      if (!info.traits.nested || !info.traits.budgeted || info.traits.offline) continue;
+      const auto r = run(tr, std::string(info.name), std::to_string(k), recent, prompt);
       ASSERT_TRUE(r.nested);
       for (const auto& h : r.heads) {
         std::vector<int> prev;
@@ -93,9 +93,9 @@ TEST(Policies, WindowKeepsTheMostRecentTokens) {
 TEST(Policies, StreamingKeepsSinksAndAWindow) {
   const Trace tr = random_trace(1, 1, 1, 40, 8, 2);
   ReplayOptions o;
-  o.policy.name = "streaming";
-  o.policy.sinks = 3;
-  o.budget = Budget(Amount::parse("8"));
+  o.run.policy = PolicySpec::named("streaming");
+  o.run.policy.sinks = 3;
+  o.run.budget = Budget(Amount::parse("8"));
   const auto r = replay(tr, o);
   for (int i = 8; i < 40; ++i) {
     std::vector<int> want = {0, 1, 2};
@@ -244,7 +244,12 @@ TEST(Policies, ScissorhandsProtectsTheRecentWindow) {
 }
 
 TEST(Policies, UnknownPolicyIsAnError) {
-  PolicySpec s;
-  s.name = "lru";
-  EXPECT_THROW(make_policy(s), Error);
+  EXPECT_THROW(PolicySpec::named("lru"), Error);
+  try {
+    parse_policy("lru");
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown policy 'lru' (known: h2o, h2o-realdrop"), std::string::npos);
+  }
+  PolicySpec oracle = PolicySpec::named("oracle");  // needs a schedule, which only eval computes
+  EXPECT_THROW(make_policy(oracle), Error);
 }

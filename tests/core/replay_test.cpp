@@ -14,8 +14,8 @@ using namespace kvo::test;
 TEST(Replay, RetainedMassEqualsDenseAttentionOverTheAttendedSet) {
   const Trace tr = random_trace(2, 2, 1, 40, 8, 41, 0.5);
   ReplayOptions o;
-  o.policy.name = "h2o";
-  o.budget = Budget(Amount::parse("7"));
+  o.run.policy = PolicySpec::named("h2o");
+  o.run.budget = Budget(Amount::parse("7"));
   const auto r = replay(tr, o);
   for (const auto& h : r.heads) {
     const Eigen::MatrixXd a = dense_attention(HeadView(tr, h.layer, h.head));
@@ -30,8 +30,8 @@ TEST(Replay, RetainedMassEqualsDenseAttentionOverTheAttendedSet) {
 TEST(Replay, ProbabilitiesAreRenormalisedOverTheAttendedSet) {
   const Trace tr = random_trace(1, 1, 1, 30, 8, 42);
   ReplayOptions o;
-  o.policy.name = "tova";
-  o.budget = Budget(Amount::parse("5"));
+  o.run.policy = PolicySpec::named("tova");
+  o.run.budget = Budget(Amount::parse("5"));
   o.record_probs = true;
   const auto r = replay(tr, o);
   const HeadView hv(tr, 0, 0);
@@ -52,8 +52,8 @@ TEST(Replay, ProbabilitiesAreRenormalisedOverTheAttendedSet) {
 TEST(Replay, DeterministicAcrossThreadCounts) {
   const Trace tr = random_trace(2, 4, 2, 40, 8, 43);
   ReplayOptions o;
-  o.policy.name = "random";
-  o.budget = Budget(Amount::parse("0.25"));
+  o.run.policy = PolicySpec::named("random");
+  o.run.budget = Budget(Amount::parse("0.25"));
   o.threads = 1;
   const auto a = replay(tr, o);
   o.threads = 3;
@@ -75,8 +75,8 @@ TEST(Replay, DenseOnlyTracesReplayLikeQKTraces) {
   dense.v[0].clear();
   dense.head_dim = 0;
   ReplayOptions o;
-  o.policy.name = "h2o";
-  o.budget = Budget(Amount::parse("6"));
+  o.run.policy = PolicySpec::named("h2o");
+  o.run.budget = Budget(Amount::parse("6"));
   const auto a = replay(tr, o), b = replay(dense, o);
   for (size_t x = 0; x < a.heads.size(); ++x)
     for (int i = 0; i < 30; ++i) {
@@ -88,15 +88,20 @@ TEST(Replay, DenseOnlyTracesReplayLikeQKTraces) {
 TEST(Replay, BadOptionsAreErrors) {
   const Trace tr = random_trace(1, 1, 1, 20, 8, 45);
   ReplayOptions o;
-  o.budget = Budget(Amount::parse("30"));
+  o.run.budget = Budget(Amount::parse("30"));
   EXPECT_THROW(replay(tr, o), Error);  // budget larger than the sequence
-  o.budget = Budget(Amount::parse("5"));
-  o.layers = {3};
+  o.run.budget = Budget(Amount::parse("5"));
+  o.run.layers = {3};
   EXPECT_THROW(replay(tr, o), Error);
-  o.layers = {};
-  o.policy.name = "nope";
+  o.run.layers = {};
+  EXPECT_THROW(PolicySpec::named("nope"), Error);
+  o.run.policy = PolicySpec::named("oracle");  // an offline policy needs a schedule
   EXPECT_THROW(replay(tr, o), Error);
-  o.policy.name = "h2o";
-  o.prompt_len = 21;
+  o.run.heads = {4};
+  o.run.policy = PolicySpec::named("h2o");
+  EXPECT_THROW(replay(tr, o), Error);  // no head 4
+  o.run.heads = {};
+  o.run.policy = PolicySpec::named("h2o");
+  o.run.prompt_len = 21;
   EXPECT_THROW(replay(tr, o), Error);
 }

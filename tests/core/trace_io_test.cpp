@@ -107,7 +107,7 @@ TEST(TraceIO, ReadsADenseAttentionOnlyFileLikeNumpyWritesIt) {
 }
 
 TEST(TraceIO, BrokenFilesGiveOneClearError) {
-  const std::string four(16, '\0');
+  const std::string four(16, '\0'), eight(8, '\0'), one_float(4, '\0');
   struct Case {
     std::string name, header, data;
     std::int64_t hlen;
@@ -119,7 +119,7 @@ TEST(TraceIO, BrokenFilesGiveOneClearError) {
       {"hlen", "{}", "", 1000, "exceeds the file size"},
       {"json", "{not json", "", -1, "not valid JSON"},
       {"array", "[1,2]", "", -1, "not a JSON object"},
-      {"format", R"({"layers.0.q":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", four, -1,
+      {"format", R"({"layers.0.q":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", one_float, -1,
        "not a kvoracle trace"},
       {"version", R"({"__metadata__":{"format":"kvoracle-trace","format_version":"9"}})", "", -1, "version '9'"},
       {"dtype", "{" + kMeta + R"(,"layers.0.q":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})", four, -1,
@@ -134,9 +134,17 @@ TEST(TraceIO, BrokenFilesGiveOneClearError) {
        "negative"},
       {"rank", "{" + kMeta + R"(,"layers.0.q":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})", four, -1,
        "3 dimensions"},
-      {"onlyq", "{" + kMeta + "," + q + "}", four, -1, "only one of q and k"},
-      {"gap", "{" + kMeta + R"(,"layers.1.attn":{"dtype":"F32","shape":[1,1,1],"data_offsets":[0,4]}})", four, -1,
+      {"onlyq", "{" + kMeta + "," + q + "}", eight, -1, "only one of q and k"},
+      {"gap", "{" + kMeta + R"(,"layers.1.attn":{"dtype":"F32","shape":[1,1,1],"data_offsets":[0,4]}})", one_float, -1,
        "without gaps"},
+      // What Python's safetensors refuses: a name twice, a NUL after the JSON, bytes after the last
+      // tensor, a hole between tensors.
+      {"twice", "{" + kMeta + "," + q + "," + k + "," + q + "}", four, -1, "names 'layers.0.q' twice"},
+      {"nul", "{" + kMeta + "," + q + "," + k + "}" + std::string(1, '\0') + "garbage}", four, -1,
+       "NUL byte at offset"},
+      {"trailing", "{" + kMeta + "," + q + "," + k + "}", four + "tail", -1, "4 bytes follow the last tensor"},
+      {"hole", "{" + kMeta + "," + q + R"(,"layers.0.k":{"dtype":"F32","shape":[1,1,2],"data_offsets":[12,20]}})",
+       four + "tail", -1, "starts at byte 12 of the data section, not at 8"},
       {"stranger", "{" + kMeta + "," + q + "," + k + R"(,"weights":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}})",
        four, -1, "unexpected tensor"},
   };

@@ -27,9 +27,9 @@ struct CoreRun {
 
 CoreRun core_run(const Trace& tr, const std::string& policy, const Budget& b, int prompt_len) {
   ReplayOptions o;
-  o.policy.name = policy;
-  o.budget = b;
-  o.prompt_len = prompt_len;
+  o.run.policy = PolicySpec::named(policy);
+  o.run.budget = b;
+  o.run.prompt_len = prompt_len;
   o.threads = 2;
   CoreRun r;
   r.final_scores.resize(static_cast<size_t>(tr.n_layers * tr.n_heads));
@@ -71,7 +71,7 @@ Trace gqa_trace(std::uint64_t seed) {
   so.layers = 2;
   so.heads = 4;
   so.kv_heads = 2;
-  so.tokens = 157;  // not a multiple of the twin's batch of 4 queries
+  so.tokens = 157;   // not a multiple of the twin's batch of 4 queries
   so.head_dim = 24;  // not a multiple of 8 on purpose
   so.seed = seed;
   return synthesize(so);
@@ -85,26 +85,29 @@ TEST(Scorer, CpuTwinEqualsTheReplayEngine) {
       for (const char* budget : {"10%", "25%", "17"}) {
         const Trace tr = gqa_trace(3);
         ScorerOptions o;
-        o.variant = parse_scorer_variant(policy);
-        o.budgets = {Budget(Amount::parse(budget))};
-        o.prompt_len = prompt;
+        o.run.policy = PolicySpec::named(policy);
+        o.run.budget = Budget::parse(budget);
+        o.run.prompt_len = prompt;
         o.device = ScorerDevice::Cpu;
         const ScorerResult r = run_scorer(tr, o);
         EXPECT_NE(r.device.find("cpu twin"), std::string::npos);
         SCOPED_TRACE(std::string(policy) + " prompt " + std::to_string(prompt) + " budget " + budget);
-        expect_same(tr, r, core_run(tr, policy, o.budgets[0], prompt), 0, 0.0);
+        expect_same(tr, r, core_run(tr, policy, o.run.budget, prompt), 0, 0.0);
       }
 }
 
 TEST(Scorer, SeveralBudgetsInOnePass) {
   const Trace tr = gqa_trace(4);
   ScorerOptions o;
-  o.budgets = {Budget(Amount::parse("8")), Budget(Amount::parse("20%")),
-               Budget(Amount::parse("50%"), Amount::parse("0", true))};
+  o.totals = {Amount::parse("8"), Amount::parse("20%"), Amount::parse("50%")};
   o.device = ScorerDevice::Cpu;
-  const ScorerResult r = run_scorer(tr, o);
-  ASSERT_EQ(r.units.size(), 3u * 2 * 4);
-  for (int b = 0; b < 3; ++b) expect_same(tr, r, core_run(tr, "h2o", o.budgets[static_cast<size_t>(b)], 0), b, 0.0);
+  for (const char* recent : {"", "0"}) {  // every total takes the run's recent window
+    o.run.budget = Budget::parse("10%", recent);
+    const ScorerResult r = run_scorer(tr, o);
+    ASSERT_EQ(r.units.size(), 3u * 2 * 4);
+    const auto budgets = o.budgets();
+    for (int b = 0; b < 3; ++b) expect_same(tr, r, core_run(tr, "h2o", budgets[static_cast<size_t>(b)], 0), b, 0.0);
+  }
 }
 
 TEST(Scorer, ThreadCountDoesNotChangeResults) {
@@ -122,7 +125,9 @@ TEST(Scorer, ThreadCountDoesNotChangeResults) {
 }
 
 TEST(Scorer, RejectsWhatItCannotReplay) {
-  EXPECT_THROW(parse_scorer_variant("tova"), Error);
+  ScorerOptions tova;
+  tova.run.policy = PolicySpec::named("tova");
+  EXPECT_THROW(tova.variant(), Error);
   EXPECT_THROW(parse_scorer_device("tpu"), Error);
   Trace dense;
   dense.resize_layers(1);
@@ -130,7 +135,7 @@ TEST(Scorer, RejectsWhatItCannotReplay) {
   dense.n_tokens = 4;
   dense.attn[0].assign(16, 0.25f);
   ScorerOptions o;
-  o.budgets = {Budget(Amount::parse("2"))};
+  o.run.budget = Budget::parse("2");
   o.device = ScorerDevice::Cpu;
   EXPECT_THROW(run_scorer(dense, o), Error);
 }
@@ -146,9 +151,9 @@ TEST(Scorer, CudaBackEndMatchesTheTwin) {
   for (const char* policy : {"h2o", "h2o-paper"}) {
     const Trace tr = gqa_trace(6);
     ScorerOptions o;
-    o.variant = parse_scorer_variant(policy);
-    o.budgets = {Budget(Amount::parse("10%")), Budget(Amount::parse("30%"))};
-    o.prompt_len = 30;
+    o.run.policy = PolicySpec::named(policy);
+    o.totals = {Amount::parse("10%"), Amount::parse("30%")};
+    o.run.prompt_len = 30;
     o.device = ScorerDevice::Cuda;
     const ScorerResult gpu_r = run_scorer(tr, o);
     o.device = ScorerDevice::Cpu;
@@ -166,10 +171,10 @@ TEST(Scorer, CpuTwinEqualsTheReplayEngineOnTheRealModelTrace) {
   const Trace tr = read_trace(std::string(KVO_SOURCE_DIR) + "/tests/data/golden-gpl3-128.safetensors");
   for (const char* policy : {"h2o", "h2o-paper"}) {
     ScorerOptions o;
-    o.variant = parse_scorer_variant(policy);
-    o.budgets = {Budget(Amount::parse("20%"))};
+    o.run.policy = PolicySpec::named(policy);
+    o.run.budget = Budget::parse("20%");
     o.device = ScorerDevice::Cpu;
     SCOPED_TRACE(policy);
-    expect_same(tr, run_scorer(tr, o), core_run(tr, policy, o.budgets[0], 0), 0, 0.0);
+    expect_same(tr, run_scorer(tr, o), core_run(tr, policy, o.run.budget, 0), 0, 0.0);
   }
 }

@@ -17,8 +17,8 @@ namespace {
 
 CacheManagerOptions options(const model::Llama& m, const std::string& policy, const std::string& budget, int n) {
   CacheManagerOptions o;
-  o.policy.name = policy;
-  o.budget = Budget(Amount::parse(budget));
+  o.run.policy = PolicySpec::named(policy);
+  o.run.budget = Budget(Amount::parse(budget));
   o.n_layers = m.config().n_layers;
   o.n_kv_heads = m.config().n_kv_heads;
   o.max_len = n;
@@ -80,7 +80,7 @@ TEST(Eval, FullBudgetIsTheFullCacheAndEveryPointIsSane) {
   const std::string text = test::gpl3_text();
   model::EvalOptions o;
   o.tokens = 24;
-  o.policies = {"h2o", "window", "oracle"};
+  o.policies = kvo::parse_policy_list("h2o,window,oracle");
   o.budgets = {Amount::parse("6"), Amount::parse("100%")};
   long ticks = 0;
   o.on_token = [&] { ++ticks; };
@@ -102,6 +102,5 @@ TEST(Eval, FullBudgetIsTheFullCacheAndEveryPointIsSane) {
       EXPECT_GT(p.mean_kl, 0.0) << p.policy;
     }
   }
-  o.policies = {"no-such-policy"};
-  EXPECT_THROW(model::evaluate_policies(m, text, o), kvo::Error);
+  EXPECT_THROW(kvo::parse_policy_list("no-such-policy"), kvo::Error);
 }

@@ -134,9 +134,9 @@ TEST(DynamicOracle, OrderingPolicyBelowOptBelowStaticSum) {
     EXPECT_LE(opt.value, static_sum + 1e-9);
     for (const char* policy : {"h2o", "h2o-paper", "tova", "window", "streaming", "scissorhands"}) {
       ReplayOptions o;
-      o.policy.name = policy;
-      o.budget = Budget(Amount::parse("16"));
-      o.layers = {0};
+      o.run.policy = PolicySpec::named(policy);
+      o.run.budget = Budget(Amount::parse("16"));
+      o.run.layers = {0};
       const auto r = replay(tr, o);
       std::vector<std::vector<int>> kept;
       for (const auto& s : r.heads[static_cast<size_t>(head)].steps) kept.push_back(s.kept);

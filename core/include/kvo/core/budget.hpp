@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace kvo {
 
@@ -32,6 +33,13 @@ class Budget {
  public:
   Budget() = default;
   explicit Budget(Amount total, std::optional<Amount> recent = std::nullopt);
+  // The one parser of budget text: a total ("64", "0.2", "20%"), an optional recent part (empty:
+  // half the total; tokens, or a ratio of the total) and overrides ("L3=0.1", "L3H2=32").
+  static Budget parse(const std::string& total, const std::string& recent = "",
+                      const std::vector<std::string>& overrides = {});
+  // The same recent part and overrides with another total (budget sweeps).
+  Budget with_total(Amount total) const;
+  bool has_overrides() const { return !layer_.empty() || !head_.empty(); }
 
   // Parses "L3=0.1" (layer 3) or "L3H2=32" (layer 3, head 2) into an override.
   void add_override(const std::string& spec);

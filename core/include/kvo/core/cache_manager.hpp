@@ -4,25 +4,22 @@
 // positions it holds and the query heads' probabilities over them (aggregated over the group),
 // and gets back the positions to evict now. Budgets are absolute or ratios, per layer / head.
 #pragma once
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "kvo/core/budget.hpp"
 #include "kvo/core/policy.hpp"
-#include "kvo/core/policy_factory.hpp"
+#include "kvo/core/run_config.hpp"
 
 namespace kvo {
 
 struct CacheManagerOptions {
-  PolicySpec policy;
-  Budget budget;
+  RunConfig run;  // policy, budget, prompt_len (positions < prompt_len - 1 are never evicted), seed
   int n_layers = 0, n_kv_heads = 0;
-  int batch = 1;       // independent sequences
-  int max_len = 0;     // the sequence length ratio budgets refer to
-  int prompt_len = 0;  // positions < prompt_len - 1 are never evicted (prefill)
-  std::uint64_t seed = 0;
+  int batch = 1;    // independent sequences
+  int max_len = 0;  // the sequence length ratio budgets refer to
 };
 
 // Builds a policy for one (sequence, layer, KV head) unit; the default uses make_policy.
@@ -30,8 +27,9 @@ using PolicyMaker = std::function<std::unique_ptr<EvictionPolicy>(int seq, int l
 
 class KvEvictionManager {
  public:
-  // kvo::Error for policies a decoder cannot drive: non-nested ones (h2o-mask) and objectives that
-  // need the dense attention of the whole sequence ahead of time.
+  // kvo::Error for policies a decoder cannot drive (the registry's traits): non-nested ones
+  // (h2o-mask) and objectives that need the dense attention of the whole sequence ahead of time.
+  // A custom maker's policies are held to the same rules through their nested() / needs_dense().
   explicit KvEvictionManager(const CacheManagerOptions& options, PolicyMaker maker = {});
 
   // Step `pos` of sequence `seq` at (layer, kv_head): `positions` are the token positions the
@@ -52,22 +50,6 @@ class KvEvictionManager {
   std::string name_;
   std::vector<std::unique_ptr<EvictionPolicy>> units_;
   std::vector<int> next_pos_;
-};
-
-// Replays a fixed schedule: token j stays until step end[j] (j - 1: never kept). The oracle-guided
-// policy of `kvoracle eval` follows the dynamic offline optimum of the full-attention trace.
-class ScheduledPolicy final : public EvictionPolicy {
- public:
-  ScheduledPolicy(std::string name, std::vector<int> end) : name_(std::move(name)), end_(std::move(end)) {}
-  std::string name() const override { return name_; }
-  void begin(const PolicySetup&) override { cache_.clear(); }
-  void observe(int i, std::span<const int> attended, std::span<const double> probs) override;
-  const std::vector<int>& cache() const override { return cache_; }
-
- private:
-  std::string name_;
-  std::vector<int> end_;
-  std::vector<int> cache_;
 };
 
 }  // namespace kvo

@@ -7,13 +7,14 @@
 #include <vector>
 
 #include "kvo/core/policy.hpp"
+#include "kvo/core/policy_registry.hpp"
 
 namespace kvo {
 
 // Keeps every token (the reference every other policy is compared with).
 class FullCachePolicy final : public EvictionPolicy {
  public:
-  std::string name() const override { return "full"; }
+  std::string name() const override { return policy_name(PolicyId::Full); }
   void begin(const PolicySetup&) override { cache_.clear(); }
   void observe(int i, std::span<const int>, std::span<const double>) override { cache_.push_back(i); }
   const std::vector<int>& cache() const override { return cache_; }
@@ -25,7 +26,7 @@ class FullCachePolicy final : public EvictionPolicy {
 // Sliding window: keeps the most recent `total` tokens.
 class WindowPolicy final : public NestedPolicy {
  public:
-  std::string name() const override { return "window"; }
+  std::string name() const override { return policy_name(PolicyId::Window); }
 
  protected:
   size_t victim(int) override { return 0; }
@@ -35,7 +36,7 @@ class WindowPolicy final : public NestedPolicy {
 class StreamingPolicy final : public NestedPolicy {
  public:
   explicit StreamingPolicy(int sinks) : sinks_(sinks) {}
-  std::string name() const override { return "streaming"; }
+  std::string name() const override { return policy_name(PolicyId::Streaming); }
 
  protected:
   size_t victim(int) override;
@@ -47,7 +48,7 @@ class StreamingPolicy final : public NestedPolicy {
 // TOVA: evicts the token the current query attends least (new token included, no window).
 class TovaPolicy final : public NestedPolicy {
  public:
-  std::string name() const override { return "tova"; }
+  std::string name() const override { return policy_name(PolicyId::Tova); }
 
  protected:
   void on_begin() override;
@@ -64,7 +65,7 @@ class TovaPolicy final : public NestedPolicy {
 class ScissorhandsPolicy final : public NestedPolicy {
  public:
   explicit ScissorhandsPolicy(int history) : history_(history) {}
-  std::string name() const override { return "scissorhands"; }
+  std::string name() const override { return policy_name(PolicyId::Scissorhands); }
 
  protected:
   void on_begin() override;
@@ -80,7 +81,7 @@ class ScissorhandsPolicy final : public NestedPolicy {
 // Random: evicts a uniformly random token outside the recent window (seeded, deterministic).
 class RandomPolicy final : public NestedPolicy {
  public:
-  std::string name() const override { return "random"; }
+  std::string name() const override { return policy_name(PolicyId::Random); }
 
  protected:
   void on_begin() override { rng_.seed(setup().seed); }
@@ -96,7 +97,7 @@ class RandomPolicy final : public NestedPolicy {
 // attention and is truncated once to the top-heavy scores over [0, P - r) plus the last r.
 class H2OPolicy final : public NestedPolicy {
  public:
-  explicit H2OPolicy(std::string name = "h2o") : name_(std::move(name)) {}
+  explicit H2OPolicy(std::string name = policy_name(PolicyId::H2O)) : name_(std::move(name)) {}
   std::string name() const override { return name_; }
   const std::vector<double>& scores() const { return score_; }
 
@@ -115,7 +116,7 @@ class H2OPolicy final : public NestedPolicy {
 // and keeps its score, so it can re-enter; with r = 0 no score is ever zeroed. Not nested.
 class H2OMaskPolicy final : public EvictionPolicy {
  public:
-  std::string name() const override { return "h2o-mask"; }
+  std::string name() const override { return policy_name(PolicyId::H2OMask); }
   bool nested() const override { return false; }
   void begin(const PolicySetup& setup) override;
   std::vector<int> attended(int i) const override;
@@ -128,6 +129,25 @@ class H2OMaskPolicy final : public EvictionPolicy {
   std::vector<int> next_;   // keys the next query attends (new token included when r >= 1)
   std::vector<int> cache_;  // next_ without the new token
   bool active_ = false;
+};
+
+// Replays a fixed schedule: token j stays until step end[j] (j - 1: never kept). The oracle policy
+// follows the dynamic offline optimum this way, its schedule taken per unit from a ScheduleSource.
+class ScheduledPolicy final : public EvictionPolicy {
+ public:
+  ScheduledPolicy(std::string name, std::vector<int> end) : name_(std::move(name)), end_(std::move(end)) {}
+  ScheduledPolicy(std::string name, std::shared_ptr<const ScheduleSource> source)
+      : name_(std::move(name)), source_(std::move(source)) {}
+  std::string name() const override { return name_; }
+  void begin(const PolicySetup& setup) override;
+  void observe(int i, std::span<const int> attended, std::span<const double> probs) override;
+  const std::vector<int>& cache() const override { return cache_; }
+
+ private:
+  std::string name_;
+  std::shared_ptr<const ScheduleSource> source_;
+  std::vector<int> end_;
+  std::vector<int> cache_;
 };
 
 }  // namespace kvo

@@ -21,6 +21,8 @@ struct PolicySetup {
   ResolvedBudget budget;   // total = heavy + recent
   int prompt_len = 0;      // steps i < prompt_len attend the whole prefix (prefill)
   std::uint64_t seed = 0;  // for randomised policies
+  int layer = 0;           // the cache unit: its layer and head (query head, or KV head with GQA)
+  int unit_head = 0;
   // Dense causal attention of the unit (mean over its query heads); set only when the policy
   // says needs_dense(). Objective-driven policies read rows <= i at step i (no look-ahead).
   const Eigen::MatrixXd* dense = nullptr;

@@ -8,26 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "kvo/core/budget.hpp"
-#include "kvo/core/policy_factory.hpp"
+#include "kvo/core/run_config.hpp"
 #include "kvo/core/trace.hpp"
 
 namespace kvo {
 
-// How grouped-query attention maps onto caches: one cache per query head, or one per KV head
-// driven by the mean or the max of its group's probabilities.
-enum class GqaMode { PerQueryHead, KvMean, KvMax };
-GqaMode parse_gqa(const std::string& name);  // "query", "kv-mean", "kv-max"
-std::string to_string(GqaMode m);
-
 struct ReplayOptions {
-  PolicySpec policy;
-  Budget budget;
-  GqaMode gqa = GqaMode::PerQueryHead;
-  int prompt_len = 0;       // steps < prompt_len are prefill (full attention, one truncation)
-  std::uint64_t seed = 0;   // randomised policies: unit u uses seed + u
-  std::vector<int> layers;  // empty: all layers
-  std::vector<int> heads;   // empty: all; else only these query heads (KV heads in the kv-* modes)
+  RunConfig run;            // policy, budget, GQA mode, prompt, seed, layers, heads
   bool record_sets = true;  // keep attended / kept sets per step
   bool record_probs = false;
   int threads = 0;                     // <= 0: all cores
@@ -57,7 +44,8 @@ struct HeadReplay {
 };
 
 struct ReplayResult {
-  std::string policy;
+  PolicyId id = PolicyId::H2O;
+  std::string policy;  // the policy's display name (greedy: "greedy:<objective>")
   bool nested = true;
   GqaMode gqa = GqaMode::PerQueryHead;
   std::vector<HeadReplay> heads;  // ordered by (layer, head)

@@ -8,35 +8,29 @@
 #include <string>
 #include <vector>
 
-#include "kvo/core/budget.hpp"
+#include "kvo/core/run_config.hpp"
 #include "kvo/core/trace.hpp"
+#include "kvo/gpu/scorer_result.hpp"
 
 namespace kvo {
 
-enum class ScorerVariant { H2O, Paper };  // "h2o" (also "h2o-realdrop") or "h2o-paper"
 enum class ScorerDevice { Cpu, Cuda, Auto };
-ScorerVariant parse_scorer_variant(const std::string& policy);  // kvo::Error for other policies
-ScorerDevice parse_scorer_device(const std::string& name);      // "cpu", "cuda", "auto"
+ScorerDevice parse_scorer_device(const std::string& name);  // "cpu", "cuda", "auto"
 
 struct ScorerOptions {
-  ScorerVariant variant = ScorerVariant::H2O;
-  std::vector<Budget> budgets = {Budget()};  // several budgets in one pass
-  int prompt_len = 0;
-  std::vector<int> layers;  // empty: all
+  // The policy (its ScorerVariant trait picks the kernel), the budget, prompt, layers and heads; the
+  // scorer keeps one cache per query head (gqa must be query).
+  RunConfig run;
+  // Several budget totals in one pass, each with run.budget's recent part and overrides; empty:
+  // run.budget alone.
+  std::vector<Amount> totals;
   ScorerDevice device = ScorerDevice::Auto;
   int threads = 0;  // CPU twin: <= 0 means all cores
-};
 
-struct ScorerUnit {
-  int layer = 0, head = 0, budget_index = 0;
-  ResolvedBudget budget;
-  std::vector<int> evict_step;  // per token: the step it left the cache; -1: kept to the end
-  std::vector<double> score;    // per token: its accumulated score when it left (or at the end)
-};
-
-struct ScorerResult {
-  std::string device;             // "cpu twin (2 threads)" or the CUDA device's name
-  std::vector<ScorerUnit> units;  // ordered by (budget, layer, head)
+  // The budgets of the pass, in order (ScorerUnit::budget_index refers to them).
+  std::vector<Budget> budgets() const;
+  // The kernel of the run's policy; kvo::Error naming the policies the scorer replays.
+  ScorerVariant variant() const;
 };
 
 ScorerResult run_scorer(const Trace& trace, const ScorerOptions& options);

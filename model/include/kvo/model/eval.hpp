@@ -1,31 +1,33 @@
 // Closed-loop evaluation of eviction policies on the real model: teacher-forced decoding of a text
 // with real eviction (EvictingDecoder) for each policy and budget, against the full cache:
 // perplexity, mean KL divergence KL(full || evicted) of the next-token distribution, and the
-// peak K/V bytes held. The "oracle" policy evicts along the dynamic offline optimum (min-cost
-// flow, retained attention mass) of the full-attention trace of the same text: the what-if
-// reference no online policy can beat on that objective.
+// peak K/V bytes held. Offline policies (the registry's `oracle`) evict along the dynamic offline
+// optimum (min-cost flow, retained attention mass) of the full-attention trace of the same text:
+// the what-if reference no online policy can beat on that objective.
 #pragma once
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "kvo/core/budget.hpp"
-#include "kvo/core/policy_factory.hpp"
+#include "kvo/core/run_config.hpp"
 #include "kvo/model/llama.hpp"
 
 namespace kvo::model {
 
 struct EvalOptions {
   int tokens = 256;
-  std::vector<std::string> policies = {"h2o", "tova", "streaming", "window", "oracle"};
-  std::vector<Amount> budgets;     // fractions or token counts; >= tokens means the full cache
-  PolicySpec params;               // sinks, history, objective (the name is set per policy)
+  // The policies' parameters, the budget's recent part and per-layer / per-head overrides, the
+  // seed; run.policy.id is set per policy and the budget's total per point of `budgets`.
+  RunConfig run;
+  std::vector<PolicyId> policies = default_policies(PolicyListUse::Eval);
+  std::vector<Amount> budgets;     // totals: fractions or token counts; >= tokens means the full cache
   std::function<void()> on_token;  // progress: one call per decoded token
 };
 
 struct EvalPoint {
+  PolicyId id = PolicyId::H2O;
   std::string policy, budget;
-  int k = 0;  // slots per (layer, KV head)
+  int k = 0;  // slots per (layer, KV head) of the total (overrides may give some units others)
   double ppl = 0.0, mean_kl = 0.0;
   size_t peak_bytes = 0;  // K/V rows held, all layers and KV heads
 };

@@ -1,8 +1,10 @@
 // Competitive ratios against the exact offline optimum of the nested problem (theory note §3.6,
 // claim 19): per head, OPT_dyn (min-cost flow, with its dual certificate), the sum of per-step
 // static optima, and each policy's value sum_i a_i(S_i) and ratio value / OPT_dyn. The ordering
-// policy <= OPT_dyn <= sum_i opt_i must hold for nested policies (a violation is a kvoracle bug);
-// the re-entering h2o-mask may exceed OPT_dyn, and its excess is reported as such.
+// policy <= OPT_dyn <= sum_i opt_i must hold for every policy whose schedule lies in OPT_dyn's
+// feasible set: nested, at most k tokens after every step (a prefill holds more), and, with a
+// forced window r, the last r tokens always kept. A violation there is a kvoracle bug; the others
+// (h2o-mask, prefill, policies without the window) may exceed OPT_dyn and are reported as such.
 #pragma once
 #include <functional>
 #include <string>
@@ -15,9 +17,15 @@ namespace kvo {
 struct PolicyRatio {
   std::string policy;
   bool nested = true;
-  double value = 0.0;  // sum_i sum_{j in S_i} a(i, j)
-  double ratio = 0.0;  // value / OPT_dyn
+  double value = 0.0;   // sum_i sum_{j in S_i} a(i, j)
+  double ratio = 0.0;   // value / OPT_dyn
+  std::string outside;  // why the ordering does not apply ("" when it is checked)
 };
+
+// Why a schedule lies outside the feasible set of the problem (budget k, forced window r), or ""
+// when it lies inside: "re-enters evicted tokens", "holds N > k tokens at step i", "drops token j
+// of the forced window at step i".
+std::string outside_problem(const std::vector<std::vector<int>>& kept, bool nested, int k, int r);
 
 struct HeadCompetitive {
   int layer = 0, head = 0, k = 0;

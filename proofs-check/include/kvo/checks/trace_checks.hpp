@@ -11,21 +11,17 @@
 #include <vector>
 
 #include "kvo/checks/report.hpp"
-#include "kvo/core/budget.hpp"
-#include "kvo/core/policy_factory.hpp"
+#include "kvo/core/run_config.hpp"
 #include "kvo/core/trace.hpp"
 
 namespace kvo {
 
 struct TraceChecksOptions {
-  std::vector<std::string> policies = {"h2o",       "h2o-paper", "tova",   "scissorhands",
-                                       "streaming", "window",    "random", "h2o-mask"};
-  Budget budget;
-  int prompt_len = 0;
-  PolicySpec params;  // sinks, history (the name is set per policy)
-  std::uint64_t seed = 0;
+  // Budget, prompt, seed, layers and the policies' parameters (run.policy.id is set per policy);
+  // one cache per query head (gqa must be query).
+  RunConfig run;
+  std::vector<PolicyId> policies = default_policies(PolicyListUse::Checks);
   std::set<std::string> checks;  // ids to run; empty: all
-  std::vector<int> layers;       // empty: all
   int samples = 120;             // sampled sets per scan (C5, C6, C12)
   int sampled_steps = 2;         // steps per head for the small-ground checks (C6-C8, C16, C20-C22)
   int ground = 12;               // small ground set (most recent keys) for brute force
@@ -40,7 +36,7 @@ struct TraceChecksOptions {
 
 // Per-step series for the plots.
 struct PolicySeries {
-  std::string policy;
+  std::string policy;              // the policy's name
   std::vector<double> rho_median;  // median over heads of rho_i = A_i(S_i) / top-k_i
   double alpha_hat = 0.0;          // max over heads of max(0, 1 - min rho / (1 - 1/e))
 };

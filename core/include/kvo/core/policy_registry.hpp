@@ -1,0 +1,108 @@
+// The one table of eviction policies, in the spirit of ggml's op table: each policy's name, summary,
+// traits and constructor. Everything that needs to know about a policy (the CLI's listing and
+// option checks, the replay engine, the cache manager's refusals, the greedy scorer's dispatch, the
+// claim checks, the docs' table) reads it here; no other code compares policy names.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvo/core/greedy_evictor.hpp"
+#include "kvo/core/policy.hpp"
+
+namespace kvo {
+
+// Every policy, in the table's (and `kvoracle policies`') order. Count closes the list: the table
+// is checked at compile time to hold exactly one entry per id, in this order.
+enum class PolicyId : int {
+  H2O,
+  H2ORealdrop,
+  H2OMask,
+  H2OPaper,
+  Greedy,
+  Streaming,
+  Window,
+  Tova,
+  Scissorhands,
+  Random,
+  Full,
+  Oracle,
+  Count
+};
+inline constexpr std::size_t kPolicyCount = static_cast<std::size_t>(PolicyId::Count);
+
+// Which kernel of the greedy scorer (gpu/) replays a policy; None: the scorer cannot.
+enum class ScorerVariant { None, H2O, Paper };
+
+// When a policy reads the dense n × n attention of the whole sequence ahead of time.
+enum class DenseNeed { Never, Always, ByObjective };
+
+struct PolicyTraits {
+  bool nested;           // S_i ⊆ S_{i-1} ∪ {i}: an evicted token never comes back
+  bool budgeted;         // holds to the budget (false: the full cache keeps everything)
+  DenseNeed dense;       // reads the dense attention of the whole sequence (not drivable online)
+  bool decoder;          // a decoder can drive it step by step (KvEvictionManager, kvoracle eval)
+  ScorerVariant scorer;  // replayable by the greedy scorer and its CPU twin
+  bool seeded;           // randomised: deterministic given the seed
+  bool exposes_scores;   // its per-token score array is snapshotted for the checks (PolicyScores)
+  bool h2o_code;         // obeys the H2O code's invariants (C27): window, argmin, prefill top-h
+  bool offline;          // follows a schedule computed from the whole trace (PolicySpec::schedule)
+};
+
+struct PolicySpec;
+using PolicyConstructor = std::unique_ptr<EvictionPolicy> (*)(const PolicySpec&);
+
+struct PolicyEntry {
+  PolicyId id;
+  std::string_view name;
+  std::string_view summary;
+  std::string_view reads;  // the parameters it reads (docs/policies.md's "uses" column)
+  PolicyTraits traits;
+  PolicyConstructor make;
+};
+
+// Offline schedules by cache unit: token j stays until step end[j] (j - 1: never kept). The
+// oracle-guided policy of `kvoracle eval` follows the dynamic offline optimum this way.
+using ScheduleSource = std::function<std::vector<int>(int layer, int unit_head)>;
+
+// A policy and its parameters (what the CLI, the bindings and every options struct carry).
+struct PolicySpec {
+  PolicyId id = PolicyId::H2O;
+  int sinks = 4;                                   // streaming: attention sinks kept forever
+  int history = 32;                                // scissorhands: steps of history
+  ObjectiveSpec objective;                         // greedy: the set function F_i; h2o-paper: its h
+  std::shared_ptr<const ScheduleSource> schedule;  // offline policies (oracle) only
+
+  // The spec of a policy by name with default parameters (kvo::Error naming the known ones).
+  static PolicySpec named(std::string_view name);
+};
+
+// The whole table, in PolicyId order.
+std::span<const PolicyEntry> policy_table();
+const PolicyEntry& policy_entry(PolicyId id);
+inline const PolicyTraits& policy_traits(PolicyId id) { return policy_entry(id).traits; }
+inline std::string policy_name(PolicyId id) { return std::string(policy_entry(id).name); }
+// kvo::Error "unknown policy 'x' (known: ...)" for a name not in the table.
+PolicyId parse_policy(std::string_view name);
+// Comma-separated names ("h2o,tova"), each parsed; kvo::Error on an empty list.
+std::vector<PolicyId> parse_policy_list(std::string_view names);
+std::string join_policy_names(std::span<const PolicyId> ids);
+// Names of the policies with a trait, for messages ("h2o, h2o-realdrop, h2o-paper").
+std::string policy_names_where(bool (*pred)(const PolicyTraits&));
+
+// Whether this spec needs the dense attention (greedy: depends on its objective).
+bool needs_dense(const PolicySpec& spec);
+
+// The default policy lists of the commands, one place each.
+enum class PolicyListUse { Checks, Eval };
+const std::vector<PolicyId>& default_policies(PolicyListUse use);
+
+// Builds the policy a spec names (validated parameters; kvo::Error otherwise).
+std::unique_ptr<EvictionPolicy> make_policy(const PolicySpec& spec);
+
+}  // namespace kvo

@@ -1,0 +1,45 @@
+// One run's configuration, parsed and validated once: the policy with its parameters, the budget
+// (total, recent window, per-layer and per-head overrides) and the options every run shares (prompt
+// length, seed, layers, heads, grouped-query mode). The CLI, the Python module, replay, verify,
+// oracle, eval, the greedy scorer and the cache manager all take this one value.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvo/core/budget.hpp"
+#include "kvo/core/policy_registry.hpp"
+
+namespace kvo {
+
+struct Trace;
+
+// How grouped-query attention maps onto caches: one cache per query head, or one per KV head
+// driven by the mean or the max of its group's probabilities.
+enum class GqaMode { PerQueryHead, KvMean, KvMax };
+GqaMode parse_gqa(const std::string& name);  // "query", "kv-mean", "kv-max"
+std::string to_string(GqaMode m);
+
+struct RunConfig {
+  PolicySpec policy;
+  Budget budget;
+  GqaMode gqa = GqaMode::PerQueryHead;
+  int prompt_len = 0;       // steps < prompt_len are prefill (full attention, one truncation)
+  std::uint64_t seed = 0;   // randomised policies: unit u uses seed + u
+  std::vector<int> layers;  // empty: all layers
+  std::vector<int> heads;   // empty: all; else only these query heads (KV heads in the kv-* modes)
+
+  // The budget of one cache unit: the whole sequence for a policy that is not budgeted (full).
+  ResolvedBudget unit_budget(int n, int layer, int head) const;
+  // The layers a run covers (all when empty); kvo::Error naming a layer the trace lacks.
+  std::vector<int> chosen_layers(int n_layers) const;
+  // Heads per layer a run covers (all when empty); kvo::Error naming a head the trace lacks.
+  std::vector<int> chosen_heads(int unit_heads) const;
+  // Refuses, with one line, what cannot run on this trace: a prompt outside [0, n], a missing
+  // layer or head, a budget that does not resolve for some unit.
+  void validate(const Trace& trace) const;
+  // This configuration with another policy (its parameters kept).
+  RunConfig with_policy(PolicyId id) const;
+};
+
+}  // namespace kvo

@@ -1,0 +1,204 @@
+#include "kvo/core/policy_registry.hpp"
+
+#include "kvo/core/error.hpp"
+#include "kvo/core/policies.hpp"
+
+namespace kvo {
+namespace {
+
+template <PolicyId Id>
+std::unique_ptr<EvictionPolicy> make_h2o(const PolicySpec&) {
+  return std::make_unique<H2OPolicy>(policy_name(Id));
+}
+std::unique_ptr<EvictionPolicy> make_h2o_mask(const PolicySpec&) { return std::make_unique<H2OMaskPolicy>(); }
+std::unique_ptr<EvictionPolicy> make_h2o_paper(const PolicySpec& s) {
+  ObjectiveSpec acc = s.objective;
+  acc.name = "acc";
+  return std::make_unique<GreedyEvictor>(policy_name(PolicyId::H2OPaper), make_objective(acc), false);
+}
+std::unique_ptr<EvictionPolicy> make_greedy(const PolicySpec& s) {
+  return std::make_unique<GreedyEvictor>(policy_name(PolicyId::Greedy) + ":" + s.objective.name,
+                                         make_objective(s.objective), objective_needs_dense(s.objective.name));
+}
+std::unique_ptr<EvictionPolicy> make_streaming(const PolicySpec& s) {
+  return std::make_unique<StreamingPolicy>(s.sinks);
+}
+std::unique_ptr<EvictionPolicy> make_window(const PolicySpec&) { return std::make_unique<WindowPolicy>(); }
+std::unique_ptr<EvictionPolicy> make_tova(const PolicySpec&) { return std::make_unique<TovaPolicy>(); }
+std::unique_ptr<EvictionPolicy> make_scissorhands(const PolicySpec& s) {
+  return std::make_unique<ScissorhandsPolicy>(s.history);
+}
+std::unique_ptr<EvictionPolicy> make_random(const PolicySpec&) { return std::make_unique<RandomPolicy>(); }
+std::unique_ptr<EvictionPolicy> make_full(const PolicySpec&) { return std::make_unique<FullCachePolicy>(); }
+std::unique_ptr<EvictionPolicy> make_oracle(const PolicySpec& s) {
+  require(s.schedule != nullptr,
+          "policy oracle follows the offline optimum of the whole trace; only kvoracle eval computes its schedule "
+          "(use kvoracle oracle --dynamic for the optimum itself)");
+  return std::make_unique<ScheduledPolicy>(policy_name(PolicyId::Oracle), s.schedule);
+}
+
+using enum PolicyId;
+using enum DenseNeed;
+
+// nested, budgeted, dense, decoder, scorer, seeded, exposes_scores, h2o_code, offline
+constexpr std::array<PolicyEntry, kPolicyCount> kTable = {{
+    {H2O,
+     "h2o",
+     "accumulated renormalised attention + recent window (recommended semantics)",
+     "k, r",
+     {true, true, Never, true, ScorerVariant::H2O, false, true, true, false},
+     &make_h2o<PolicyId::H2O>},
+    {H2ORealdrop,
+     "h2o-realdrop",
+     "H2O as in the real-drop code (H2OKVCache_LayerWise); same decisions as h2o",
+     "k, r",
+     {true, true, Never, true, ScorerVariant::H2O, false, true, true, false},
+     &make_h2o<PolicyId::H2ORealdrop>},
+    {H2OMask,
+     "h2o-mask",
+     "H2O as in the masking code (utils_hh): evicted tokens may re-enter",
+     "heavy h, r",
+     {false, true, Never, false, ScorerVariant::None, false, false, false, false},
+     &make_h2o_mask},
+    {H2OPaper,
+     "h2o-paper",
+     "paper-exact Algorithm 2: greedy on h(sum of accumulated scores), no window",
+     "k, h",
+     {true, true, Never, true, ScorerVariant::Paper, false, true, false, false},
+     &make_h2o_paper},
+    {Greedy,
+     "greedy",
+     "generic dynamic-submodular greedy on --objective (Definition 4.3)",
+     "k, objective",
+     {true, true, ByObjective, true, ScorerVariant::None, false, false, false, false},
+     &make_greedy},
+    {Streaming,
+     "streaming",
+     "StreamingLLM: attention sinks + sliding window",
+     "k, sinks",
+     {true, true, Never, true, ScorerVariant::None, false, false, false, false},
+     &make_streaming},
+    {Window,
+     "window",
+     "sliding window of the most recent tokens",
+     "k",
+     {true, true, Never, true, ScorerVariant::None, false, false, false, false},
+     &make_window},
+    {Tova,
+     "tova",
+     "TOVA: evict the token the current query attends least",
+     "k",
+     {true, true, Never, true, ScorerVariant::None, false, false, false, false},
+     &make_tova},
+    {Scissorhands,
+     "scissorhands",
+     "Scissorhands: evict the most persistently unimportant token",
+     "k, r, history",
+     {true, true, Never, true, ScorerVariant::None, false, false, false, false},
+     &make_scissorhands},
+    {Random,
+     "random",
+     "uniformly random eviction outside the recent window (seeded)",
+     "k, r, seed",
+     {true, true, Never, true, ScorerVariant::None, true, false, false, false},
+     &make_random},
+    {Full,
+     "full",
+     "full cache, no eviction",
+     "–",
+     {true, false, Never, true, ScorerVariant::None, false, false, false, false},
+     &make_full},
+    {Oracle,
+     "oracle",
+     "follows the dynamic offline optimum of the full-attention trace (kvoracle eval)",
+     "k",
+     {true, true, Never, true, ScorerVariant::None, false, false, false, true},
+     &make_oracle},
+}};
+
+constexpr bool table_complete() {
+  for (std::size_t x = 0; x < kTable.size(); ++x)
+    if (static_cast<std::size_t>(kTable[x].id) != x || kTable[x].name.empty() || kTable[x].make == nullptr)
+      return false;
+  for (std::size_t x = 0; x < kTable.size(); ++x)
+    for (std::size_t y = x + 1; y < kTable.size(); ++y)
+      if (kTable[x].name == kTable[y].name) return false;
+  return true;
+}
+static_assert(table_complete(), "the policy table needs one entry per PolicyId, in order, named, with a constructor");
+
+}  // namespace
+
+std::span<const PolicyEntry> policy_table() { return kTable; }
+
+const PolicyEntry& policy_entry(PolicyId id) {
+  const auto x = static_cast<std::size_t>(id);
+  require(x < kTable.size(), "no policy with id " + std::to_string(x));
+  return kTable[x];
+}
+
+PolicyId parse_policy(std::string_view name) {
+  for (const auto& e : kTable)
+    if (e.name == name) return e.id;
+  std::string known;
+  for (const auto& e : kTable) known.append(known.empty() ? "" : ", ").append(e.name);
+  throw Error("unknown policy '" + std::string(name) + "' (known: " + known + ")");
+}
+
+std::vector<PolicyId> parse_policy_list(std::string_view names) {
+  std::vector<PolicyId> out;
+  std::size_t start = 0;
+  while (start <= names.size()) {
+    const std::size_t comma = std::min(names.find(',', start), names.size());
+    if (comma > start) out.push_back(parse_policy(names.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  require(!out.empty(), "the policy list '" + std::string(names) + "' names no policy");
+  return out;
+}
+
+std::string join_policy_names(std::span<const PolicyId> ids) {
+  std::string s;
+  for (PolicyId id : ids) s.append(s.empty() ? "" : ",").append(policy_entry(id).name);
+  return s;
+}
+
+std::string policy_names_where(bool (*pred)(const PolicyTraits&)) {
+  std::string s;
+  for (const auto& e : kTable)
+    if (pred(e.traits)) s.append(s.empty() ? "" : ", ").append(e.name);
+  return s;
+}
+
+PolicySpec PolicySpec::named(std::string_view name) {
+  PolicySpec s;
+  s.id = parse_policy(name);
+  return s;
+}
+
+bool needs_dense(const PolicySpec& spec) {
+  switch (policy_traits(spec.id).dense) {
+    case DenseNeed::Never:
+      return false;
+    case DenseNeed::Always:
+      return true;
+    case DenseNeed::ByObjective:
+      return objective_needs_dense(spec.objective.name);
+  }
+  return false;
+}
+
+const std::vector<PolicyId>& default_policies(PolicyListUse use) {
+  static const std::vector<PolicyId> checks = {H2O, H2OPaper, Tova, Scissorhands, Streaming, Window, Random, H2OMask};
+  static const std::vector<PolicyId> eval = {H2O, Tova, Scissorhands, Streaming, Window, H2OPaper, Oracle};
+  return use == PolicyListUse::Checks ? checks : eval;
+}
+
+std::unique_ptr<EvictionPolicy> make_policy(const PolicySpec& spec) {
+  require(spec.sinks >= 0, "--sinks must be >= 0");
+  require(spec.history >= 1, "--history must be >= 1");
+  require(spec.objective.window >= 1, "--window must be >= 1");
+  return policy_entry(spec.id).make(spec);
+}
+
+}  // namespace kvo
