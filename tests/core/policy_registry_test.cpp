@@ -23,6 +23,7 @@ TEST(PolicyRegistry, OneEntryPerIdInOrderWithUniqueNames) {
     EXPECT_TRUE(names.insert(table[x].name).second) << table[x].name;
     EXPECT_EQ(parse_policy(table[x].name), table[x].id);
     EXPECT_FALSE(table[x].summary.empty());
+    EXPECT_NE(table[x].make, nullptr) << table[x].name;
   }
   EXPECT_EQ(parse_policy_list("h2o,,tova"), (std::vector<PolicyId>{PolicyId::H2O, PolicyId::Tova}));
   EXPECT_THROW(parse_policy_list(","), Error);
