@@ -43,8 +43,7 @@ Runner add_eval(CLI::App& app, const Global& g) {
     o.tokens = a->tokens;
     o.policies = parse_policy_list(a->policies);
     for (const auto& b : split_list(a->budgets)) o.budgets.push_back(Amount::parse(b));
-    for (const PolicyId id : o.policies) a->run.build(id);  // every policy's parameters
-    o.run = a->run.build(o.policies.front());
+    o.run = a->run.build(o.policies.front());  // evaluate_policies validates every policy's parameters
     const std::string text = read_text(a->text);
     const model::Llama m = load_model(a->model);
     Progress bar("eval", model::eval_units(o), !g.quiet);

@@ -59,8 +59,7 @@ Runner add_verify(CLI::App& app, const Global& g) {
     TraceChecksOptions o = a->o;
     o.policies = parse_policy_list(a->policies);
     const Trace tr = read_trace(a->trace);
-    for (const PolicyId id : o.policies) a->run.build(id, &tr);  // every policy's parameters, on this trace
-    o.run = a->run.build(o.policies.front(), &tr);
+    o.run = a->run.build(o.policies.front(), &tr);  // run_trace_checks validates every policy's parameters
     o.threads = g.threads;
     o.sweep = sweep;
     for (const auto& c : split_list(a->checks)) {

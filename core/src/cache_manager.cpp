@@ -12,7 +12,8 @@ KvEvictionManager::KvEvictionManager(const CacheManagerOptions& o, PolicyMaker m
   require(o.n_layers > 0 && o.n_kv_heads > 0 && o.batch > 0, "cache manager: layers, KV heads and batch must be > 0");
   require(o.max_len > 0, "cache manager: max_len (the length ratio budgets refer to) must be > 0");
   const PolicyTraits& traits = policy_traits(o.run.policy.id);
-  if (!maker) {
+  const bool custom = static_cast<bool>(maker);  // its policies answer for themselves below
+  if (!custom) {
     require(traits.nested, "policy " + kvo::policy_name(o.run.policy.id) +
                                " lets evicted tokens come back; a decoder cannot drive it (decoder policies: " +
                                policy_names_where([](const PolicyTraits& t) { return t.decoder; }) + ")");
@@ -28,9 +29,11 @@ KvEvictionManager::KvEvictionManager(const CacheManagerOptions& o, PolicyMaker m
     for (int l = 0; l < o.n_layers; ++l)
       for (int h = 0; h < o.n_kv_heads; ++h) {
         auto p = maker(s, l, h);
-        require(p->nested(), "policy " + p->name() + " lets evicted tokens come back; a decoder cannot drive it");
-        require(!p->needs_dense(),
-                "policy " + p->name() + " needs the dense attention of the whole sequence; a decoder cannot drive it");
+        if (custom) {
+          require(p->nested(), "policy " + p->name() + " lets evicted tokens come back; a decoder cannot drive it");
+          require(!p->needs_dense(), "policy " + p->name() +
+                                         " needs the dense attention of the whole sequence; a decoder cannot drive it");
+        }
         PolicySetup setup;
         setup.n = o.max_len;
         setup.budget = o.run.unit_budget(o.max_len, l, h);

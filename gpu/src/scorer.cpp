@@ -19,10 +19,10 @@ std::vector<Budget> ScorerOptions::budgets() const {
 
 ScorerVariant ScorerOptions::variant() const {
   const ScorerVariant v = policy_traits(run.policy.id).scorer;
-  require(v != ScorerVariant::None, "the greedy scorer replays " + policy_names_where([](const PolicyTraits& t) {
-                                      return t.scorer != ScorerVariant::None;
-                                    }) + ", not '" +
-                                        policy_name(run.policy.id) + "'");
+  if (v == ScorerVariant::None)  // the message is built only when it is needed
+    throw Error("the greedy scorer replays " +
+                policy_names_where([](const PolicyTraits& t) { return t.scorer != ScorerVariant::None; }) + ", not '" +
+                policy_name(run.policy.id) + "'");
   return v;
 }
 

@@ -41,11 +41,11 @@ double min_of_gathered(const double* v, const int* idx, size_t n) {
   return *std::min_element(lane, lane + 8);
 }
 
-void run_unit(const Trace& tr, const ScorerOptions& o, const ScorerJob& job, ScorerUnit& out) {
+// One unit, as the CUDA back end gets it: validated job, prompt length, Algorithm 2's variant or not.
+void run_unit(const Trace& tr, const ScorerJob& job, int prompt_len, bool paper, ScorerUnit& out) {
   const int n = tr.n_tokens, d = tr.head_dim;
   const float* q = tr.q[static_cast<size_t>(job.layer)].data() + static_cast<size_t>(job.head) * n * d;
   const float* k = tr.k[static_cast<size_t>(job.layer)].data() + static_cast<size_t>(tr.kv_head_of(job.head)) * n * d;
-  const bool paper = o.variant() == ScorerVariant::Paper;
   const int budget = job.budget.total, recent = paper ? 0 : job.budget.recent;
   const int cap = job.capacity;
   std::vector<int> token(static_cast<size_t>(cap), -1), order, free_slots;
@@ -71,7 +71,7 @@ void run_unit(const Trace& tr, const ScorerOptions& o, const ScorerJob& job, Sco
       keys[static_cast<size_t>(key_offset(slot, x, d))] = static_cast<double>(k[static_cast<size_t>(i) * d + x]);
     order.push_back(slot);
     const int size = static_cast<int>(order.size());
-    if (accumulates(paper, size, budget, i, o.run.prompt_len)) {
+    if (accumulates(paper, size, budget, i, prompt_len)) {
       const float* qi = q + static_cast<size_t>(i) * d;
       store_dot_fp64(qi, keys.data(), high, d, logit.data());
       // The softmax of the replay engine (kvo::softmax) over the kept tokens: the max, exp_fp64 of
@@ -90,7 +90,7 @@ void run_unit(const Trace& tr, const ScorerOptions& o, const ScorerJob& job, Sco
         for (int s : order) score[static_cast<size_t>(s)] += u;
       }
     }
-    if (!evicts(size, budget, i, o.run.prompt_len)) continue;
+    if (!evicts(size, budget, i, prompt_len)) continue;
     while (static_cast<int>(order.size()) > budget) {
       // The candidates are a prefix of `order` (token order); the victim is the first one with the
       // smallest score: leaves_before's rule (smaller score, then older token). No candidate (the
@@ -117,12 +117,14 @@ void run_unit(const Trace& tr, const ScorerOptions& o, const ScorerJob& job, Sco
 
 ScorerResult run_scorer_cpu(const Trace& trace, const ScorerOptions& o) {
   const std::vector<ScorerJob> jobs = scorer_jobs(trace, o);
+  const bool paper = o.variant() == ScorerVariant::Paper;
   ScorerResult r;
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   r.device = "cpu twin (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
   r.units.resize(jobs.size());
-  parallel_for(static_cast<int>(jobs.size()), threads,
-               [&](int x) { run_unit(trace, o, jobs[static_cast<size_t>(x)], r.units[static_cast<size_t>(x)]); });
+  parallel_for(static_cast<int>(jobs.size()), threads, [&](int x) {
+    run_unit(trace, jobs[static_cast<size_t>(x)], o.run.prompt_len, paper, r.units[static_cast<size_t>(x)]);
+  });
   return r;
 }
 

@@ -76,8 +76,11 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
   for (const auto& id : o.checks) claim_info(id);  // unknown ids fail before any work
   require(!o.policies.empty(), "no policy to check");
   require(o.run.gqa == GqaMode::PerQueryHead, "the checks keep one cache per query head: gqa must be query");
-  for (PolicyId id : o.policies) o.run.with_policy(id).validate(trace);  // bad parameters fail before any work
-  for (PolicyId id : o.policies) make_policy(o.run.with_policy(id).policy);
+  for (PolicyId id : o.policies) {  // a bad budget, layer or parameter fails before any work
+    const RunConfig run = o.run.with_policy(id);
+    run.validate(trace);
+    make_policy(run.policy);
+  }
   TraceChecksResult res;
   res.budget = o.run.budget.str();
   const auto heads = chosen_heads(trace, o);
