@@ -55,18 +55,18 @@ BENCHMARK(BM_BranchAndBound)
 BENCHMARK(BM_BruteForce)->Name("static/brute-force-fl")->Args({20, 5})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TopK)->Name("static/topk")->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);
 
-// The dynamic (nested) oracle on one head's dense attention, k = 20% of n: the specialised
+// The offline (nested) oracle on one head's dense attention, k = 20% of n: the specialised
 // flow solver (default) against Boost Graph's min-cost flow on the chain network.
 #include "kvo/core/attention.hpp"
-#include "kvo/oracle/dynamic_oracle.hpp"
+#include "kvo/oracle/offline_oracle.hpp"
 
 namespace {
 
-const DynamicProblem& dynamic_problem(int n) {
-  static std::map<int, DynamicProblem> cache;
+const OfflineProblem& offline_problem(int n) {
+  static std::map<int, OfflineProblem> cache;
   auto it = cache.find(n);
   if (it == cache.end()) {
-    DynamicProblem p;
+    OfflineProblem p;
     p.w = dense_attention(HeadView(bench::trace(n, 64), 0, 0));
     p.budget = n / 5;
     it = cache.emplace(n, std::move(p)).first;
@@ -74,9 +74,9 @@ const DynamicProblem& dynamic_problem(int n) {
   return it->second;
 }
 
-template <DynamicSolution (*Solve)(const DynamicProblem&)>
-void BM_Dynamic(benchmark::State& st) {
-  const DynamicProblem& p = dynamic_problem(static_cast<int>(st.range(0)));
+template <OfflineSolution (*Solve)(const OfflineProblem&)>
+void BM_Offline(benchmark::State& st) {
+  const OfflineProblem& p = offline_problem(static_cast<int>(st.range(0)));
   double value = 0;
   for (auto _ : st) value = Solve(p).value;
   st.counters["value"] = value;
@@ -84,11 +84,11 @@ void BM_Dynamic(benchmark::State& st) {
 
 }  // namespace
 
-BENCHMARK(BM_Dynamic<solve_dynamic>)
-    ->Name("dynamic/flow")
+BENCHMARK(BM_Offline<solve_offline>)
+    ->Name("offline/flow")
     ->Arg(256)
     ->Arg(512)
     ->Arg(1024)
     ->Arg(2048)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Dynamic<solve_dynamic_bgl>)->Name("dynamic/bgl")->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Offline<solve_offline_bgl>)->Name("offline/bgl")->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond);

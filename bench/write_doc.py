@@ -65,8 +65,8 @@ def targets(run, peers):
     v = ms("static/branch-and-bound-fl/80/10")
     add("issue 2: facility location n = 80, k = 10 solved exactly in under 1 s", v, v is not None and v < 1000,
         f"{v:.4g} ms" if v else "")
-    v = ms("dynamic/flow/2048")
-    add("issue 4: dynamic oracle, one head, n = 2 048, k = 20%, under 2 s", v, v is not None and v < 2000,
+    v = ms("offline/flow/2048")
+    add("issue 4: offline oracle, one head, n = 2 048, k = 20%, under 2 s", v, v is not None and v < 2000,
         f"{v:.4g} ms" if v else "")
     v = ms("model/prefill/1024/0/real_time")
     tps = 1024 / (v / 1000) if v else None
@@ -103,7 +103,7 @@ def targets(run, peers):
         m = [r for r in by_kind.get("milp", []) if r["target"]]
         if m:
             worst = min(r["peer_s"] / r["kvoracle_s"] for r in m)
-            add("issue 8: exact dynamic oracle >= 100x HiGHS at n = 200, same optimum", worst,
+            add("issue 8: exact offline oracle >= 100x HiGHS at n = 200, same optimum", worst,
                 worst >= 100 and all(r["same"] for r in m), f"{worst:.0f}x")
     return rows
 
@@ -119,7 +119,7 @@ def log_log(ax, xlabel, ylabel, title):
 
 
 def plot_scaling(run, path):
-    keep = ("replay/full", "replay/h2o", "scorer/cpu", "dynamic/flow", "dynamic/bgl", "static/topk", "verify/head",
+    keep = ("replay/full", "replay/h2o", "scorer/cpu", "offline/flow", "offline/bgl", "static/topk", "verify/head",
             "io/read-trace")
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for fam, pos, xs, fixed, b, pts in report.scaling_fits(run):

@@ -214,7 +214,7 @@ def seeds_cli():
         "replay-device": ["replay", "t.safetensors", "--device", "auto", "--budgets", "5%,10%,0.2,64"],
         "overrides": ["replay", "t.safetensors", "--budget-override", "L3=0.1", "--budget-override", "L0H2=32"],
         "verify": ["verify", "t.safetensors", "--checks", "C1,C27,D5", "--sweep", "0.1,20%", "--report", "r"],
-        "oracle": ["oracle", "t.safetensors", "--dynamic", "--policies", "h2o,tova", "--forced-window", "4"],
+        "oracle": ["oracle", "t.safetensors", "--offline", "--policies", "h2o,tova", "--forced-window", "4"],
         "synth": ["synth", "--out", "x.safetensors", "--tokens", "64", "--heads", "4", "--kv-heads", "3"],
         "greedy": ["replay", "t.safetensors", "--policy", "greedy", "--objective", "fl", "--h", "sqrt",
                    "--window", "0"],

@@ -29,7 +29,7 @@ struct Solve {
 namespace {
 
 template <class Args>
-int run_dynamic(const Args& a, const Global& g) {
+int run_offline(const Args& a, const Global& g) {
   const Trace tr = read_trace(a.trace);
   CompetitiveOptions co;
   co.forced_window = a.forced_window;
@@ -42,7 +42,7 @@ int run_dynamic(const Args& a, const Global& g) {
   }
   long units = 0;
   for (const auto& p : co.policies) units += replay_units(tr, p);
-  Progress bar("oracle --dynamic", units / static_cast<long>(co.policies.size()), !g.quiet);
+  Progress bar("oracle --offline", units / static_cast<long>(co.policies.size()), !g.quiet);
   co.on_head_done = [&] { bar.tick(); };
   const auto heads = competitive_ratios(tr, co);
   bar.finish();
@@ -82,9 +82,9 @@ int run_dynamic(const Args& a, const Global& g) {
                   {"violations", h.violations}});
   }
   const double nh = static_cast<double>(heads.size());
-  std::cout << "dynamic offline optimum of the retained dense mass on " << a.trace << " (n = " << tr.n_tokens
-            << ", budget " << co.policies.front().run.budget.str() << ", forced window " << a.forced_window << ", "
-            << heads.size() << " heads)\n"
+  std::cout << "offline optimum of the retained dense mass on " << a.trace << " (n = " << tr.n_tokens << ", budget "
+            << co.policies.front().run.budget.str() << ", forced window " << a.forced_window << ", " << heads.size()
+            << " heads)\n"
             << "mean per head: OPT_dyn = " << fmt(opt / nh) << ", sum_i opt_i = " << fmt(stat / nh)
             << ", OPT_dyn / sum_i opt_i = " << fmt(opt / stat) << "\n";
   Table t({"policy", "nested", "mean value", "mean ratio", "worst head ratio", "max excess over OPT_dyn", "ordering"});
@@ -112,7 +112,7 @@ int run_dynamic(const Args& a, const Global& g) {
 Runner add_oracle(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand("oracle", "exact static optimum per step for each head");
   struct Args {
-    bool dynamic = false;
+    bool offline = false;
     std::string policies = join_policy_names(default_policies(PolicyListUse::Checks)), json;
     int forced_window = 0;
     RunArgs run;
@@ -121,7 +121,7 @@ Runner add_oracle(CLI::App& app, const Global& g) {
     long long node_limit = 200000;
   };
   auto a = std::make_shared<Args>();
-  a->run.objective = "dense-acc";  // the static objective; also the greedy policy's under --dynamic
+  a->run.objective = "dense-acc";  // the static objective; also the greedy policy's under --offline
   cmd->add_option("trace", a->trace, "trace file (.safetensors)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--every", a->every, "solve every N-th step")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--node-limit", a->node_limit,
@@ -129,18 +129,18 @@ Runner add_oracle(CLI::App& app, const Global& g) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out,-o", a->out, "per-step optima as JSON Lines");
-  cmd->add_flag(
-      "--dynamic", a->dynamic,
-      "exact offline optimum of the nested problem (retained dense mass) and each policy's competitive ratio");
-  cmd->add_option("--policies", a->policies, "--dynamic: comma-separated policies")->capture_default_str();
-  cmd->add_option("--forced-window", a->forced_window, "--dynamic: last r tokens forced into OPT's caches")
+  cmd->add_flag("--offline,--dynamic", a->offline,
+                "exact offline optimum of the nested problem (retained dense mass) and each policy's competitive ratio "
+                "(--dynamic: the old name)");
+  cmd->add_option("--policies", a->policies, "--offline: comma-separated policies")->capture_default_str();
+  cmd->add_option("--forced-window", a->forced_window, "--offline: last r tokens forced into OPT's caches")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--json", a->json, "--dynamic: write per-head results as JSON");
+  cmd->add_option("--json", a->json, "--offline: write per-head results as JSON");
   // --objective (dense-acc, mass or fl here), --h and --window set the static objective.
   add_run_options(cmd, a->run);
   return [a, &g] {
-    if (a->dynamic) return run_dynamic(*a, g);
+    if (a->offline) return run_offline(*a, g);
     const std::string objective = a->run.objective;
     require(objective == "dense-acc" || objective == "mass" || objective == "fl",
             "the static oracle's --objective is dense-acc (A), mass (M) or fl (facility location), not '" + objective +

@@ -1,7 +1,7 @@
 """Peers run in one invocation on the same inputs as kvoracle (through its Python module), reported
 as medians and ratios: (1) NumPy H2O replay (reference-code style) vs kvoracle's greedy scorer, per
 head-step; (2) the lazy greedy of apricot and of submodlib on facility location; (3) HiGHS on the
-dynamic oracle's MILP vs kvoracle's min-cost-flow oracle.
+offline oracle's MILP vs kvoracle's min-cost-flow oracle.
 Usage: run_peers.py [--smoke] [--json FILE]  (prints a Markdown section; FILE: the rows for
 bench/write_doc.py). Exits non-zero when any peer and kvoracle disagree."""
 import os
@@ -113,7 +113,7 @@ def milp_peer(n, reps):
         w[i, : i + 1] = e / e.sum()
     k = n // 5
     t_milp, v_milp = median_time(lambda: solve_milp(w, k), max(1, reps // 3))
-    t_kv, r = median_time(lambda: kvoracle.dynamic_optimum(w, k), reps)
+    t_kv, r = median_time(lambda: kvoracle.offline_optimum(w, k), reps)
     return {"n": n, "k": k, "highs_s": t_milp, "kvoracle_s": t_kv, "speedup": t_milp / t_kv,
             "highs_value": v_milp, "kvoracle_value": r["value"]}
 
@@ -141,7 +141,7 @@ def fl_rows(r):
 
 def milp_row(r):
     same = abs(r["highs_value"] - r["kvoracle_value"]) <= 1e-6 * max(1.0, r["kvoracle_value"])
-    return {"peer": "HiGHS MILP of the dynamic oracle", "kind": "milp", "n": r["n"],
+    return {"peer": "HiGHS MILP of the offline oracle", "kind": "milp", "n": r["n"],
             "input": f"n = {r['n']}, k = {r['k']}, softmax rows", "peer_s": r["highs_s"],
             "kvoracle_s": r["kvoracle_s"], "target": 100.0 if r["n"] >= 200 else None, "same": same,
             "agreement": f"optimum {r['highs_value']:.6f} vs {r['kvoracle_value']:.6f} "

@@ -33,7 +33,7 @@ std::unique_ptr<EvictionPolicy> make_full(const PolicySpec&) { return std::make_
 std::unique_ptr<EvictionPolicy> make_oracle(const PolicySpec& s) {
   require(s.schedule != nullptr,
           "policy oracle follows the offline optimum of the whole trace; only kvoracle eval computes its schedule "
-          "(use kvoracle oracle --dynamic for the optimum itself)");
+          "(use kvoracle oracle --offline for the optimum itself)");
   return std::make_unique<ScheduledPolicy>(policy_name(PolicyId::Oracle), s.schedule);
 }
 
@@ -110,7 +110,7 @@ constexpr std::array<PolicyEntry, kPolicyCount> kTable = {{
      &make_full},
     {Oracle,
      "oracle",
-     "follows the dynamic offline optimum of the full-attention trace (kvoracle eval)",
+     "follows the offline optimum of the full-attention trace (kvoracle eval)",
      "k",
      {true, true, Never, true, ScorerVariant::None, false, false, false, true},
      &make_oracle},

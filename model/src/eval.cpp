@@ -9,7 +9,7 @@
 #include "kvo/core/error.hpp"
 #include "kvo/model/evicting_decoder.hpp"
 #include "kvo/model/recorder.hpp"
-#include "kvo/oracle/dynamic_oracle.hpp"
+#include "kvo/oracle/offline_oracle.hpp"
 
 namespace kvo::model {
 namespace {
@@ -25,19 +25,19 @@ std::vector<double> log_softmax(const Eigen::RowVectorXf& row) {
   return out;
 }
 
-// End times of the dynamic offline optimum per (layer, KV head) under each unit's budget: maximise
+// End times of the offline optimum per (layer, KV head) under each unit's budget: maximise
 // the retained attention mass (the group's mean dense attention) under nested eviction.
 std::shared_ptr<const ScheduleSource> oracle_schedules(const Trace& tr, const Budget& budget) {
   auto ends = std::make_shared<std::vector<std::vector<int>>>();
   const int g = tr.group_size();
   for (int l = 0; l < tr.n_layers; ++l)
     for (int kv = 0; kv < tr.n_kv_heads; ++kv) {
-      DynamicProblem p;
+      OfflineProblem p;
       p.w = Eigen::MatrixXd::Zero(tr.n_tokens, tr.n_tokens);
       for (int h = kv * g; h < (kv + 1) * g; ++h) p.w += dense_attention(HeadView(tr, l, h));
       p.w /= g;
       p.budget = budget.resolve(tr.n_tokens, l, kv).total;
-      ends->push_back(solve_dynamic(p).end);
+      ends->push_back(solve_offline(p).end);
     }
   const int n_kv = tr.n_kv_heads;
   return std::make_shared<const ScheduleSource>(

@@ -15,16 +15,6 @@ namespace {
 
 const Concave kTransforms[] = {Concave::Identity, Concave::Sqrt, Concave::Log};
 
-std::vector<int> sampled_steps(const std::vector<int>& steps, int count) {
-  std::vector<int> out;
-  if (steps.empty()) return out;
-  for (int t = 0; t < count; ++t) {
-    const size_t x = steps.size() * static_cast<size_t>(2 * t + 1) / static_cast<size_t>(2 * count);
-    if (out.empty() || out.back() != steps[x]) out.push_back(steps[x]);
-  }
-  return out;
-}
-
 float to_half(double x) { return half_to_float(float_to_half(static_cast<float>(x))); }
 
 }  // namespace
@@ -32,9 +22,7 @@ float to_half(double x) { return half_to_float(float_to_half(static_cast<float>(
 void check_scores(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out) {
   const PolicyRun* run = h.run(PolicyId::H2OPaper);
   if (run == nullptr || run->scores.size() == 0) return;
-  std::vector<int> full;  // steps of Alg. 2's full branch (an eviction happened)
-  for (int i = 0; i < h.n; ++i)
-    if (!run->replay.steps[static_cast<size_t>(i)].evicted.empty()) full.push_back(i);
+  const std::vector<int> full = eviction_steps(*run);  // steps of Alg. 2's full branch
 
   if (check_enabled(o, "C3")) {
     for (Concave hh : kTransforms) {
@@ -121,7 +109,7 @@ void check_scores(const HeadData& h, const TraceChecksOptions& o, std::vector<Ch
 
   const bool c5 = check_enabled(o, "C5"), c12 = check_enabled(o, "C12");
   if (!c5 && !c12) return;
-  const auto steps = sampled_steps(full, 4);
+  const auto steps = evenly_spaced(full, 4);
   for (Concave hh : kTransforms) {
     for (const char* inst : {"A", "B", "C"}) {
       const std::string name = std::string(inst);

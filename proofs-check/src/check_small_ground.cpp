@@ -8,7 +8,7 @@
 #include <numbers>
 #include <numeric>
 
-#include "head_data.hpp"
+#include "claim_sink.hpp"
 #include "kvo/checks/set_function_checks.hpp"
 #include "kvo/core/facility_location.hpp"
 #include "kvo/core/greedy.hpp"
@@ -18,68 +18,90 @@
 #include "kvo/oracle/static_oracle.hpp"
 
 namespace kvo::detail {
-namespace {
 
-struct Acc {  // per (claim, variant) aggregation over the sampled steps of one head
-  std::string id, variant;
-  ClaimKind kind;
-  bool holds = true;
-  double metric = 0.0;
-  bool lower_worse = true;
-  long step = -1;
-  bool any = false;
-  nlohmann::json detail = nlohmann::json::object();
-  void take(double m, bool ok, long i) {  // step: the first failure, else the worst metric
-    const bool worse = !any || (lower_worse ? m < metric : m > metric);
-    if (worse) metric = m;
-    if (!ok && holds) {
-      holds = false;
-      step = i;
-    } else if (worse && holds) {
-      step = i;
+void ClaimAcc::take(double m, bool ok, long i) {  // step: the first failure, else the worst metric
+  const bool worse = !any || (lower_worse ? m < metric : m > metric);
+  if (worse) metric = m;
+  if (!ok && holds) {
+    holds = false;
+    step = i;
+  } else if (worse && holds) {
+    step = i;
+  }
+  any = true;
+}
+
+ClaimAcc& ClaimSink::at(const std::string& id, const std::string& variant, ClaimKind kind, bool lower_worse) {
+  for (auto& a : accs_)
+    if (a.id == id && a.variant == variant) return a;
+  accs_.push_back({id, variant, kind});
+  accs_.back().lower_worse = lower_worse;
+  return accs_.back();
+}
+
+void ClaimSink::flush(const HeadData& h, std::vector<CheckRecord>& out) {
+  for (auto& a : accs_) {
+    auto r = head_record(h, a.id, a.variant, a.kind, a.holds, a.metric, a.step);
+    r.detail = a.detail;
+    out.push_back(std::move(r));
+  }
+}
+
+void check_static_objective(const SetFunction& f, const std::string& name, int k, long i, const TraceChecksOptions& o,
+                            ClaimSink& sink) {
+  const double line = 1.0 - 1.0 / std::numbers::e;
+  const StaticBounds b = static_bounds(f, k);
+  const double ratio = b.opt > 0 ? b.greedy / b.opt : 1.0;
+  if (check_enabled(o, "C7")) {
+    auto& a = sink.at("C7", name, ClaimKind::Theorem);
+    a.take(ratio, b.nwf_holds(), i);
+    a.detail = {{"ground", f.ground_size()}, {"k", k}, {"nwf_factor", b.nwf}};
+  }
+  if (check_enabled(o, "C16") && name == "FL")
+    sink.at("C16", "FL", ClaimKind::Theorem).take(ratio, ratio >= line - 1e-12, i);
+  if (check_enabled(o, "C20")) {
+    auto& a = sink.at("C20", name, ClaimKind::Theorem);
+    a.take(b.curvature_factor > 0 ? ratio / b.curvature_factor : 1.0, b.curvature_holds(), i);
+    a.detail["curvature_last"] = b.curvature;
+  }
+  if (check_enabled(o, "C22")) {
+    auto& a = sink.at("C22", name, ClaimKind::Theorem);
+    a.take(b.aposteriori > 0 ? b.greedy / b.aposteriori : 1.0, b.aposteriori_holds(), i);
+  }
+  if ((check_enabled(o, "C8") || check_enabled(o, "D11")) && name != "sat-cov" && b.opt > 0) {
+    for (int trial = 0; trial < 4; ++trial) {
+      const bool adv = trial == 3;
+      const double eps = (adv ? 0.05 : 0.01) * b.opt / k;
+      const NoisyGreedy ng = noisy_greedy(f, k, eps, adv, o.run.seed + static_cast<std::uint64_t>(i * 8 + trial));
+      const double tol = 1e-12 * (1.0 + b.opt);
+      if (check_enabled(o, "C8"))
+        sink.at("C8", name + (adv ? " adversarial" : " random"), ClaimKind::Theorem)
+            .take((ng.value - ng.derived_bound) / b.opt, ng.value >= ng.derived_bound - tol, i);
+      if (check_enabled(o, "D11")) {
+        auto& a = sink.at("D11", name + (adv ? " adversarial" : " random"), ClaimKind::Defect, false);
+        a.take((ng.paper_bound - ng.derived_bound) / b.opt, ng.value >= ng.paper_bound - tol, i);
+        a.detail = {{"eps_over_opt", eps / b.opt}, {"k", k}};
+      }
     }
-    any = true;
   }
-};
-
-class Sink {
- public:
-  Acc& at(const std::string& id, const std::string& variant, ClaimKind kind, bool lower_worse = true) {
-    for (auto& a : accs_)
-      if (a.id == id && a.variant == variant) return a;
-    accs_.push_back({id, variant, kind});
-    accs_.back().lower_worse = lower_worse;
-    return accs_.back();
+  if (check_enabled(o, "C21") && name == "FL") {
+    GreedyOptions go;
+    go.budget = k;
+    const auto gr = naive_greedy(f, go);
+    const double gamma = submodularity_ratio(f, gr.picks, k);
+    sink.at("C21", "FL (submodular: gamma >= 1)", ClaimKind::Theorem).take(gamma, gamma >= 1.0 - 1e-6, i);
   }
-  void flush(const HeadData& h, std::vector<CheckRecord>& out) {
-    for (auto& a : accs_) {
-      auto r = head_record(h, a.id, a.variant, a.kind, a.holds, a.metric, a.step);
-      r.detail = a.detail;
-      out.push_back(std::move(r));
-    }
-  }
-
- private:
-  std::vector<Acc> accs_;
-};
-
-}  // namespace
+}
 
 void check_small_ground(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out) {
   const PolicyRun* run = h.run(PolicyId::H2OPaper);
   if (run == nullptr) run = h.runs.empty() ? nullptr : &h.runs.front();
   if (run == nullptr) return;
-  std::vector<int> full;
-  for (int i = std::max(h.prompt_len, 1); i < h.n; ++i)
-    if (run->replay.steps[static_cast<size_t>(i)].evicted.size() == 1) full.push_back(i);
-  if (full.empty()) return;
-  std::vector<int> steps;
-  for (int t = 0; t < o.sampled_steps; ++t)
-    steps.push_back(full[full.size() * static_cast<size_t>(2 * t + 1) / static_cast<size_t>(2 * o.sampled_steps)]);
-  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  const std::vector<int> steps = small_ground_steps(h, *run, o);
+  if (steps.empty()) return;
   const double line = 1.0 - 1.0 / std::numbers::e;
   const bool values = h.view->has_values();
-  Sink sink;
+  ClaimSink sink;
 
   for (int i : steps) {
     const StepRecord& s = run->replay.steps[static_cast<size_t>(i)];
@@ -106,49 +128,7 @@ void check_small_ground(const HeadData& h, const TraceChecksOptions& o, std::vec
       fid = std::make_unique<OutputFidelity>(a, v);
     }
     const int k = std::min(o.small_k, m);
-    for (auto& [name, f] : fns) {
-      const StaticBounds b = static_bounds(*f, k);
-      const double ratio = b.opt > 0 ? b.greedy / b.opt : 1.0;
-      if (check_enabled(o, "C7")) {
-        auto& a = sink.at("C7", name, ClaimKind::Theorem);
-        a.take(ratio, b.nwf_holds(), i);
-        a.detail = {{"ground", m}, {"k", k}, {"nwf_factor", b.nwf}};
-      }
-      if (check_enabled(o, "C16") && name == "FL")
-        sink.at("C16", "FL", ClaimKind::Theorem).take(ratio, ratio >= line - 1e-12, i);
-      if (check_enabled(o, "C20")) {
-        auto& a = sink.at("C20", name, ClaimKind::Theorem);
-        a.take(b.curvature_factor > 0 ? ratio / b.curvature_factor : 1.0, b.curvature_holds(), i);
-        a.detail["curvature_last"] = b.curvature;
-      }
-      if (check_enabled(o, "C22")) {
-        auto& a = sink.at("C22", name, ClaimKind::Theorem);
-        a.take(b.aposteriori > 0 ? b.greedy / b.aposteriori : 1.0, b.aposteriori_holds(), i);
-      }
-      if ((check_enabled(o, "C8") || check_enabled(o, "D11")) && name != "sat-cov" && b.opt > 0) {
-        for (int trial = 0; trial < 4; ++trial) {
-          const bool adv = trial == 3;
-          const double eps = (adv ? 0.05 : 0.01) * b.opt / k;
-          const NoisyGreedy ng = noisy_greedy(*f, k, eps, adv, o.run.seed + static_cast<std::uint64_t>(i * 8 + trial));
-          const double tol = 1e-12 * (1.0 + b.opt);
-          if (check_enabled(o, "C8"))
-            sink.at("C8", name + (adv ? " adversarial" : " random"), ClaimKind::Theorem)
-                .take((ng.value - ng.derived_bound) / b.opt, ng.value >= ng.derived_bound - tol, i);
-          if (check_enabled(o, "D11")) {
-            auto& a = sink.at("D11", name + (adv ? " adversarial" : " random"), ClaimKind::Defect, false);
-            a.take((ng.paper_bound - ng.derived_bound) / b.opt, ng.value >= ng.paper_bound - tol, i);
-            a.detail = {{"eps_over_opt", eps / b.opt}, {"k", k}};
-          }
-        }
-      }
-      if (check_enabled(o, "C21") && name == "FL") {
-        GreedyOptions go;
-        go.budget = k;
-        const auto gr = naive_greedy(*f, go);
-        const double gamma = submodularity_ratio(*f, gr.picks, k);
-        sink.at("C21", "FL (submodular: gamma >= 1)", ClaimKind::Theorem).take(gamma, gamma >= 1.0 - 1e-6, i);
-      }
-    }
+    for (auto& [name, f] : fns) check_static_objective(*f, name, k, i, o, sink);
     if (fid) {
       const StaticBounds b = static_bounds(*fid, k);
       const double ratio = b.opt > 0 ? b.greedy / b.opt : 1.0;

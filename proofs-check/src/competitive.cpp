@@ -4,11 +4,10 @@
 #include <cmath>
 #include <functional>
 
-#include "head_data.hpp"
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/parallel.hpp"
-#include "kvo/oracle/dynamic_oracle.hpp"
+#include "kvo/oracle/offline_oracle.hpp"
 
 namespace kvo {
 
@@ -23,6 +22,32 @@ std::string outside_problem(const std::vector<std::vector<int>>& kept, bool nest
         return "drops token " + std::to_string(j) + " of the forced window at step " + std::to_string(i);
   }
   return "";
+}
+
+OfflineOrdering order_against_optimum(const OfflineProblem& p, const OfflineSolution& opt,
+                                      const std::vector<ScheduleRun>& runs) {
+  OfflineOrdering o;
+  o.opt = opt.value;
+  for (double v : top_k_row_sums(p.w, p.budget)) o.static_sum += v;
+  const double tol = 1e-9 * std::max(1.0, o.static_sum);
+  try {
+    o.certificate = dual_bound(p, opt.end, opt.price);
+    if (std::fabs(o.certificate - opt.value) > tol)
+      o.violations.push_back("certificate gap " + std::to_string(o.certificate - opt.value));
+  } catch (const Error& e) {
+    o.certificate = NAN;
+    o.violations.push_back(std::string("invalid certificate: ") + e.what());
+  }
+  if (opt.value > o.static_sum + tol) o.violations.push_back("OPT_dyn > sum opt_i");
+  for (const ScheduleRun& r : runs) {
+    PolicyRatio pr{r.policy, r.nested, schedule_value(p, r.kept), 0.0,
+                   outside_problem(r.kept, r.nested, p.budget, p.recent)};
+    pr.ratio = opt.value > 0 ? pr.value / opt.value : 1.0;
+    if (pr.outside.empty() && pr.value > opt.value + tol)
+      o.violations.push_back(r.policy + " beats OPT_dyn by " + std::to_string(pr.value - opt.value));
+    o.policies.push_back(std::move(pr));
+  }
+  return o;
 }
 
 std::vector<HeadCompetitive> competitive_ratios(const Trace& trace, const CompetitiveOptions& o) {
@@ -40,30 +65,22 @@ std::vector<HeadCompetitive> competitive_ratios(const Trace& trace, const Compet
     hc.layer = heads[static_cast<size_t>(x)].layer;
     hc.head = heads[static_cast<size_t>(x)].head;
     hc.k = heads[static_cast<size_t>(x)].budget.total;
-    DynamicProblem p;
+    OfflineProblem p;
     p.w = dense_attention(HeadView(trace, hc.layer, hc.head));
     p.budget = hc.k;
     p.recent = std::min(o.forced_window, hc.k);
-    const DynamicSolution opt = solve_dynamic(p);
-    hc.opt_dyn = opt.value;
-    hc.dual_bound = opt.upper;
-    for (double v : detail::topk_row_sums(p.w, p.n(), hc.k)) hc.static_sum += v;
-    const double tol = 1e-9 * std::max(1.0, hc.static_sum);
-    if (std::fabs(opt.upper - opt.value) > tol)
-      hc.violations.push_back("certificate gap " + std::to_string(opt.upper - opt.value));
-    if (opt.value > hc.static_sum + tol) hc.violations.push_back("OPT_dyn exceeds the sum of static optima");
+    std::vector<ScheduleRun> runs;
     for (const auto& r : replays) {
-      const HeadReplay& hr = r.heads[static_cast<size_t>(x)];
-      std::vector<std::vector<int>> kept;
-      kept.reserve(hr.steps.size());
-      for (const auto& s : hr.steps) kept.push_back(s.kept);
-      PolicyRatio pr{r.policy, r.nested, schedule_value(p, kept), 0.0, outside_problem(kept, r.nested, hc.k, p.recent)};
-      pr.ratio = hc.opt_dyn > 0 ? pr.value / hc.opt_dyn : 1.0;
-      if (pr.outside.empty() && pr.value > hc.opt_dyn + tol)
-        hc.violations.push_back("nested policy " + r.policy + " beats OPT_dyn by " +
-                                std::to_string(pr.value - hc.opt_dyn));
-      hc.policies.push_back(pr);
+      ScheduleRun sr{r.policy, r.nested, {}};
+      for (const auto& s : r.heads[static_cast<size_t>(x)].steps) sr.kept.push_back(s.kept);
+      runs.push_back(std::move(sr));
     }
+    OfflineOrdering ord = order_against_optimum(p, solve_offline(p), runs);
+    hc.opt_dyn = ord.opt;
+    hc.dual_bound = ord.certificate;
+    hc.static_sum = ord.static_sum;
+    hc.policies = std::move(ord.policies);
+    hc.violations = std::move(ord.violations);
     if (o.on_head_done) o.on_head_done();
   });
   return out;

@@ -67,18 +67,28 @@ HeadData build_head(const Trace& trace, int layer, int head, const TraceChecksOp
   return h;
 }
 
-std::vector<double> topk_row_sums(const Eigen::MatrixXd& w, int n, int k) {
-  std::vector<double> out(static_cast<size_t>(n)), row;
-  for (int i = 0; i < n; ++i) {
-    row.resize(static_cast<size_t>(i) + 1);
-    for (int j = 0; j <= i; ++j) row[static_cast<size_t>(j)] = w(i, j);
-    const size_t take = std::min(row.size(), static_cast<size_t>(k));
-    std::nth_element(row.begin(), row.begin() + static_cast<long>(take) - 1, row.end(), std::greater<>());
-    double s = 0.0;
-    for (size_t t = 0; t < take; ++t) s += row[t];
-    out[static_cast<size_t>(i)] = s;
+std::vector<int> evenly_spaced(const std::vector<int>& steps, int count) {
+  std::vector<int> out;
+  if (steps.empty()) return out;
+  for (int t = 0; t < count; ++t) {
+    const size_t x = steps.size() * static_cast<size_t>(2 * t + 1) / static_cast<size_t>(2 * count);
+    if (out.empty() || out.back() != steps[x]) out.push_back(steps[x]);
   }
   return out;
+}
+
+std::vector<int> eviction_steps(const PolicyRun& run) {
+  std::vector<int> out;
+  for (size_t i = 0; i < run.replay.steps.size(); ++i)
+    if (!run.replay.steps[i].evicted.empty()) out.push_back(static_cast<int>(i));
+  return out;
+}
+
+std::vector<int> small_ground_steps(const HeadData& h, const PolicyRun& run, const TraceChecksOptions& o) {
+  std::vector<int> single;
+  for (int i = std::max(h.prompt_len, 1); i < h.n; ++i)
+    if (run.replay.steps[static_cast<size_t>(i)].evicted.size() == 1) single.push_back(i);
+  return evenly_spaced(single, o.sampled_steps);
 }
 
 CheckRecord head_record(const HeadData& h, const std::string& id, const std::string& variant, ClaimKind kind,

@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "kvo/checks/check_options.hpp"
+#include "kvo/checks/competitive.hpp"
 #include "kvo/checks/report.hpp"
-#include "kvo/checks/trace_checks.hpp"
 #include "kvo/core/attention.hpp"
 #include "kvo/core/replay.hpp"
 
@@ -49,9 +50,14 @@ struct HeadExtras {
   double gamma_proof = NAN, theta_b = NAN;
 };
 
-// For every step i, the sum of the min(k, i + 1) largest w(i, j) over j <= i (the per-step static
-// optimum of an additive objective; row i of a lower-triangular w).
-std::vector<double> topk_row_sums(const Eigen::MatrixXd& w, int n, int k);
+// `count` evenly spaced picks from `steps` (the t-th at (2t + 1) / (2 count) of the way), without
+// repeats; empty when `steps` is.
+std::vector<int> evenly_spaced(const std::vector<int>& steps, int count);
+// The steps at which a run evicted something.
+std::vector<int> eviction_steps(const PolicyRun& run);
+// The sampled steps of the small-ground checks: o.sampled_steps evenly spaced over the run's
+// single-eviction steps from max(P, 1) on.
+std::vector<int> small_ground_steps(const HeadData& h, const PolicyRun& run, const TraceChecksOptions& o);
 
 // A record tied to this head.
 CheckRecord head_record(const HeadData& h, const std::string& id, const std::string& variant, ClaimKind kind,
@@ -61,13 +67,21 @@ CheckRecord head_record(const HeadData& h, const std::string& id, const std::str
 void check_invariants(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out);     // C1, C27
 void check_normalisation(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out);  // C2, D2
 void check_scores(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out);  // C3, C4, C5, C12
-void check_dynamic(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out,
-                   HeadExtras& extras);  // C9-C11, C13-C15, D5, D7, D8
+void check_udc(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out,
+               HeadExtras& extras);                                                                   // C10, C11, D5
+void check_induction(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out);  // C13, C14, D6-D8
+void check_robustness(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out);  // C9
+void check_ratio(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out,
+                 HeadExtras& extras);  // C15
 void check_small_ground(const HeadData& h, const TraceChecksOptions& o,
                         std::vector<CheckRecord>& out);  // C6-C8, C16, C20-C22, D11
 void check_attention_stats(const HeadData& h, const TraceChecksOptions& o,
                            std::vector<CheckRecord>& out);                                          // C17, C18
 void check_offline(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out);  // C19, D10
+// C19 and D10 on a given solution of the head's problem (check_offline solves it first).
+void check_offline_solution(const HeadData& h, const OfflineProblem& p, const OfflineSolution& opt,
+                            const std::vector<ScheduleRun>& runs, const TraceChecksOptions& o,
+                            std::vector<CheckRecord>& out);
 void check_algorithm_variants(const HeadData& h, const TraceChecksOptions& o,
                               std::vector<CheckRecord>& out);  // D1, D3, D4
 

@@ -132,7 +132,9 @@ LossInstance make_loss_instance(MatrixXd A, double R, double l, double w_floor, 
   b /= b.sum();
   in.loss.A = std::move(A);
   in.loss.b = b;
-  in.loss.w = VectorXd::Constant(n, std::sqrt(w_floor + l / (in.sigma_min * in.sigma_min)));
+  const double w2 = w_floor + l / (in.sigma_min * in.sigma_min);
+  require(w2 >= 0, "loss instance: w^2 = floor + l / sigma_min^2 is negative");
+  in.loss.w = VectorXd::Constant(n, std::sqrt(w2));
   in.x = random_direction(d, rng) * (R * uni(rng));
   return in;
 }
@@ -146,8 +148,24 @@ LossInstance random_loss_instance(int n, int d, double R, double l, double w_flo
   return make_loss_instance(std::move(A), R, l, w_floor, seed);
 }
 
-std::vector<CheckRecord> check_loss_formulas(const LossInstance& in, const std::string& variant) {
+LossDerivatives LossDerivatives::of(const SoftmaxLoss& loss) {
+  LossDerivatives d;
+  d.grad_exp = [&loss](const VectorXd& x) { return loss.grad_exp(x); };
+  d.grad = [&loss](const VectorXd& x) { return loss.grad(x); };
+  d.hessian = [&loss](const VectorXd& x) { return loss.hessian(x); };
+  return d;
+}
+
+namespace {
+LossDerivatives or_own(const LossDerivatives& given, const SoftmaxLoss& loss) {
+  return given.grad && given.grad_exp && given.hessian ? given : LossDerivatives::of(loss);
+}
+}  // namespace
+
+std::vector<CheckRecord> check_loss_formulas(const LossInstance& in, const std::string& variant,
+                                             const LossDerivatives& closed_form) {
   const SoftmaxLoss& L = in.loss;
+  const LossDerivatives D = or_own(closed_form, L);
   const VectorXd& x = in.x;
   const MatrixXd& A = L.A;
   const VectorXd u = L.u(x), f = L.softmax(x);
@@ -160,12 +178,12 @@ std::vector<CheckRecord> check_loss_formulas(const LossInstance& in, const std::
   const MatrixXd J = MatrixXd(f.asDiagonal()) - f * f.transpose();
   errs["df"] = rel_err(J * A, fd_jacobian([&](const VectorXd& y) { return L.softmax(y); }, x));
   const VectorXd fd_exp = fd_gradient([&](const VectorXd& y) { return L.loss_exp(y); }, x);
-  errs["grad_exp"] = rel_err(L.grad_exp(x), fd_exp);
+  errs["grad_exp"] = rel_err(D.grad_exp(x), fd_exp);
   // D.45/D.46: Hessian of alpha = A^T diag(u) A; and the full Hessian A^T (B + W^2) A.
   errs["hess_alpha"] = rel_err(A.transpose() * u.asDiagonal() * A,
                                fd_jacobian([&](const VectorXd& y) { return VectorXd(L.A.transpose() * L.u(y)); }, x));
-  errs["hessian"] = rel_err(L.hessian(x), fd_jacobian([&](const VectorXd& y) { return L.grad(y); }, x));
-  errs["grad"] = rel_err(L.grad(x), fd_gradient([&](const VectorXd& y) { return L.loss(y); }, x));
+  errs["hessian"] = rel_err(D.hessian(x), fd_jacobian([&](const VectorXd& y) { return L.grad(y); }, x));
+  errs["grad"] = rel_err(D.grad(x), fd_gradient([&](const VectorXd& y) { return L.loss(y); }, x));
   double worst = 0.0;
   for (auto& [k, v] : errs.items()) worst = std::max(worst, v.get<double>());
   std::vector<CheckRecord> out;
@@ -182,10 +200,10 @@ std::vector<CheckRecord> check_loss_formulas(const LossInstance& in, const std::
 }
 
 std::vector<CheckRecord> check_hessian_pd(const MatrixXd& A0, double R, double l, std::uint64_t seed,
-                                          const std::string& variant) {
+                                          const std::string& variant, double part1_floor) {
   std::vector<CheckRecord> out;
   // Part 1: w_i^2 = 20 + l / sigma_min^2  =>  Hessian >= l I.
-  LossInstance p1 = make_loss_instance(A0, R, l, 20.0, seed);
+  LossInstance p1 = make_loss_instance(A0, R, l, part1_floor, seed);
   const MatrixXd B1 = p1.loss.B(p1.x);
   const double lam_b = lambda_min(B1), lam_h = lambda_min(p1.loss.hessian(p1.x));
   auto r1 = record("C24", variant + " part 1", ClaimKind::Theorem, lam_h >= l * (1 - 1e-9), lam_h / l);
@@ -195,9 +213,9 @@ std::vector<CheckRecord> check_hessian_pd(const MatrixXd& A0, double R, double l
                {"l", l},
                {"sigma_min", p1.sigma_min},
                {"R", R},
-               {"constant", 20.0},
+               {"constant", part1_floor},
                {"needed", needed1},
-               {"log10_constant_over_needed", needed1 > 0 ? nlohmann::json(std::log10(20.0 / needed1))
+               {"log10_constant_over_needed", needed1 > 0 ? nlohmann::json(std::log10(part1_floor / needed1))
                                                           : nlohmann::json("not needed: lambda_min(B) >= 0")}};
   out.push_back(r1);
   // Part 2: w_i^2 = 200 e^{R^2} + l / sigma_min^2  =>  0.9 (B + W^2) <= W^2 <= 1.1 (B + W^2).
@@ -296,8 +314,9 @@ MatrixXd subsampled_hessian(const SoftmaxLoss& L, const VectorXd& x, int m, std:
 }  // namespace
 
 std::vector<CheckRecord> check_newton(const LossInstance& in, int trials, std::uint64_t seed,
-                                      const std::string& variant) {
+                                      const std::string& variant, const LossDerivatives& closed_form) {
   const SoftmaxLoss& L = in.loss;
+  const LossDerivatives D = or_own(closed_form, L);
   const int n = static_cast<int>(L.A.rows()), d = static_cast<int>(L.A.cols());
   const VectorXd xs = minimise(L, VectorXd::Zero(d));
   const double M = n * std::exp(in.R * in.R);  // M = exp(Theta(R^2 + log n)) with unit constants
@@ -314,13 +333,13 @@ std::vector<CheckRecord> check_newton(const LossInstance& in, int trials, std::u
     for (int mode = 0; mode < 2; ++mode) {
       VectorXd x = x0;
       int it = 0;
-      double gprev = L.grad(x).norm();
+      double gprev = D.grad(x).norm();
       while ((x - xs).norm() > eps && it < 60) {
-        const VectorXd g = L.grad(x);
-        const MatrixXd H = mode == 0 ? L.hessian(x) : subsampled_hessian(L, x, m, rng);
+        const VectorXd g = D.grad(x);
+        const MatrixXd H = mode == 0 ? D.hessian(x) : subsampled_hessian(L, x, m, rng);
         x -= H.ldlt().solve(g);
         ++it;
-        const double gn = L.grad(x).norm();
+        const double gn = D.grad(x).norm();
         if (mode == 0 && gn > gprev * (1 + 1e-9) && gn > 1e-12 * (1.0 + L.w.maxCoeff())) monotone = false;
         gprev = gn;
       }

@@ -10,7 +10,7 @@
 #include "kvo/checks/softmax_loss.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/parallel.hpp"
-#include "kvo/oracle/dynamic_oracle.hpp"
+#include "kvo/oracle/offline_oracle.hpp"
 
 namespace kvo {
 namespace {
@@ -96,7 +96,10 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
     detail::check_invariants(hd, o, out);
     detail::check_normalisation(hd, o, out);
     detail::check_scores(hd, o, out);
-    detail::check_dynamic(hd, o, out, extras[static_cast<size_t>(x)]);
+    detail::check_udc(hd, o, out, extras[static_cast<size_t>(x)]);
+    detail::check_induction(hd, o, out);
+    detail::check_robustness(hd, o, out);
+    detail::check_ratio(hd, o, out, extras[static_cast<size_t>(x)]);
     detail::check_small_ground(hd, o, out);
     detail::check_attention_stats(hd, o, out);
     detail::check_offline(hd, o, out);
@@ -190,7 +193,7 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
   }
   res.grids = {gp, tb};
 
-  // Retained mass against budget, next to the static and dynamic optima.
+  // Retained mass against budget, next to the static and offline optima.
   const auto sw = sweep_heads(trace, o);
   if (!sw.empty()) {
     struct Cell {
@@ -205,11 +208,11 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
       so.run.budget = o.run.budget.with_total(Amount{true, b});
       const detail::HeadData hd = detail::build_head(trace, layer, head, so, /*light=*/true);
       Cell& c = cells[static_cast<size_t>(x)];
-      DynamicProblem p;
+      OfflineProblem p;
       p.w = hd.a;
       p.budget = hd.k();
-      c.dyn = solve_dynamic(p).value / hd.n;
-      for (double v : detail::topk_row_sums(hd.a, hd.n, hd.k())) c.stat += v / hd.n;
+      c.dyn = solve_offline(p).value / hd.n;
+      for (double v : top_k_row_sums(hd.a, hd.k())) c.stat += v / hd.n;
       for (const auto& run : hd.runs) {
         std::vector<std::vector<int>> kept;
         for (const auto& s : run.replay.steps) kept.push_back(s.kept);

@@ -1,8 +1,10 @@
-// The SVG plots: titles fit the picture and colour bars read in plain numbers.
+// The SVG plots: every series, reference line and legend entry drawn; titles fit the picture and
+// colour bars read in plain numbers.
 #include "kvo/checks/svg_plot.hpp"
 
 #include <gtest/gtest.h>
 
+#include <numbers>
 #include <regex>
 
 using namespace kvo;
@@ -37,4 +39,20 @@ TEST(SvgPlot, LinePlotTitleIsSqueezedIntoTheWidth) {
   LinePlot shortp = p;
   shortp.title = "short";
   EXPECT_EQ(shortp.svg(400, 300).find("textLength"), std::string::npos);
+}
+
+TEST(SvgPlot, DrawsEverySeriesReferenceLineAndLegend) {
+  LinePlot p;
+  p.title = "a < b";
+  p.series.push_back({"one", {0, 1, 2}, {0.5, 0.7, 2.0}, false});
+  p.series.push_back({"two", {0, 2}, {0.1, 0.2}, true});
+  p.lines.push_back({"1 - 1/e", 1.0 - 1.0 / std::numbers::e});
+  const std::string svg = p.svg();
+  size_t polylines = 0;
+  for (size_t at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1)) ++polylines;
+  EXPECT_EQ(polylines, 2u);
+  EXPECT_NE(svg.find("a &lt; b"), std::string::npos);  // escaped title
+  EXPECT_NE(svg.find(">two<"), std::string::npos);
+  EXPECT_NE(svg.find("1 - 1/e"), std::string::npos);
+  EXPECT_EQ(svg.rfind("</svg>"), svg.size() - 7);
 }

@@ -12,8 +12,8 @@ grep -q "^device: " "$dir/s.txt"
 "$K" -q oracle "$dir/t.safetensors" --budget 6 --objective fl --every 24
 # synth writes prompt_len 64, which every command honours; the prefill holds more than k tokens, so
 # OPT_dyn's ordering is checked on a decode-only run (--prompt-len 0) and reported unchecked otherwise.
-"$K" -q oracle --dynamic "$dir/t.safetensors" --budget 12 --prompt-len 0 --json "$dir/d.json" | grep -q "0 violations"
-"$K" -q oracle --dynamic "$dir/t.safetensors" --budget 12 | grep -q "not checked: holds 13 > k tokens at step 12"
+"$K" -q oracle --offline "$dir/t.safetensors" --budget 12 --prompt-len 0 --json "$dir/d.json" | grep -q "0 violations"
+"$K" -q oracle --offline "$dir/t.safetensors" --budget 12 | grep -q "not checked: holds 13 > k tokens at step 12"
 "$K" -q verify "$dir/t.safetensors" --budget 0.25 --json "$dir/v.json" --plot "$dir/v.svg" --report "$dir/rep" \
   --sweep 0.1,0.3 --loss-random 2
 grep -q "<polyline" "$dir/v.svg"

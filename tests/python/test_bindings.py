@@ -89,7 +89,7 @@ def ref_value(sim, k):
     return kvoracle.greedy_facility_location(np.asfortranarray(sim), k)["value"]
 
 
-def brute_dynamic(w, k):
+def brute_offline(w, k):
     """Every nested schedule: token j kept over steps [j, e_j], at most k tokens per step."""
     n = w.shape[0]
     best = 0.0
@@ -100,12 +100,12 @@ def brute_dynamic(w, k):
     return best
 
 
-def test_dynamic_optimum_equals_enumeration():
+def test_offline_optimum_equals_enumeration():
     g = np.random.default_rng(2)
     for _ in range(3):
         w = np.tril(g.exponential(size=(6, 6)))
-        r = kvoracle.dynamic_optimum(w, 2)
-        assert abs(r["value"] - brute_dynamic(w, 2)) < 1e-9
+        r = kvoracle.offline_optimum(w, 2)
+        assert abs(r["value"] - brute_offline(w, 2)) < 1e-9
         assert abs(r["certificate"] - r["value"]) < 1e-9
         assert all(len(s) <= 2 for s in r["schedule"])
 

@@ -132,7 +132,7 @@ class H2OMaskPolicy final : public EvictionPolicy {
 };
 
 // Replays a fixed schedule: token j stays until step end[j] (j - 1: never kept). The oracle policy
-// follows the dynamic offline optimum this way, its schedule taken per unit from a ScheduleSource.
+// follows the offline optimum this way, its schedule taken per unit from a ScheduleSource.
 class ScheduledPolicy final : public EvictionPolicy {
  public:
   ScheduledPolicy(std::string name, std::vector<int> end) : name_(std::move(name)), end_(std::move(end)) {}

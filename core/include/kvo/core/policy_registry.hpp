@@ -67,7 +67,7 @@ struct PolicyEntry {
 };
 
 // Offline schedules by cache unit: token j stays until step end[j] (j - 1: never kept). The
-// oracle-guided policy of `kvoracle eval` follows the dynamic offline optimum this way.
+// oracle-guided policy of `kvoracle eval` follows the offline optimum this way.
 using ScheduleSource = std::function<std::vector<int>(int layer, int unit_head)>;
 
 // A policy and its parameters (what the CLI, the bindings and every options struct carry).

@@ -1,7 +1,7 @@
 // Closed-loop evaluation of eviction policies on the real model: teacher-forced decoding of a text
 // with real eviction (EvictingDecoder) for each policy and budget, against the full cache:
 // perplexity, mean KL divergence KL(full || evicted) of the next-token distribution, and the
-// peak K/V bytes held. Offline policies (the registry's `oracle`) evict along the dynamic offline
+// peak K/V bytes held. Offline policies (the registry's `oracle`) evict along the offline
 // optimum (min-cost flow, retained attention mass) of the full-attention trace of the same text:
 // the what-if reference no online policy can beat on that objective.
 #pragma once

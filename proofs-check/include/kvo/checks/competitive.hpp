@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kvo/core/replay.hpp"
+#include "kvo/oracle/offline_oracle.hpp"
 
 namespace kvo {
 
@@ -26,6 +27,24 @@ struct PolicyRatio {
 // when it lies inside: "re-enters evicted tokens", "holds N > k tokens at step i", "drops token j
 // of the forced window at step i".
 std::string outside_problem(const std::vector<std::vector<int>>& kept, bool nested, int k, int r);
+
+// One schedule to order against the optimum: a policy's kept sets S_i.
+struct ScheduleRun {
+  std::string policy;
+  bool nested = true;
+  std::vector<std::vector<int>> kept;
+};
+
+// C19 on one head: the dual bound re-derived from the solution's end times and prices (the
+// solver's own upper bound is not trusted), OPT_dyn <= sum_i opt_i, and policy <= OPT_dyn for each
+// schedule inside the problem. A failure is a kvoracle bug; `violations` says which.
+struct OfflineOrdering {
+  double opt = 0.0, certificate = 0.0, static_sum = 0.0;
+  std::vector<PolicyRatio> policies;    // in the order of `runs`
+  std::vector<std::string> violations;  // ordering or certificate failures
+};
+OfflineOrdering order_against_optimum(const OfflineProblem& p, const OfflineSolution& opt,
+                                      const std::vector<ScheduleRun>& runs);
 
 struct HeadCompetitive {
   int layer = 0, head = 0, k = 0;

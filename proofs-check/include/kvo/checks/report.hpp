@@ -15,11 +15,14 @@ enum class ClaimKind { Theorem, Finding, Defect };
 std::string to_string(ClaimKind k);
 
 struct ClaimInfo {
-  std::string id;               // "C1".."C27", "D1".."D11"
-  std::string title;            // what is checked, in one line
-  std::string source;           // where in the paper
-  std::string metric;           // the headline number of a record
-  bool higher_is_worse = true;  // direction of the metric's worst case
+  std::string id;                  // "C1".."C27", "D1".."D11"
+  std::string title;               // what is checked, in one line
+  std::string source;              // where in the paper
+  std::string metric;              // the headline number of a record
+  bool higher_is_worse = true;     // direction of the metric's worst case
+  std::string function;            // the function in proofs-check/src that checks it
+  std::vector<std::string> tests;  // tests (Suite.Name) feeding it an input on which it must fail
+  std::string doc() const;         // its row in docs/checks.md ("docs/checks.md#c1")
 };
 const std::vector<ClaimInfo>& claim_catalogue();
 const ClaimInfo& claim_info(const std::string& id);  // kvo::Error for an unknown id

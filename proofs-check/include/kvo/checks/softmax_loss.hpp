@@ -45,13 +45,24 @@ struct LossInstance {
 LossInstance make_loss_instance(Eigen::MatrixXd A, double R, double l, double w_floor, std::uint64_t seed);
 LossInstance random_loss_instance(int n, int d, double R, double l, double w_floor, std::uint64_t seed);
 
-// The checks on one instance; `variant` names the data ("random", "keys L0H0", ...).
-std::vector<CheckRecord> check_loss_formulas(const LossInstance& in, const std::string& variant);  // C23, D9a
+// The closed forms the checks compare (C23) or iterate with (C26): the loss's own unless a caller
+// hands in others (a test's perturbed gradient, to see the check fail).
+struct LossDerivatives {
+  std::function<Eigen::VectorXd(const Eigen::VectorXd&)> grad_exp, grad;
+  std::function<Eigen::MatrixXd(const Eigen::VectorXd&)> hessian;
+  static LossDerivatives of(const SoftmaxLoss& loss);  // refers to `loss`: keep it alive
+};
+
+// The checks on one instance; `variant` names the data ("random", "keys L0H0", ...). Empty
+// `closed_form`: the instance's own derivatives.
+std::vector<CheckRecord> check_loss_formulas(const LossInstance& in, const std::string& variant,
+                                             const LossDerivatives& closed_form = {});  // C23, D9a
+// Part 1 builds its instance with w_i^2 = part1_floor + l / sigma_min^2 (D.47 needs part1_floor >= 20).
 std::vector<CheckRecord> check_hessian_pd(const Eigen::MatrixXd& A, double R, double l, std::uint64_t seed,
-                                          const std::string& variant);  // C24 (both parts)
+                                          const std::string& variant, double part1_floor = 20.0);  // C24
 std::vector<CheckRecord> check_lipschitz(const LossInstance& in, int pairs, std::uint64_t seed,
                                          const std::string& variant);  // C25
 std::vector<CheckRecord> check_newton(const LossInstance& in, int trials, std::uint64_t seed,
-                                      const std::string& variant);  // C26, D9b
+                                      const std::string& variant, const LossDerivatives& closed_form = {});  // C26, D9b
 
 }  // namespace kvo

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "dynamic_common.hpp"
+#include "offline_common.hpp"
 
 namespace kvo {
 namespace {
@@ -26,7 +26,7 @@ constexpr double kScale = 1099511627776.0;
 
 }  // namespace
 
-DynamicSolution solve_dynamic_bgl(const DynamicProblem& p) {
+OfflineSolution solve_offline_bgl(const OfflineProblem& p) {
   validate(p);
   const detail::HeavyView hv(p);
   const int n = hv.n;
@@ -90,7 +90,7 @@ DynamicSolution solve_dynamic_bgl(const DynamicProblem& p) {
   }
   boost::successive_shortest_path_nonnegative_weights(g, static_cast<size_t>(source), static_cast<size_t>(n));
   auto residual = get(boost::edge_residual_capacity, g);
-  DynamicSolution sol;
+  OfflineSolution sol;
   sol.method = "bgl-ssp";
   sol.end.resize(static_cast<size_t>(n));
   for (int j = 0; j < n; ++j) sol.end[j] = hv.arrival[j] < n ? hv.arrival[j] - 1 : n - 1;

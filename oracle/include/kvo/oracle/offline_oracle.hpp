@@ -1,4 +1,4 @@
-// Exact offline optimum of the dynamic (irreversible-eviction) problem with an additive
+// Exact offline optimum of the nested (irreversible-eviction) problem with an additive
 // per-step objective (theory note §3.6; proof in docs/oracle.md):
 //   maximise sum_i sum_{j in S_i} w(i, j)  s.t.  S_i ⊆ S_{i-1} ∪ {i},  |S_i| <= k,
 // optionally with the last r tokens forced in (heavy capacity h = k - r, the H2O shape).
@@ -17,7 +17,7 @@
 
 namespace kvo {
 
-struct DynamicProblem {
+struct OfflineProblem {
   // w(i, j) >= 0 for j <= i: reward of holding token j at step i (entries above the diagonal are
   // ignored). Retained dense attention mass: w = a.
   Eigen::MatrixXd w;
@@ -27,7 +27,7 @@ struct DynamicProblem {
   int heavy() const { return budget - recent; }
 };
 
-struct DynamicSolution {
+struct OfflineSolution {
   double value = 0.0;         // sum_i w(i, S_i): the schedule's value (lower bound on OPT)
   double upper = 0.0;         // dual objective (upper bound on OPT); == value when certified
   std::vector<int> end;       // per token j: last step it is kept (j - 1: never kept)
@@ -39,40 +39,44 @@ struct DynamicSolution {
 };
 
 // Validates the problem (square w, finite, w >= 0 on and below the diagonal, 0 <= r <= k <= n).
-void validate(const DynamicProblem& p);
+void validate(const OfflineProblem& p);
 
 // The default exact solver (specialised successive shortest paths).
-DynamicSolution solve_dynamic(const DynamicProblem& p);
+OfflineSolution solve_offline(const OfflineProblem& p);
 // Boost Graph Library successive_shortest_path_nonnegative_weights on the chain network
 // (n^2/2 nodes): the comparison baseline.
-DynamicSolution solve_dynamic_bgl(const DynamicProblem& p);
+OfflineSolution solve_offline_bgl(const OfflineProblem& p);
 // DP over cache states V_i(S) (exact for any per-step objective; exponential: n <= ~25, small k).
 // value(i, S) is g_i(S) for the cache S after step i; monotone g needs only maximal caches.
 using StepObjective = std::function<double(int step, const std::vector<int>& cache)>;
-DynamicSolution solve_dynamic_dp(int n, int budget, int recent, const StepObjective& g, bool monotone);
+OfflineSolution solve_offline_dp(int n, int budget, int recent, const StepObjective& g, bool monotone);
 // Every schedule (token end times), n <= 12: the test oracle for the others.
-DynamicSolution solve_dynamic_brute(const DynamicProblem& p);
+OfflineSolution solve_offline_brute(const OfflineProblem& p);
 // Every schedule under any per-step objective g_i(S_i) (n <= 10): the DP's test oracle.
-DynamicSolution solve_dynamic_enumerate(int n, int budget, int recent, const StepObjective& g);
+OfflineSolution solve_offline_enumerate(int n, int budget, int recent, const StepObjective& g);
 
-// Upper bounds on the dynamic optimum of monotone submodular per-step objectives at any n, where
+// Upper bounds on the offline optimum of monotone submodular per-step objectives at any n, where
 // the DP cannot go: the sum of static optima sum_i opt_i (theory note D.27), and the exact flow
 // optimum of the modular relaxation g_i(S) <= g_i({}) + sum_{j in S} (g_i({j}) - g_i({})).
 // `objective(i)` builds g_i over the ground set {0..i}.
-struct DynamicUpperBound {
+struct OfflineUpperBound {
   double static_sum = 0.0;    // sum_i opt_i (each from the exact static solver's upper bound)
   double modular_flow = 0.0;  // OPT_dyn of the singleton-gain relaxation, plus sum_i g_i({})
   double best() const { return std::min(static_sum, modular_flow); }
 };
-DynamicUpperBound dynamic_upper_bound(int n, int budget, int recent,
+OfflineUpperBound offline_upper_bound(int n, int budget, int recent,
                                       const std::function<std::unique_ptr<SetFunction>(int step)>& objective);
 
 // The value of a schedule given as kept sets S_i (any policy's), sum_i sum_{j in S_i} w(i, j).
-double schedule_value(const DynamicProblem& p, const std::vector<std::vector<int>>& kept);
+double schedule_value(const OfflineProblem& p, const std::vector<std::vector<int>>& kept);
+
+// For every step i, the sum of the min(k, i + 1) largest w(i, j) over j <= i: the per-step static
+// optimum opt_i of an additive objective (row i of a lower-triangular w).
+std::vector<double> top_k_row_sums(const Eigen::MatrixXd& w, int k);
 
 // Independent optimality certificate: checks that `end` is feasible, that (price, mu) with
 // mu_j = max(0, max_e R_j(e) - sum price) is dual feasible, and returns the dual objective.
 // kvo::Error when the schedule is infeasible or a price is negative.
-double dual_bound(const DynamicProblem& p, const std::vector<int>& end, const std::vector<double>& price);
+double dual_bound(const OfflineProblem& p, const std::vector<int>& end, const std::vector<double>& price);
 
 }  // namespace kvo

@@ -1,7 +1,7 @@
-// The dynamic (nested-eviction) oracle: the flow solver equals enumeration of every schedule
+// The offline (nested-eviction) oracle: the flow solver equals enumeration of every schedule
 // and the cache-state DP on thousands of random instances, its dual certificate closes the gap,
 // BGL's min-cost flow agrees, and every nested policy's schedule stays below it.
-#include "kvo/oracle/dynamic_oracle.hpp"
+#include "kvo/oracle/offline_oracle.hpp"
 
 #include <gtest/gtest.h>
 
@@ -19,9 +19,9 @@ using namespace kvo;
 
 namespace {
 
-DynamicProblem random_problem(std::mt19937_64& g, int n, bool ties) {
+OfflineProblem random_problem(std::mt19937_64& g, int n, bool ties) {
   std::exponential_distribution<double> E(1.0);
-  DynamicProblem p;
+  OfflineProblem p;
   p.w = Eigen::MatrixXd::Zero(n, n);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j <= i; ++j) p.w(i, j) = ties ? static_cast<double>(g() % 3) : (g() % 6 == 0 ? 0.0 : E(g));
@@ -30,7 +30,7 @@ DynamicProblem random_problem(std::mt19937_64& g, int n, bool ties) {
   return p;
 }
 
-double feasible_value(const DynamicProblem& p, const DynamicSolution& s) {
+double feasible_value(const OfflineProblem& p, const OfflineSolution& s) {
   const auto sched = s.schedule();
   std::vector<int> prev;
   for (int i = 0; i < p.n(); ++i) {
@@ -51,15 +51,15 @@ TEST(DynamicOracle, FlowEqualsEnumerationAndDPWithACertificate) {
   int instances = 0;
   for (int t = 0; t < 3000; ++t, ++instances) {
     const int n = 1 + static_cast<int>(g() % 10);
-    const DynamicProblem p = random_problem(g, n, t % 3 == 0);
-    const DynamicSolution flow = solve_dynamic(p);
-    const DynamicSolution brute = solve_dynamic_brute(p);
+    const OfflineProblem p = random_problem(g, n, t % 3 == 0);
+    const OfflineSolution flow = solve_offline(p);
+    const OfflineSolution brute = solve_offline_brute(p);
     const double tol = 1e-9 * std::max(1.0, brute.value);
     ASSERT_NEAR(flow.value, brute.value, tol) << "n=" << n << " k=" << p.budget << " r=" << p.recent;
     ASSERT_NEAR(feasible_value(p, flow), flow.value, tol);
     ASSERT_NEAR(flow.upper, flow.value, tol) << "dual certificate does not close the gap";
     if (t % 4 == 0) {
-      const DynamicSolution dp = solve_dynamic_dp(
+      const OfflineSolution dp = solve_offline_dp(
           n, p.budget, p.recent,
           [&](int i, const std::vector<int>& s) {
             double v = 0;
@@ -76,18 +76,18 @@ TEST(DynamicOracle, FlowEqualsEnumerationAndDPWithACertificate) {
 TEST(DynamicOracle, TwelveTokensAgainstEnumeration) {
   std::mt19937_64 g(72);
   for (int t = 0; t < 6; ++t) {
-    DynamicProblem p = random_problem(g, 12, false);
+    OfflineProblem p = random_problem(g, 12, false);
     p.budget = 2 + static_cast<int>(g() % 2);
     p.recent = static_cast<int>(g() % 2);
-    EXPECT_NEAR(solve_dynamic(p).value, solve_dynamic_brute(p).value, 1e-9);
+    EXPECT_NEAR(solve_offline(p).value, solve_offline_brute(p).value, 1e-9);
   }
 }
 
 TEST(DynamicOracle, BoostGraphMinCostFlowAgrees) {
   std::mt19937_64 g(73);
   for (int t = 0; t < 300; ++t) {
-    const DynamicProblem p = random_problem(g, 1 + static_cast<int>(g() % 25), false);
-    const auto a = solve_dynamic(p), b = solve_dynamic_bgl(p);
+    const OfflineProblem p = random_problem(g, 1 + static_cast<int>(g() % 25), false);
+    const auto a = solve_offline(p), b = solve_offline_bgl(p);
     ASSERT_NEAR(a.value, b.value, 1e-9 * std::max(1.0, a.value));
     ASSERT_NEAR(feasible_value(p, b), b.value, 1e-9 * std::max(1.0, a.value));
   }
@@ -97,15 +97,15 @@ TEST(DynamicOracle, BoostGraphMinCostFlowAgrees) {
 // and an infeasible schedule is refused.
 TEST(DynamicOracle, CertificateDetectsSuboptimalityAndInfeasibility) {
   std::mt19937_64 g(74);
-  DynamicProblem p = random_problem(g, 9, false);
+  OfflineProblem p = random_problem(g, 9, false);
   p.budget = 3;
   p.recent = 0;
-  const auto s = solve_dynamic(p);
+  const auto s = solve_offline(p);
   std::vector<int> worse = s.end;
   for (int j = 0; j < 9; ++j) worse[j] = std::min(worse[j], j);  // keep each token one step at most
   const std::vector<double> zero(9, 0.0);
   EXPECT_GT(dual_bound(p, s.end, zero), s.value + 1e-9);  // prices 0: the bound is sum of all weights
-  double worse_value = schedule_value(p, DynamicSolution{0, 0, worse, {}, "", 0}.schedule());
+  double worse_value = schedule_value(p, OfflineSolution{0, 0, worse, {}, "", 0}.schedule());
   EXPECT_LT(worse_value, s.upper);
   std::vector<int> bad(9, 8);  // everybody kept to the end: over budget
   EXPECT_THROW(dual_bound(p, bad, s.price), Error);
@@ -121,10 +121,10 @@ TEST(DynamicOracle, OrderingPolicyBelowOptBelowStaticSum) {
   so.kv_heads = 1;
   const Trace tr = synthesize(so);
   for (int head = 0; head < 2; ++head) {
-    DynamicProblem p;
+    OfflineProblem p;
     p.w = dense_attention(HeadView(tr, 0, head));
     p.budget = 16;
-    const auto opt = solve_dynamic(p);
+    const auto opt = solve_offline(p);
     double static_sum = 0;
     for (int i = 0; i < p.n(); ++i) {
       Eigen::VectorXd row = p.w.row(i).head(i + 1).transpose();
@@ -161,24 +161,24 @@ TEST(DynamicOracle, GeneralObjectiveDPMatchesEnumerationOfCaches) {
       }
       return v;
     };
-    const auto all = solve_dynamic_dp(n, std::min(k, n), 0, f, false);
-    const auto maximal = solve_dynamic_dp(n, std::min(k, n), 0, f, true);
+    const auto all = solve_offline_dp(n, std::min(k, n), 0, f, false);
+    const auto maximal = solve_offline_dp(n, std::min(k, n), 0, f, true);
     EXPECT_NEAR(all.value, maximal.value, 1e-12);
     EXPECT_GE(all.work, maximal.work);
   }
 }
 
 TEST(DynamicOracle, BadProblemsAreErrors) {
-  DynamicProblem p;
+  OfflineProblem p;
   p.w = Eigen::MatrixXd::Ones(4, 4);
   p.budget = 5;
-  EXPECT_THROW(solve_dynamic(p), Error);
+  EXPECT_THROW(solve_offline(p), Error);
   p.budget = 2;
   p.recent = 3;
-  EXPECT_THROW(solve_dynamic(p), Error);
+  EXPECT_THROW(solve_offline(p), Error);
   p.recent = 0;
   p.w(2, 1) = -1;
-  EXPECT_THROW(solve_dynamic(p), Error);
+  EXPECT_THROW(solve_offline(p), Error);
 }
 
 // General per-step objectives: the cache-state DP equals enumeration of every schedule, and the
@@ -194,14 +194,14 @@ TEST(DynamicOracle, GeneralObjectiveDPEqualsEnumerationAndBoundsHold) {
       return std::make_unique<FacilityLocation>(s.block(first, 0, i - first + 1, i + 1));
     };
     auto g_fl = [&](int i, const std::vector<int>& c) { return facility(i)->evaluate(c); };
-    const auto dp = solve_dynamic_dp(n, budget, recent, g_fl, true);
-    const auto en = solve_dynamic_enumerate(n, budget, recent, g_fl);
+    const auto dp = solve_offline_dp(n, budget, recent, g_fl, true);
+    const auto en = solve_offline_enumerate(n, budget, recent, g_fl);
     ASSERT_NEAR(dp.value, en.value, 1e-12) << "n=" << n << " k=" << budget << " r=" << recent;
-    const auto ub = dynamic_upper_bound(n, budget, recent, facility);
+    const auto ub = offline_upper_bound(n, budget, recent, facility);
     EXPECT_GE(ub.static_sum, dp.value - 1e-12);
     EXPECT_GE(ub.modular_flow, dp.value - 1e-12);
     // Modular objective: the relaxation is exact.
-    DynamicProblem p;
+    OfflineProblem p;
     p.w = s.triangularView<Eigen::Lower>();
     p.budget = budget;
     p.recent = recent;
@@ -210,6 +210,6 @@ TEST(DynamicOracle, GeneralObjectiveDPEqualsEnumerationAndBoundsHold) {
       for (int j = 0; j <= i; ++j) w[static_cast<size_t>(j)] = p.w(i, j);
       return std::make_unique<ModularConcave>(w, Concave::Identity);
     };
-    EXPECT_NEAR(dynamic_upper_bound(n, budget, recent, modular).modular_flow, solve_dynamic(p).value, 1e-9);
+    EXPECT_NEAR(offline_upper_bound(n, budget, recent, modular).modular_flow, solve_offline(p).value, 1e-9);
   }
 }

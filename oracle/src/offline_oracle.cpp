@@ -1,19 +1,20 @@
-// The default dynamic solver: successive shortest paths for min-cost flow, run on n + 1 time
+// The default offline solver: successive shortest paths for min-cost flow, run on n + 1 time
 // nodes. A residual path through a token's chain of the full network (docs/oracle.md) only ever
 // enters at tau_{end+1} and leaves at some tau_{e+1}, so each token contributes "move my end
 // from e_j to e" arcs between time nodes; Dijkstra on that dense graph costs O(n^2) per unit of
 // flow (a binary heap picks nodes), with node potentials keeping reduced costs >= 0.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
-#include "dynamic_common.hpp"
 #include "kvo/core/error.hpp"
+#include "offline_common.hpp"
 
 namespace kvo {
 namespace detail {
 
-HeavyView::HeavyView(const DynamicProblem& p) : n(p.n()), h(p.heavy()), r(p.recent) {
+HeavyView::HeavyView(const OfflineProblem& p) : n(p.n()), h(p.heavy()), r(p.recent) {
   arrival.resize(static_cast<size_t>(n));
   gain.resize(static_cast<size_t>(n));
   for (int j = 0; j < n; ++j) {
@@ -27,7 +28,7 @@ HeavyView::HeavyView(const DynamicProblem& p) : n(p.n()), h(p.heavy()), r(p.rece
 
 }  // namespace detail
 
-std::vector<std::vector<int>> DynamicSolution::schedule() const {
+std::vector<std::vector<int>> OfflineSolution::schedule() const {
   const int n = static_cast<int>(end.size());
   std::vector<std::vector<int>> s(static_cast<size_t>(n));
   for (int j = 0; j < n; ++j)
@@ -35,26 +36,41 @@ std::vector<std::vector<int>> DynamicSolution::schedule() const {
   return s;
 }
 
-void validate(const DynamicProblem& p) {
+void validate(const OfflineProblem& p) {
   const int n = p.n();
-  require(n >= 1 && p.w.cols() == n, "dynamic problem: w must be a non-empty square matrix");
+  require(n >= 1 && p.w.cols() == n, "offline problem: w must be a non-empty square matrix");
   require(p.recent >= 0 && p.recent <= p.budget && p.budget <= n,
-          "dynamic problem: need 0 <= recent <= budget <= n (got recent " + std::to_string(p.recent) + ", budget " +
+          "offline problem: need 0 <= recent <= budget <= n (got recent " + std::to_string(p.recent) + ", budget " +
               std::to_string(p.budget) + ", n " + std::to_string(n) + ")");
   for (int i = 0; i < n; ++i)
     for (int j = 0; j <= i; ++j)
       require(std::isfinite(p.w(i, j)) && p.w(i, j) >= 0.0,
-              "dynamic problem: w(" + std::to_string(i) + ", " + std::to_string(j) + ") is negative or not finite");
+              "offline problem: w(" + std::to_string(i) + ", " + std::to_string(j) + ") is negative or not finite");
 }
 
-double schedule_value(const DynamicProblem& p, const std::vector<std::vector<int>>& kept) {
+double schedule_value(const OfflineProblem& p, const std::vector<std::vector<int>>& kept) {
   double v = 0.0;
   for (size_t i = 0; i < kept.size(); ++i)
     for (int j : kept[i]) v += p.w(static_cast<long>(i), j);
   return v;
 }
 
-double dual_bound(const DynamicProblem& p, const std::vector<int>& end, const std::vector<double>& price) {
+std::vector<double> top_k_row_sums(const Eigen::MatrixXd& w, int k) {
+  const int n = static_cast<int>(w.rows());
+  std::vector<double> out(static_cast<size_t>(n)), row;
+  for (int i = 0; i < n; ++i) {
+    row.resize(static_cast<size_t>(i) + 1);
+    for (int j = 0; j <= i; ++j) row[static_cast<size_t>(j)] = w(i, j);
+    const size_t take = std::min(row.size(), static_cast<size_t>(k));
+    std::nth_element(row.begin(), row.begin() + static_cast<long>(take) - 1, row.end(), std::greater<>());
+    double s = 0.0;
+    for (size_t t = 0; t < take; ++t) s += row[t];
+    out[static_cast<size_t>(i)] = s;
+  }
+  return out;
+}
+
+double dual_bound(const OfflineProblem& p, const std::vector<int>& end, const std::vector<double>& price) {
   validate(p);
   const detail::HeavyView hv(p);
   const int n = hv.n;
@@ -87,7 +103,7 @@ double dual_bound(const DynamicProblem& p, const std::vector<int>& end, const st
   return dual;
 }
 
-DynamicSolution solve_dynamic(const DynamicProblem& p) {
+OfflineSolution solve_offline(const OfflineProblem& p) {
   validate(p);
   const detail::HeavyView hv(p);
   const int n = hv.n, h = hv.h, V = n + 1;
@@ -117,7 +133,7 @@ DynamicSolution solve_dynamic(const DynamicProblem& p) {
   std::vector<char> done(static_cast<size_t>(V));
   std::vector<std::pair<double, int>> heap;
   std::vector<int> bucket_start(static_cast<size_t>(V) + 1), bucket(static_cast<size_t>(n));
-  DynamicSolution sol;
+  OfflineSolution sol;
   sol.method = "flow-ssp";
   int pushed = 0;
   // One Dijkstra on reduced costs from tau_0 (or, for the final potentials, from every node at

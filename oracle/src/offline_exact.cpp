@@ -1,4 +1,4 @@
-// The small-n exact solvers of the dynamic problem: DP over cache states (any per-step
+// The small-n exact solvers of the offline problem: DP over cache states (any per-step
 // objective) and enumeration of every schedule (additive objective; the tests' oracle).
 #include <algorithm>
 #include <bit>
@@ -6,9 +6,9 @@
 #include <limits>
 #include <unordered_map>
 
-#include "dynamic_common.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/oracle/static_oracle.hpp"
+#include "offline_common.hpp"
 
 namespace kvo {
 namespace {
@@ -22,15 +22,15 @@ std::vector<int> members(std::uint64_t mask) {
 
 }  // namespace
 
-DynamicSolution solve_dynamic_dp(int n, int budget, int recent, const StepObjective& g, bool monotone) {
+OfflineSolution solve_offline_dp(int n, int budget, int recent, const StepObjective& g, bool monotone) {
   require(n >= 1 && n <= 40, "the cache-state DP is limited to n <= 40");
-  require(recent >= 0 && recent <= budget && budget <= n, "dynamic DP: need 0 <= recent <= budget <= n");
+  require(recent >= 0 && recent <= budget && budget <= n, "offline DP: need 0 <= recent <= budget <= n");
   struct Cell {
     double value;
     std::uint64_t prev;
   };
   std::vector<std::unordered_map<std::uint64_t, Cell>> layer(static_cast<size_t>(n));
-  DynamicSolution sol;
+  OfflineSolution sol;
   sol.method = "dp";
   std::unordered_map<std::uint64_t, Cell> start{{0, {0.0, 0}}};
   for (int i = 0; i < n; ++i) {
@@ -64,7 +64,7 @@ DynamicSolution solve_dynamic_dp(int n, int budget, int recent, const StepObject
     }
   }
   const auto& last = layer.back();
-  require(!last.empty(), "dynamic DP: no feasible schedule");
+  require(!last.empty(), "offline DP: no feasible schedule");
   auto best = std::max_element(last.begin(), last.end(), [](auto& a, auto& b) {
     return a.second.value < b.second.value || (a.second.value == b.second.value && a.first > b.first);
   });
@@ -81,14 +81,14 @@ DynamicSolution solve_dynamic_dp(int n, int budget, int recent, const StepObject
   return sol;
 }
 
-DynamicSolution solve_dynamic_brute(const DynamicProblem& p) {
+OfflineSolution solve_offline_brute(const OfflineProblem& p) {
   validate(p);
   require(p.n() <= 12, "enumeration of every schedule is limited to n <= 12");
   const detail::HeavyView hv(p);
   const int n = hv.n;
   std::vector<int> load(static_cast<size_t>(n), 0), x(static_cast<size_t>(n), 0), best_x;
   double best = -std::numeric_limits<double>::infinity();
-  DynamicSolution sol;
+  OfflineSolution sol;
   sol.method = "enumeration";
   // Token by token, every heavy end that keeps each step within the heavy budget.
   auto rec = [&](auto&& self, int j, double acc) -> void {
@@ -119,13 +119,13 @@ DynamicSolution solve_dynamic_brute(const DynamicProblem& p) {
   return sol;
 }
 
-DynamicSolution solve_dynamic_enumerate(int n, int budget, int recent, const StepObjective& g) {
+OfflineSolution solve_offline_enumerate(int n, int budget, int recent, const StepObjective& g) {
   require(n >= 1 && n <= 10, "enumeration under a general objective is limited to n <= 10");
-  require(recent >= 0 && recent <= budget && budget <= n, "dynamic enumeration: need 0 <= recent <= budget <= n");
+  require(recent >= 0 && recent <= budget && budget <= n, "offline enumeration: need 0 <= recent <= budget <= n");
   const int h = budget - recent;
   std::vector<int> end(static_cast<size_t>(n)), load(static_cast<size_t>(n), 0), best_end;
   double best = -std::numeric_limits<double>::infinity();
-  DynamicSolution sol;
+  OfflineSolution sol;
   sol.method = "enumeration";
   auto rec = [&](auto&& self, int j) -> void {
     if (j == n) {
@@ -166,27 +166,27 @@ DynamicSolution solve_dynamic_enumerate(int n, int budget, int recent, const Ste
   return sol;
 }
 
-DynamicUpperBound dynamic_upper_bound(int n, int budget, int recent,
+OfflineUpperBound offline_upper_bound(int n, int budget, int recent,
                                       const std::function<std::unique_ptr<SetFunction>(int step)>& objective) {
-  require(n >= 1 && recent >= 0 && recent <= budget && budget <= n, "dynamic bound: need 0 <= recent <= budget <= n");
-  DynamicUpperBound b;
-  DynamicProblem relax;
+  require(n >= 1 && recent >= 0 && recent <= budget && budget <= n, "offline bound: need 0 <= recent <= budget <= n");
+  OfflineUpperBound b;
+  OfflineProblem relax;
   relax.w = Eigen::MatrixXd::Zero(n, n);
   relax.budget = budget;
   relax.recent = recent;
   double empty_sum = 0.0;
   for (int i = 0; i < n; ++i) {
     const auto f = objective(i);
-    require(f->ground_size() == i + 1, "dynamic bound: g_" + std::to_string(i) + " must have ground set {0..i}");
+    require(f->ground_size() == i + 1, "offline bound: g_" + std::to_string(i) + " must have ground set {0..i}");
     const auto t = f->traits();
     require(t.monotone && t.submodular,
-            "dynamic bound: g_" + std::to_string(i) + " (" + t.name + ") is not monotone submodular by construction");
+            "offline bound: g_" + std::to_string(i) + " (" + t.name + ") is not monotone submodular by construction");
     b.static_sum += solve_static(*f, budget).upper;
     const auto memo = f->empty_memo();
     empty_sum += f->value(*memo);
     for (int j = 0; j <= i; ++j) relax.w(i, j) = std::max(0.0, f->gain(*memo, j));
   }
-  b.modular_flow = solve_dynamic(relax).upper + empty_sum;
+  b.modular_flow = solve_offline(relax).upper + empty_sum;
   return b;
 }
 

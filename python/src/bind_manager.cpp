@@ -1,0 +1,42 @@
+// kvoracle._core: the decoder-facing eviction manager.
+#include "bindings_support.hpp"
+
+namespace kvo::python {
+
+void bind_manager(py::module_& m) {
+  py::class_<KvEvictionManager>(m, "KvEvictionManager")
+      .def(py::init([](const std::string& policy, const std::string& budget, int n_layers, int n_kv_heads, int batch,
+                       int max_len, int prompt_len, const std::string& recent, std::vector<std::string> overrides,
+                       std::uint64_t seed) {
+             CacheManagerOptions o;
+             o.run = run_config(policy, budget, recent, overrides, prompt_len, seed);
+             o.n_layers = n_layers;
+             o.n_kv_heads = n_kv_heads;
+             o.batch = batch;
+             o.max_len = max_len;
+             return std::make_unique<KvEvictionManager>(o);
+           }),
+           py::arg("policy"), py::arg("budget"), py::arg("n_layers"), py::arg("n_kv_heads"), py::arg("batch") = 1,
+           py::arg("max_len"), py::arg("prompt_len") = 0, py::arg("recent") = "",
+           py::arg("budget_overrides") = std::vector<std::string>{}, py::arg("seed") = 0)
+      .def(
+          "step",
+          [](KvEvictionManager& mgr, int seq, int layer, int kv_head, int pos, const IntArray& positions,
+             const DoubleArray& probs) {
+            std::vector<int> p(positions.data(), positions.data() + positions.size());
+            std::vector<double> w(probs.data(), probs.data() + probs.size());
+            return to_array(mgr.step(seq, layer, kv_head, pos, p, w));
+          },
+          py::arg("seq"), py::arg("layer"), py::arg("kv_head"), py::arg("pos"), py::arg("positions"), py::arg("probs"),
+          "register step pos (positions held incl. pos, ascending; the group's attention over them); "
+          "returns the positions to evict now")
+      .def(
+          "held",
+          [](const KvEvictionManager& mgr, int seq, int layer, int kv) { return to_array(mgr.held(seq, layer, kv)); },
+          py::arg("seq"), py::arg("layer"), py::arg("kv_head"))
+      .def(
+          "budget", [](const KvEvictionManager& mgr, int layer, int kv) { return mgr.budget(layer, kv).total; },
+          py::arg("layer"), py::arg("kv_head"));
+}
+
+}  // namespace kvo::python

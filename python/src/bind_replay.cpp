@@ -1,0 +1,82 @@
+// kvoracle._core: the policy registry, replay and the greedy scorer.
+#include "bindings_support.hpp"
+
+namespace kvo::python {
+
+void bind_replay(py::module_& m) {
+  m.def("policies", [] {
+    py::list out;
+    for (const auto& p : policy_table())
+      out.append(py::dict(py::arg("name") = std::string(p.name), py::arg("summary") = std::string(p.summary),
+                          py::arg("nested") = p.traits.nested, py::arg("decoder") = p.traits.decoder,
+                          py::arg("scorer") = p.traits.scorer != ScorerVariant::None,
+                          py::arg("seeded") = p.traits.seeded));
+    return out;
+  });
+
+  m.def(
+      "replay",
+      [](const Trace& t, const std::string& policy, const std::string& budget, const std::string& recent,
+         const std::string& gqa, int prompt_len, std::uint64_t seed, std::vector<int> layers,
+         std::vector<std::string> overrides) {
+        ReplayOptions o;
+        o.run = run_config(policy, budget, recent, overrides, prompt_len, seed, std::move(layers), gqa);
+        ReplayResult r;
+        {
+          py::gil_scoped_release release;
+          r = replay(t, o);
+        }
+        py::list heads;
+        for (const auto& h : r.heads) {
+          py::list kept, evicted;
+          py::array_t<double> mass(static_cast<py::ssize_t>(h.steps.size()));
+          for (size_t i = 0; i < h.steps.size(); ++i) {
+            kept.append(to_array(h.steps[i].kept));
+            evicted.append(to_array(h.steps[i].evicted));
+            mass.mutable_at(static_cast<py::ssize_t>(i)) = h.steps[i].retained_mass;
+          }
+          heads.append(py::dict(py::arg("layer") = h.layer, py::arg("head") = h.head, py::arg("k") = h.budget.total,
+                                py::arg("kept") = kept, py::arg("evicted") = evicted, py::arg("retained_mass") = mass,
+                                py::arg("mean_retained_mass") = h.mean_retained_mass));
+        }
+        return heads;
+      },
+      py::arg("trace"), py::arg("policy") = policy_name(PolicyId::H2O), py::arg("budget") = "20%",
+      py::arg("recent") = "", py::arg("gqa") = "query", py::arg("prompt_len") = 0, py::arg("seed") = 0,
+      py::arg("layers") = std::vector<int>{}, py::arg("budget_overrides") = std::vector<std::string>{},
+      "replay a policy over every head: per head the kept and evicted positions per step");
+
+  m.def(
+      "score",
+      [](const Trace& t, const std::string& policy, std::vector<std::string> budgets, int prompt_len, int threads,
+         const std::string& device) {
+        require(!budgets.empty(), "score needs at least one budget");
+        ScorerOptions o;
+        o.run = run_config(policy, budgets.front(), "", {}, prompt_len);
+        for (const auto& b : budgets) o.totals.push_back(Amount::parse(b));
+        o.threads = threads;
+        o.device = parse_scorer_device(device);
+        ScorerResult r;
+        {
+          py::gil_scoped_release release;
+          r = run_scorer(t, o);
+        }
+        py::list units;
+        for (const auto& u : r.units) {
+          py::array_t<double> sc(static_cast<py::ssize_t>(u.score.size()));
+          std::copy(u.score.begin(), u.score.end(), sc.mutable_data());
+          units.append(py::dict(py::arg("layer") = u.layer, py::arg("head") = u.head,
+                                py::arg("budget") = budgets[static_cast<size_t>(u.budget_index)],
+                                py::arg("k") = u.budget.total, py::arg("evict_step") = to_array(u.evict_step),
+                                py::arg("score") = sc));
+        }
+        return py::dict(py::arg("device") = r.device, py::arg("units") = units);
+      },
+      py::arg("trace"), py::arg("policy") = policy_name(PolicyId::H2O),
+      py::arg("budgets") = std::vector<std::string>{"20%"}, py::arg("prompt_len") = 0, py::arg("threads") = 0,
+      py::arg("device") = "cpu",
+      "the greedy scorer (h2o, h2o-paper) over every head and several budgets in one pass: per unit the step each "
+      "token left the cache (-1: kept) and its final score");
+}
+
+}  // namespace kvo::python
