@@ -178,4 +178,11 @@ ReplayResult replay(const Trace& trace, const ReplayOptions& o) {
   return r;
 }
 
+std::vector<std::vector<int>> HeadReplay::kept_sets() const {
+  std::vector<std::vector<int>> out;
+  out.reserve(steps.size());
+  for (const StepRecord& s : steps) out.push_back(s.kept);
+  return out;
+}
+
 }  // namespace kvo

@@ -9,12 +9,11 @@
 
 namespace kvo::detail {
 
-void check_induction(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out) {
+void check_induction(const HeadData& h, const Trajectory& traj, const TraceChecksOptions& o,
+                     std::vector<CheckRecord>& out) {
   const int n = h.n, k = h.k();
-  const std::vector<double> optA = top_k_row_sums(h.acc, k);
-  const PolicyRun* paper = h.run(PolicyId::H2OPaper);
-  std::vector<double> optC;
-  if (paper && paper->scores.size()) optC = top_k_row_sums(paper->scores, k);
+  const std::vector<double>&optA = traj.optA, &optC = traj.optC;
+  const PolicyRun* paper = traj.paper;
   // C13 / D7 / D8: the induction chain of Lemma D.29 per (run, instantiation), h = id.
   for (const auto& run : h.runs) {
     const bool has_c = run.scores.size() > 0;

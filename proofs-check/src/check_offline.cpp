@@ -17,12 +17,8 @@ void check_offline(const HeadData& h, const TraceChecksOptions& o, std::vector<C
   p.budget = h.k();
   const OfflineSolution opt = solve_offline(p);
   std::vector<ScheduleRun> runs;
-  for (const auto& run : h.runs) {
-    if (!policy_traits(run.id).budgeted) continue;  // not under the budget
-    ScheduleRun sr{run.name, run.nested, {}};
-    for (const auto& s : run.replay.steps) sr.kept.push_back(s.kept);
-    runs.push_back(std::move(sr));
-  }
+  for (const auto& run : h.runs)
+    if (policy_traits(run.id).budgeted) runs.push_back({run.name, run.nested, run.replay.kept_sets()});
   check_offline_solution(h, p, opt, runs, o, out);
 }
 

@@ -8,10 +8,10 @@
 
 namespace kvo::detail {
 
-void check_ratio(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out, HeadExtras& extras) {
-  const int n = h.n, k = h.k();
-  const int s0 = std::max(k, h.prompt_len - 1);
-  const std::vector<double> optA = top_k_row_sums(h.acc, k);
+void check_ratio(const HeadData& h, const Trajectory& traj, const TraceChecksOptions& o, std::vector<CheckRecord>& out,
+                 HeadExtras& extras) {
+  const int n = h.n, s0 = traj.s0;
+  const std::vector<double>& optA = traj.optA;
   // C15: rho_i = A_i(S_i) / top-k_i for every policy; alpha_hat and the hypotheses separately.
   for (const auto& run : h.runs) {
     std::vector<double> rho(static_cast<size_t>(n), NAN);

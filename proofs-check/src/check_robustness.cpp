@@ -8,9 +8,10 @@
 
 namespace kvo::detail {
 
-void check_robustness(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out) {
+void check_robustness(const HeadData& h, const Trajectory& traj, const TraceChecksOptions& o,
+                      std::vector<CheckRecord>& out) {
   const int n = h.n;
-  const PolicyRun* paper = h.run(PolicyId::H2OPaper);
+  const PolicyRun* paper = traj.paper;
   // C9: robustness of the eviction step to a perturbed objective (Lemma D.19), f = A, h = id.
   if (paper && paper->scores.size() && check_enabled(o, "C9")) {
     for (const char* pert : {"C", "fp16(C)"}) {

@@ -49,7 +49,6 @@ void ClaimSink::flush(const HeadData& h, std::vector<CheckRecord>& out) {
 
 void check_static_objective(const SetFunction& f, const std::string& name, int k, long i, const TraceChecksOptions& o,
                             ClaimSink& sink) {
-  const double line = 1.0 - 1.0 / std::numbers::e;
   const StaticBounds b = static_bounds(f, k);
   const double ratio = b.opt > 0 ? b.greedy / b.opt : 1.0;
   if (check_enabled(o, "C7")) {
@@ -58,7 +57,7 @@ void check_static_objective(const SetFunction& f, const std::string& name, int k
     a.detail = {{"ground", f.ground_size()}, {"k", k}, {"nwf_factor", b.nwf}};
   }
   if (check_enabled(o, "C16") && name == "FL")
-    sink.at("C16", "FL", ClaimKind::Theorem).take(ratio, ratio >= line - 1e-12, i);
+    sink.at("C16", "FL", ClaimKind::Theorem).take(ratio, ratio >= kLine - 1e-12, i);
   if (check_enabled(o, "C20")) {
     auto& a = sink.at("C20", name, ClaimKind::Theorem);
     a.take(b.curvature_factor > 0 ? ratio / b.curvature_factor : 1.0, b.curvature_holds(), i);
@@ -99,7 +98,6 @@ void check_small_ground(const HeadData& h, const TraceChecksOptions& o, std::vec
   if (run == nullptr) return;
   const std::vector<int> steps = small_ground_steps(h, *run, o);
   if (steps.empty()) return;
-  const double line = 1.0 - 1.0 / std::numbers::e;
   const bool values = h.view->has_values();
   ClaimSink sink;
 
@@ -134,7 +132,7 @@ void check_small_ground(const HeadData& h, const TraceChecksOptions& o, std::vec
       const double ratio = b.opt > 0 ? b.greedy / b.opt : 1.0;
       if (check_enabled(o, "C7"))
         sink.at("C7", "E (not submodular by construction)", ClaimKind::Finding).take(ratio, b.nwf_holds(), i);
-      if (check_enabled(o, "C16")) sink.at("C16", "E", ClaimKind::Finding).take(ratio, ratio >= line, i);
+      if (check_enabled(o, "C16")) sink.at("C16", "E", ClaimKind::Finding).take(ratio, ratio >= kLine, i);
       if (check_enabled(o, "C21")) {
         GreedyOptions go;
         go.budget = k;

@@ -11,14 +11,12 @@
 
 namespace kvo::detail {
 
-void check_udc(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out, HeadExtras& extras) {
-  const int n = h.n, k = h.k();
-  const int s0 = std::max(k, h.prompt_len - 1);
-  const double thr = 1.0 / (10.0 * n);  // theta = gamma = alpha / (10 n) at the most lenient alpha -> 1
-  const std::vector<double> optA = top_k_row_sums(h.acc, k);
-  const PolicyRun* paper = h.run(PolicyId::H2OPaper);
-  std::vector<double> optC;
-  if (paper && paper->scores.size()) optC = top_k_row_sums(paper->scores, k);
+void check_udc(const HeadData& h, const Trajectory& traj, const TraceChecksOptions& o, std::vector<CheckRecord>& out,
+               HeadExtras& extras) {
+  const int n = h.n, k = h.k(), s0 = traj.s0;
+  const double thr = traj.thr;
+  const std::vector<double>&optA = traj.optA, &optC = traj.optC;
+  const PolicyRun* paper = traj.paper;
 
   // C11 / D5: gamma in both directions.
   const Gamma gA = gammas(optA, s0);

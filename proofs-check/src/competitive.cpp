@@ -70,11 +70,7 @@ std::vector<HeadCompetitive> competitive_ratios(const Trace& trace, const Compet
     p.budget = hc.k;
     p.recent = std::min(o.forced_window, hc.k);
     std::vector<ScheduleRun> runs;
-    for (const auto& r : replays) {
-      ScheduleRun sr{r.policy, r.nested, {}};
-      for (const auto& s : r.heads[static_cast<size_t>(x)].steps) sr.kept.push_back(s.kept);
-      runs.push_back(std::move(sr));
-    }
+    for (const auto& r : replays) runs.push_back({r.policy, r.nested, r.heads[static_cast<size_t>(x)].kept_sets()});
     OfflineOrdering ord = order_against_optimum(p, solve_offline(p), runs);
     hc.opt_dyn = ord.opt;
     hc.dual_bound = ord.certificate;

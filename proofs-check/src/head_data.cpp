@@ -6,6 +6,8 @@
 
 #include "kvo/core/greedy_evictor.hpp"
 #include "kvo/core/policies.hpp"
+#include "kvo/oracle/offline_oracle.hpp"
+#include "trajectory.hpp"
 
 namespace kvo::detail {
 
@@ -65,6 +67,16 @@ HeadData build_head(const Trace& trace, int layer, int head, const TraceChecksOp
     h.runs.push_back(std::move(run));
   }
   return h;
+}
+
+Trajectory trajectory_of(const HeadData& h) {
+  Trajectory t;
+  t.s0 = std::max(h.k(), h.prompt_len - 1);
+  t.thr = 1.0 / (10.0 * h.n);
+  t.optA = top_k_row_sums(h.acc, h.k());
+  t.paper = h.run(PolicyId::H2OPaper);
+  if (t.paper && t.paper->scores.size()) t.optC = top_k_row_sums(t.paper->scores, h.k());
+  return t;
 }
 
 std::vector<int> evenly_spaced(const std::vector<int>& steps, int count) {

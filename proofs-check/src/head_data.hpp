@@ -4,6 +4,7 @@
 #pragma once
 #include <Eigen/Dense>
 #include <map>
+#include <numbers>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "kvo/core/replay.hpp"
 
 namespace kvo::detail {
+
+inline constexpr double kLine = 1.0 - 1.0 / std::numbers::e;  // the (1 - 1/e) line
 
 struct PolicyRun {
   PolicyId id = PolicyId::H2O;
@@ -67,11 +70,15 @@ CheckRecord head_record(const HeadData& h, const std::string& id, const std::str
 void check_invariants(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out);     // C1, C27
 void check_normalisation(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out);  // C2, D2
 void check_scores(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out);  // C3, C4, C5, C12
-void check_udc(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out,
-               HeadExtras& extras);                                                                   // C10, C11, D5
-void check_induction(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out);  // C13, C14, D6-D8
-void check_robustness(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out);  // C9
-void check_ratio(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out,
+// The trajectory checks take what they share, computed once (trajectory.hpp).
+struct Trajectory;
+void check_udc(const HeadData& h, const Trajectory& traj, const TraceChecksOptions& o, std::vector<CheckRecord>& out,
+               HeadExtras& extras);  // C10, C11, D5
+void check_induction(const HeadData& h, const Trajectory& traj, const TraceChecksOptions& o,
+                     std::vector<CheckRecord>& out);  // C13, C14, D6-D8
+void check_robustness(const HeadData& h, const Trajectory& traj, const TraceChecksOptions& o,
+                      std::vector<CheckRecord>& out);  // C9
+void check_ratio(const HeadData& h, const Trajectory& traj, const TraceChecksOptions& o, std::vector<CheckRecord>& out,
                  HeadExtras& extras);  // C15
 void check_small_ground(const HeadData& h, const TraceChecksOptions& o,
                         std::vector<CheckRecord>& out);  // C6-C8, C16, C20-C22, D11

@@ -157,8 +157,13 @@ LossDerivatives LossDerivatives::of(const SoftmaxLoss& loss) {
 }
 
 namespace {
-LossDerivatives or_own(const LossDerivatives& given, const SoftmaxLoss& loss) {
-  return given.grad && given.grad_exp && given.hessian ? given : LossDerivatives::of(loss);
+// The given closed forms, each empty one replaced by the loss's own.
+LossDerivatives or_own(LossDerivatives given, const SoftmaxLoss& loss) {
+  const LossDerivatives own = LossDerivatives::of(loss);
+  if (!given.grad_exp) given.grad_exp = own.grad_exp;
+  if (!given.grad) given.grad = own.grad;
+  if (!given.hessian) given.hessian = own.hessian;
+  return given;
 }
 }  // namespace
 

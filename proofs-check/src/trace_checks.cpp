@@ -11,6 +11,7 @@
 #include "kvo/core/error.hpp"
 #include "kvo/core/parallel.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "trajectory.hpp"
 
 namespace kvo {
 namespace {
@@ -96,10 +97,11 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
     detail::check_invariants(hd, o, out);
     detail::check_normalisation(hd, o, out);
     detail::check_scores(hd, o, out);
-    detail::check_udc(hd, o, out, extras[static_cast<size_t>(x)]);
-    detail::check_induction(hd, o, out);
-    detail::check_robustness(hd, o, out);
-    detail::check_ratio(hd, o, out, extras[static_cast<size_t>(x)]);
+    const detail::Trajectory traj = detail::trajectory_of(hd);
+    detail::check_udc(hd, traj, o, out, extras[static_cast<size_t>(x)]);
+    detail::check_induction(hd, traj, o, out);
+    detail::check_robustness(hd, traj, o, out);
+    detail::check_ratio(hd, traj, o, out, extras[static_cast<size_t>(x)]);
     detail::check_small_ground(hd, o, out);
     detail::check_attention_stats(hd, o, out);
     detail::check_offline(hd, o, out);
@@ -213,11 +215,7 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
       p.budget = hd.k();
       c.dyn = solve_offline(p).value / hd.n;
       for (double v : top_k_row_sums(hd.a, hd.k())) c.stat += v / hd.n;
-      for (const auto& run : hd.runs) {
-        std::vector<std::vector<int>> kept;
-        for (const auto& s : run.replay.steps) kept.push_back(s.kept);
-        c.policy.push_back(schedule_value(p, kept) / hd.n);
-      }
+      for (const auto& run : hd.runs) c.policy.push_back(schedule_value(p, run.replay.kept_sets()) / hd.n);
       tick();
     });
     for (size_t bi = 0; bi < o.sweep.size(); ++bi) {

@@ -3,14 +3,11 @@
 // a per-step optimum series in both directions, and the induction's base step.
 #pragma once
 #include <algorithm>
-#include <numbers>
 #include <vector>
 
 #include "head_data.hpp"
 
 namespace kvo::detail {
-
-inline constexpr double kLine = 1.0 - 1.0 / std::numbers::e;
 
 inline double sum_over(const Eigen::MatrixXd& w, int i, const std::vector<int>& set) {
   double s = 0.0;
@@ -35,6 +32,17 @@ inline Gamma gammas(const std::vector<double>& opt, int from) {
   }
   return g;
 }
+
+// What the trajectory checks (check_udc, check_induction, check_robustness, check_ratio) share for
+// one head, computed once: s0 = max(k, P - 1), the first step under budget pressure; the paper's
+// threshold alpha / (10 n) at the most lenient alpha; the per-step optima of A and of h2o-paper's C.
+struct Trajectory {
+  int s0 = 0;
+  double thr = 0.0;
+  std::vector<double> optA, optC;    // top-k row sums of h.acc and of h2o-paper's scores (empty: none)
+  const PolicyRun* paper = nullptr;  // h2o-paper's run, when replayed
+};
+Trajectory trajectory_of(const HeadData& h);
 
 // First step of a run with exactly one eviction after the prompt (the induction's base step).
 inline int base_step(const PolicyRun& run, int prompt_len) {

@@ -1,5 +1,6 @@
 // kvoracle._core: the claim checks of kvoracle verify.
 #include "bindings_support.hpp"
+#include "kvo/checks/trace_checks.hpp"
 
 namespace kvo::python {
 

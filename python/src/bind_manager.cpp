@@ -1,5 +1,6 @@
 // kvoracle._core: the decoder-facing eviction manager.
 #include "bindings_support.hpp"
+#include "kvo/core/cache_manager.hpp"
 
 namespace kvo::python {
 

@@ -1,5 +1,9 @@
 // kvoracle._core: the exact optima (top-k, facility location, the offline optimum) and greedy.
 #include "bindings_support.hpp"
+#include "kvo/core/greedy.hpp"
+#include "kvo/core/modular_concave.hpp"
+#include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/oracle/static_oracle.hpp"
 
 namespace kvo::python {
 

@@ -1,5 +1,8 @@
 // kvoracle._core: the policy registry, replay and the greedy scorer.
 #include "bindings_support.hpp"
+#include "kvo/core/policy_registry.hpp"
+#include "kvo/core/replay.hpp"
+#include "kvo/gpu/scorer.hpp"
 
 namespace kvo::python {
 

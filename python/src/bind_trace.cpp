@@ -1,5 +1,6 @@
 // kvoracle._core: the Trace class and trace files.
 #include "bindings_support.hpp"
+#include "kvo/core/trace_io.hpp"
 
 namespace kvo::python {
 

@@ -8,17 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "kvo/checks/trace_checks.hpp"
-#include "kvo/core/cache_manager.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/facility_location.hpp"
-#include "kvo/core/greedy.hpp"
-#include "kvo/core/modular_concave.hpp"
-#include "kvo/core/replay.hpp"
-#include "kvo/core/trace_io.hpp"
-#include "kvo/gpu/scorer.hpp"
-#include "kvo/oracle/offline_oracle.hpp"
-#include "kvo/oracle/static_oracle.hpp"
+#include "kvo/core/run_config.hpp"
 
 namespace kvo::python {
 

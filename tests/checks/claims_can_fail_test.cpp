@@ -14,6 +14,7 @@
 #include "kvo/core/synth.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 #include "test_support.hpp"
+#include "trajectory.hpp"
 
 using namespace kvo;
 using namespace kvo::detail;
@@ -266,7 +267,7 @@ TEST(ClaimCanFail, C9_EvictionFarFromTheOptimum) {
   for (int j : s.attended) paper.scores(at, j) = t.h.acc(at, j);
   t.h.acc(at, s.evicted.front()) = paper.scores(at, s.evicted.front()) = 10.0 * total;
   std::vector<CheckRecord> out;
-  check_robustness(t.h, t.o, out);
+  check_robustness(t.h, trajectory_of(t.h), t.o, out);
   expect_failure(record(out, "C9", "f=A f~=C"), at);
 }
 
@@ -276,7 +277,7 @@ TEST(ClaimCanFail, C10_AccumulatedScoreDecreases) {
   for (int j : t.step(PolicyId::H2OPaper, at - 1).kept) t.h.acc(at, j) *= 0.5;
   std::vector<CheckRecord> out;
   HeadExtras extras;
-  check_udc(t.h, t.o, out, extras);
+  check_udc(t.h, trajectory_of(t.h), t.o, out, extras);
   const CheckRecord& r = record(out, "C10", "A[id]");
   EXPECT_EQ(r.kind, ClaimKind::Theorem);
   expect_failure(r, at);
@@ -289,7 +290,7 @@ TEST(ClaimCanFail, C11_OptimumJumps) {
   t.h.acc.row(at + 1) *= 3.0;
   std::vector<CheckRecord> out;
   HeadExtras extras;
-  check_udc(t.h, t.o, out, extras);
+  check_udc(t.h, trajectory_of(t.h), t.o, out, extras);
   expect_failure(record(out, "C11", "A[id] gamma^proof <= 1/(k+1)"), at);
   expect_failure(record(out, "C11", "A[id]"), at);
 }
@@ -301,7 +302,7 @@ TEST(ClaimCanFail, C13_EvictionLowersTheValue) {
   while (t.step(PolicyId::H2OPaper, at).evicted.front() == at) at = single_eviction_after(paper, at + 1);
   paper.scores(at, t.step(PolicyId::H2OPaper, at).evicted.front()) += 100.0;  // it was in S_{i-1}
   std::vector<CheckRecord> out;
-  check_induction(t.h, t.o, out);
+  check_induction(t.h, trajectory_of(t.h), t.o, out);
   const CheckRecord& r = record(out, "C13", "h2o-paper C[id]");
   EXPECT_EQ(r.kind, ClaimKind::Theorem);
   expect_failure(r, at);
@@ -319,7 +320,7 @@ TEST(ClaimCanFail, C14_DecisionsStopBeingGreedy) {
     paper.replay.steps = greedy_trajectory(t.h.acc, t.h.k(), bad);
     t.o.checks = {"C14"};
     std::vector<CheckRecord> out;
-    check_induction(t.h, t.o, out);
+    check_induction(t.h, trajectory_of(t.h), t.o, out);
     if (bad < 0) {
       expect_holds(out, "C14", "f=A f~=C (h2o-paper)");
     } else {
@@ -343,7 +344,7 @@ TEST(ClaimCanFail, C15_CacheOfTheLightestTokens) {
   t.step(PolicyId::H2O, at).kept = lightest;
   std::vector<CheckRecord> out;
   HeadExtras extras;
-  check_ratio(t.h, t.o, out, extras);
+  check_ratio(t.h, trajectory_of(t.h), t.o, out, extras);
   const CheckRecord& r = record(out, "C15", "h2o");
   EXPECT_EQ(r.kind, ClaimKind::Finding);
   expect_failure(r, at);
@@ -459,10 +460,10 @@ TEST(ClaimCanFail, UncorruptedHeadHoldsEveryTheorem) {
   check_invariants(t.h, t.o, out);
   check_normalisation(t.h, t.o, out);
   check_scores(t.h, t.o, out);
-  check_udc(t.h, t.o, out, extras);
-  check_induction(t.h, t.o, out);
-  check_robustness(t.h, t.o, out);
-  check_ratio(t.h, t.o, out, extras);
+  check_udc(t.h, trajectory_of(t.h), t.o, out, extras);
+  check_induction(t.h, trajectory_of(t.h), t.o, out);
+  check_robustness(t.h, trajectory_of(t.h), t.o, out);
+  check_ratio(t.h, trajectory_of(t.h), t.o, out, extras);
   check_small_ground(t.h, t.o, out);
   check_attention_stats(t.h, t.o, out);
   check_offline(t.h, t.o, out);

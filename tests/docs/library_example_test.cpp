@@ -39,9 +39,7 @@ TEST(LibraryExample, ReplayAPolicy) {
   kvo::OfflineProblem p;                     // head 0's offline optimum of the retained dense attention mass
   p.w = kvo::dense_attention(kvo::HeadView(trace, r.heads[0].layer, r.heads[0].head));
   p.budget = r.heads[0].budget.total;
-  std::vector<std::vector<int>> kept;  // S_i after every step
-  for (const auto& s : r.heads[0].steps) kept.push_back(s.kept);
-  const double ratio = kvo::schedule_value(p, kept) / kvo::solve_offline(p).value;  // in (0, 1]
+  const double ratio = kvo::schedule_value(p, r.heads[0].kept_sets()) / kvo::solve_offline(p).value;  // in (0, 1]
   // --8<-- [end:replay]
   EXPECT_LE(static_cast<int>(step.kept.size()), r.heads[0].budget.total);
   EXPECT_GT(ratio, 0.0);

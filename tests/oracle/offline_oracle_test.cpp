@@ -138,9 +138,7 @@ TEST(DynamicOracle, OrderingPolicyBelowOptBelowStaticSum) {
       o.run.budget = Budget(Amount::parse("16"));
       o.run.layers = {0};
       const auto r = replay(tr, o);
-      std::vector<std::vector<int>> kept;
-      for (const auto& s : r.heads[static_cast<size_t>(head)].steps) kept.push_back(s.kept);
-      EXPECT_LE(schedule_value(p, kept), opt.value + 1e-9) << policy;
+      EXPECT_LE(schedule_value(p, r.heads[static_cast<size_t>(head)].kept_sets()), opt.value + 1e-9) << policy;
     }
   }
 }

@@ -41,6 +41,8 @@ struct HeadReplay {
   long reentries = 0;
   long evictions = 0;
   double mean_retained_mass = 0.0;  // over steps >= prompt_len
+  // S_i after every step (what schedule_value and the offline ordering take).
+  std::vector<std::vector<int>> kept_sets() const;
 };
 
 struct ReplayResult {

@@ -53,8 +53,8 @@ struct LossDerivatives {
   static LossDerivatives of(const SoftmaxLoss& loss);  // refers to `loss`: keep it alive
 };
 
-// The checks on one instance; `variant` names the data ("random", "keys L0H0", ...). Empty
-// `closed_form`: the instance's own derivatives.
+// The checks on one instance; `variant` names the data ("random", "keys L0H0", ...). Each empty
+// member of `closed_form` is the instance's own derivative.
 std::vector<CheckRecord> check_loss_formulas(const LossInstance& in, const std::string& variant,
                                              const LossDerivatives& closed_form = {});  // C23, D9a
 // Part 1 builds its instance with w_i^2 = part1_floor + l / sigma_min^2 (D.47 needs part1_floor >= 20).
