@@ -158,19 +158,3 @@ def test_scorer_twin_equals_replay():
                 mine = [j for j in range(i + 1) if ev[j] < 0 or ev[j] > i]
                 assert mine == list(kept)
 
-
-def test_the_first_example_of_docs_python_md_runs():
-    """docs/python.md's module example, run on a small random trace written where it reads one."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    text = open(os.path.join(root, "docs", "python.md"), encoding="utf-8").read()
-    block = text.split("```python\n", 1)[1].split("```", 1)[0]
-    assert "kvoracle.read_trace(" in block
-    t, *_ = random_trace(layers=1, heads=2, kv_heads=1, n=40, d=8, seed=3)
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "t.safetensors")
-        kvoracle.write_trace(path, t)
-        scope = {}
-        exec(block.replace("build/traces/smollm2-gpl3-1024.safetensors", path), scope)  # noqa: S102
-    assert scope["opt"]["value"] > 0
-    assert len(scope["heads"]) == 2
-    assert scope["report"]["format"] == "kvoracle-report"

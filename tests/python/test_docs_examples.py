@@ -1,0 +1,63 @@
+"""The runnable examples of docs/ outside C++ (those are tests/docs/check_snippets.py's), each run
+on a small trace written where the example reads one. The Hugging Face examples of docs/python.md
+and docs/trace-format.md need torch and transformers and are not run here."""
+import json
+import os
+import re
+import subprocess
+
+import numpy as np
+
+import kvoracle
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def blocks(page, lang):
+    text = open(os.path.join(ROOT, "docs", page), encoding="utf-8").read()
+    return re.findall(r"```" + lang + r"\n(.*?)```", text, flags=re.S)
+
+
+def small_trace(path, seed=3):
+    g = np.random.default_rng(seed)
+    q = [g.standard_normal((2, 40, 8), dtype=np.float32)]
+    k = [g.standard_normal((1, 40, 8), dtype=np.float32)]
+    v = [g.standard_normal((1, 40, 8), dtype=np.float32)]
+    kvoracle.write_trace(path, kvoracle.Trace.from_arrays(q, k, v, attn_scale=0.5))
+
+
+def test_python_md_module_example(tmp_path):
+    block = blocks("python.md", "python")[0]
+    path = str(tmp_path / "t.safetensors")
+    small_trace(path)
+    scope = {}
+    exec(block.replace("build/traces/smollm2-gpl3-1024.safetensors", path), scope)  # noqa: S102
+    assert scope["opt"]["value"] > 0
+    assert len(scope["heads"]) == 2
+    assert scope["report"]["format"] == "kvoracle-report"
+
+
+def test_trace_format_reading_example(tmp_path):
+    block = blocks("trace-format.md", "python")[0]
+    assert "safe_open(" in block
+    path = str(tmp_path / "t.safetensors")
+    small_trace(path)
+    scope = {}
+    exec(block.replace('"gpl3.safetensors"', repr(path)), scope)  # noqa: S102
+    assert scope["meta"]["format"] == "kvoracle-trace"
+    assert scope["q"].shape == (2, 40, 8) and scope["k"].shape == (1, 40, 8)
+
+
+def test_findings_md_analysis_script(tmp_path, kvoracle):
+    """The script that reads the numbers of docs/findings.md off report.json, on a synthetic report."""
+    script = blocks("findings.md", "sh")[1]
+    assert script.startswith("python3 - build/report/report.json <<'PY'\n")
+    body = script.split("<<'PY'\n", 1)[1].rsplit("PY\n", 1)[0]
+    trace, report = tmp_path / "t.safetensors", tmp_path / "report"
+    subprocess.run([kvoracle, "-q", "synth", "--out", str(trace), "--tokens", "96", "--layers", "1"], check=True)
+    subprocess.run([kvoracle, "-q", "verify", str(trace), "--budget", "20%", "--report", str(report)], check=True)
+    out = subprocess.run(["python3", "-", str(report / "report.json")], input=body, text=True, capture_output=True,
+                         check=True).stdout
+    for line in ("C19 median ratio", "C15 h2o ", "C17 k0 median", "C4 fp16 drift", "C14 eps+"):
+        assert line in out, out
+    assert json.load(open(report / "report.json"))["theorem_failures"] == 0
