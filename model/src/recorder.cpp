@@ -105,6 +105,7 @@ Trace record_trace(const Llama& model, const std::string& text, const RecordOpti
                  {"model_sha256", file_sha256(model.path())},
                  {"text_source", o.text_source},
                  {"rope_theta", std::to_string(c.rope_theta)},
+                 {"rope_layout", "interleaved"},
                  {"model_layers", layer_list},
                  {"recorder", "kvoracle record (full attention, fp32)"}};
   TraceTap tap(tr, layers, c.head_dim);

@@ -3,8 +3,9 @@
 The C++ library through pybind11 on numpy arrays: trace I/O (``read_trace``, ``write_trace``,
 ``Trace.from_arrays``), ``policies``, ``replay``, the oracles (``topk_optimum``,
 ``facility_location_optimum``, ``greedy_facility_location``, ``offline_optimum``), the claim
-checks (``verify``), the greedy scorer's CPU twin (``score``) and the decoder-facing ``KvEvictionManager``. ``kvoracle.hf`` adapts the
-manager to a generation loop that hands over attention weights (docs/python.md).
+checks (``verify``), the greedy scorer's CPU twin (``score``) and the decoder-facing ``KvEvictionManager``. ``kvoracle.hf`` brings
+Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` of ``generate``
+(docs/python.md).
 """
 from ._core import (  # noqa: F401
     KvEvictionManager,

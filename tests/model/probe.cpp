@@ -4,14 +4,20 @@
 //   probe logits MODEL TEXT N OUT.safetensors     tokens [N] and logits [N, vocab] (one batch)
 //   probe tokenize MODEL TEXT OUT.json             {"ids": [...], "roundtrip": bool}
 //   probe trace-roundtrip IN OUT                   read_trace then write_trace (F32)
+//   probe evict MODEL IDS.json POLICY BUDGET OUT.json
+//                                                  EvictingDecoder over {"ids": [...]}: per layer and
+//                                                  KV head, [[step, evicted positions...], ...]
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "kvo/core/cache_manager.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/safetensors.hpp"
 #include "kvo/core/trace_io.hpp"
+#include "kvo/model/evicting_decoder.hpp"
 #include "kvo/model/gguf.hpp"
 #include "kvo/model/llama.hpp"
 
@@ -57,6 +63,35 @@ int main(int argc, char** argv) try {
     std::ofstream(argv[4]) << nlohmann::json{{"ids", ids}, {"roundtrip", m.tokenizer().decode(ids) == text}}.dump();
   } else if (mode == "trace-roundtrip" && argc == 4) {
     write_trace(argv[3], read_trace(argv[2]), DType::F32);
+  } else if (mode == "evict" && argc == 7) {
+    const model::Llama m(argv[2]);
+    const auto ids = nlohmann::json::parse(slurp(argv[3])).at("ids").get<std::vector<int>>();
+    const auto& c = m.config();
+    CacheManagerOptions mo;
+    mo.run.policy = PolicySpec::named(argv[4]);
+    mo.run.budget = Budget::parse(argv[5]);
+    mo.n_layers = c.n_layers;
+    mo.n_kv_heads = c.n_kv_heads;
+    mo.max_len = static_cast<int>(ids.size());
+    KvEvictionManager mgr(mo);
+    model::EvictingDecoder dec(m, mgr, mgr.budget(0, 0).total + 1);
+    nlohmann::json log = nlohmann::json::array();
+    std::vector<std::vector<int>> before(static_cast<size_t>(c.n_layers * c.n_kv_heads));
+    for (int l = 0; l < c.n_layers; ++l) log.push_back(std::vector<nlohmann::json>(static_cast<size_t>(c.n_kv_heads)));
+    for (int t = 0; t < static_cast<int>(ids.size()); ++t) {
+      dec.step(ids[static_cast<size_t>(t)]);
+      for (int l = 0; l < c.n_layers; ++l)
+        for (int kv = 0; kv < c.n_kv_heads; ++kv) {
+          auto& prev = before[static_cast<size_t>(l * c.n_kv_heads + kv)];
+          prev.push_back(t);
+          const auto& now = mgr.held(0, l, kv);
+          std::vector<int> gone{t};
+          std::set_difference(prev.begin(), prev.end(), now.begin(), now.end(), std::back_inserter(gone));
+          if (gone.size() > 1) log[static_cast<size_t>(l)][static_cast<size_t>(kv)].push_back(gone);
+          prev = now;
+        }
+    }
+    std::ofstream(argv[6]) << log.dump();
   } else {
     throw Error("bad arguments for probe " + mode);
   }

@@ -42,3 +42,18 @@ def kvoracle():
 @pytest.fixture(scope="session")
 def text_path():
     return "/usr/share/common-licenses/GPL-3"
+
+
+@pytest.fixture(scope="session")
+def hf_smollm2(model_path):
+    """SmolLM2 loaded by transformers from our GGUF file (eager attention, fp32, no hub)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        os.path.dirname(model_path), gguf_file=os.path.basename(model_path), attn_implementation="eager",
+        dtype=torch.float32)
+    return model.eval()

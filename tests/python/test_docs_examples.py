@@ -1,6 +1,6 @@
 """The runnable examples of docs/ outside C++ (those are tests/docs/check_snippets.py's), each run
-on a small trace written where the example reads one. The Hugging Face examples of docs/python.md
-and docs/trace-format.md need torch and transformers and are not run here."""
+on a small trace written where the example reads one; the Hugging Face examples run on SmolLM2
+loaded by transformers from our GGUF file instead of the hub name they show."""
 import json
 import os
 import re
@@ -61,3 +61,49 @@ def test_findings_md_analysis_script(tmp_path, kvoracle):
     for line in ("C19 median ratio", "C15 h2o ", "C17 k0 median", "C4 fp16 drift", "C14 eps+"):
         assert line in out, out
     assert json.load(open(report / "report.json"))["theorem_failures"] == 0
+
+
+def hf_block(page, index, model, tmp_path, model_path):
+    """The example with every from_pretrained(...) of the hub name replaced by local objects."""
+    block = blocks(page, "python")[index]
+    block, n_models = re.subn(r"AutoModelForCausalLM\.from_pretrained\((?:[^()]|\n)*?\)", "__model__", block)
+    assert n_models == 1, "an HF example loads the model once"
+    block = block.replace("AutoTokenizer.from_pretrained(name)",
+                          f"AutoTokenizer.from_pretrained({os.path.dirname(model_path)!r}, "
+                          f"gguf_file={os.path.basename(model_path)!r})")
+    block = block.replace('open("text.txt")', 'open("/usr/share/common-licenses/Apache-2.0")')
+    block = block.replace('"hf-trace.safetensors"', repr(str(tmp_path / "hf-trace.safetensors")))
+    model.set_attn_implementation("eager")
+    return block, {"__model__": model}
+
+
+def test_python_md_transformers_example(tmp_path, hf_smollm2, model_path):
+    block, scope = hf_block("python.md", 1, hf_smollm2, tmp_path, model_path)
+    assert "record_trace(model, ids" in block and "EvictingCache(model" in block
+    exec(block, scope)  # noqa: S102
+    assert scope["meta"]["model_type"] == "llama"
+    assert scope["report"]["theorem_failures"] == 0
+    assert tuple(scope["cache"].layers[0].keys.shape) == (1, 3, 12, 64)
+    assert scope["out"].shape == (1, 96)
+
+
+def test_python_md_hand_written_loop(tmp_path, hf_smollm2, model_path):
+    """The loop generates what EvictingCache generates with the same policy and budget."""
+    import torch
+    from kvoracle.hf import EvictingCache
+
+    block, scope = hf_block("python.md", 2, hf_smollm2, tmp_path, model_path)
+    exec(block, scope)  # noqa: S102
+    ids = scope["ids"]
+    cache = EvictingCache(hf_smollm2, "h2o", "6")
+    out = hf_smollm2.generate(ids, past_key_values=cache, max_new_tokens=24, do_sample=False,
+                              attention_mask=torch.ones_like(ids))
+    assert scope["out_ids"] == out[0, ids.shape[1]:].tolist()
+
+
+def test_trace_format_md_transformers_example(tmp_path, hf_smollm2, model_path):
+    block, scope = hf_block("trace-format.md", 1, hf_smollm2, tmp_path, model_path)
+    exec(block, scope)  # noqa: S102
+    trace = kvoracle.read_trace(str(tmp_path / "hf-trace.safetensors"))
+    assert (trace.n_layers, trace.n_tokens) == (30, 10)
+    assert scope["meta"]["rope_layout"] == "half-split"

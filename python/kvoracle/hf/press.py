@@ -9,7 +9,7 @@ the decoder can gather them into a dense tensor (docs/python.md has the transfor
 """
 import numpy as np
 
-from ._core import KvEvictionManager
+from .._core import KvEvictionManager
 
 
 class EvictionPress:

@@ -1,0 +1,21 @@
+"""kvoracle for Hugging Face transformers models.
+
+- ``record_trace(model, input_ids, path)``: a kvoracle trace of any causal LM whose attention goes
+  through transformers' attention interface (compact q/k/v, one layer at a time).
+- ``EvictingCache(model, policy, budget)``: a transformers Cache that evicts with a kvoracle policy
+  inside ``model.generate``.
+- ``EvictionPress``: the numpy adapter for a hand-written generation loop (no torch needed).
+
+``record_trace`` and ``EvictingCache`` import torch and transformers when first used.
+"""
+from .press import EvictionPress  # noqa: F401
+
+_LAZY = {"record_trace": ".record", "EvictingCache": ".cache", "route": ".attention"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module 'kvoracle.hf' has no attribute '{name}'")

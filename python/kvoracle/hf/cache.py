@@ -1,0 +1,193 @@
+"""EvictingCache: a transformers Cache whose rows are evicted by a kvoracle policy, step by step,
+per layer and KV head, inside `model.generate` or any forward loop.
+
+Every new token is one step, as in kvoracle's EvictingDecoder: it takes a row, each query head of
+a KV head's group attends the rows that head holds, the group's mean attention goes to
+KvEvictionManager, and the rows it names leave the cache tensors at once. A prompt is processed
+the same way, token by token inside the one prefill call (with prompt_len = P the manager keeps
+everything until the prompt is complete, then truncates once, as the H2O code does).
+"""
+import numpy as np
+import torch
+from transformers.cache_utils import Cache, CacheLayerMixin
+
+from .._core import KvEvictionManager, KvoError
+from . import attention
+
+
+class EvictingLayer(CacheLayerMixin):
+    """One layer: keys/values [batch, kv_heads, held, d] and the true position of every row."""
+
+    is_sliding = False
+    is_compileable = False
+
+    def __init__(self):
+        super().__init__()
+        self.positions = None  # int64 [batch, kv_heads, held]
+        self.seen = 0          # tokens this layer has been given (the next token's position)
+
+    def lazy_initialization(self, key_states, value_states):
+        self.dtype, self.device = key_states.dtype, key_states.device
+        b, h, _, d = key_states.shape
+        self.keys = key_states.new_zeros((b, h, 0, d))
+        self.values = value_states.new_zeros((b, h, 0, value_states.shape[-1]))
+        self.positions = torch.zeros((b, h, 0), dtype=torch.int64)
+        self.is_initialized = True
+
+    def update(self, key_states, value_states, cache_kwargs=None):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        m = key_states.shape[-2]
+        new = torch.arange(self.seen, self.seen + m, dtype=torch.int64).expand(*key_states.shape[:2], m)
+        self.keys = torch.cat([self.keys, key_states], dim=-2)
+        self.values = torch.cat([self.values, value_states], dim=-2)
+        self.positions = torch.cat([self.positions, new], dim=-1)
+        self.seen += m
+        return self.keys, self.values
+
+    def keep(self, rows):
+        """rows: int64 [batch, kv_heads, kept], indices into the held axis (same count per head)."""
+        self.keys = self.keys.gather(2, rows[..., None].expand(-1, -1, -1, self.keys.shape[-1]).to(self.device))
+        self.values = self.values.gather(2, rows[..., None].expand(-1, -1, -1, self.values.shape[-1]).to(self.device))
+        self.positions = self.positions.gather(2, rows)
+
+    def get_mask_sizes(self, cache_position):
+        return self.held() + cache_position.shape[0], 0
+
+    def held(self):
+        return 0 if self.keys is None else self.keys.shape[-2]
+
+    def get_seq_length(self):
+        return self.seen  # true positions: RoPE and cache_position must not see the eviction
+
+    def get_max_cache_shape(self):
+        return -1
+
+    def reset(self):
+        self.keys = self.values = self.positions = None
+        self.seen, self.is_initialized = 0, False
+
+
+class EvictingCache(Cache):
+    """A transformers Cache evicting with a kvoracle policy:
+
+        cache = kvoracle.hf.EvictingCache(model, policy="h2o", budget="20%")
+        out = model.generate(ids, past_key_values=cache, max_new_tokens=64)
+
+    The model is needed because each step's attention weights are seen only by the attention
+    function: the constructor routes the model's attention through kvoracle's ("kvoracle",
+    torch SDPA when no EvictingCache is active; `model.set_attn_implementation(...)` restores).
+    budget: tokens ("64") or a ratio ("20%") of max_len, which defaults to the first call's
+    length (the prompt), as kvpress's compression ratio does. Unpadded sequences only.
+    log=True keeps every eviction: `evictions[(seq, layer, kv_head)]` = [(step, [positions])].
+    """
+
+    def __init__(self, model, policy="h2o", budget="20%", max_len=None, prompt_len=0, recent="", seed=0, log=False):
+        config = model.config.get_text_config(decoder=True)
+        self.n_layers = config.num_hidden_layers
+        self.n_positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", 1 << 20)
+        super().__init__(layers=[EvictingLayer() for _ in range(self.n_layers)])
+        self.policy, self.budget_spec, self.max_len = policy, str(budget), max_len
+        self.prompt_len, self.recent, self.seed = prompt_len, recent, seed
+        self.manager, self.batch = None, None
+        self.evictions = {} if log else None
+        self._pending = None
+        attention.route(model)
+
+    # transformers calls update() just before the layer's attention function: remember the layer.
+    def update(self, key_states, value_states, layer_idx, cache_kwargs=None):
+        if self._pending is not None:
+            raise KvoError("EvictingCache: layer {} never reached kvoracle's attention function (the model's "
+                           "attention is no longer 'kvoracle'?)".format(self._pending))
+        if self.manager is None:
+            self._start(key_states)
+        keys, values = self.layers[layer_idx].update(key_states, value_states, cache_kwargs)
+        self._pending = layer_idx
+        attention._active.handler = self
+        return keys, values
+
+    def _start(self, key_states):
+        self.batch, n_kv = key_states.shape[0], key_states.shape[1]
+        budget, max_len = self.budget_spec, self.max_len
+        if max_len is None:  # a ratio refers to the prompt; positions may go on to the model's limit
+            prompt = key_states.shape[2]
+            budget = str(KvEvictionManager(self.policy, budget, self.n_layers, n_kv, max_len=prompt,
+                                           recent=self.recent).budget(0, 0))
+            max_len = max(self.n_positions, prompt)
+        self.manager = KvEvictionManager(self.policy, budget, self.n_layers, n_kv, batch=self.batch, max_len=max_len,
+                                         prompt_len=self.prompt_len, recent=self.recent, seed=self.seed)
+
+    def attend(self, module, query, key, value, scale, kwargs):
+        """Per new token: its queries attend the rows held; the manager evicts; rows leave."""
+        attention._active.handler = None
+        layer_idx, self._pending = self._pending, None
+        if module.layer_idx != layer_idx:
+            raise KvoError(f"EvictingCache: attention of layer {module.layer_idx} after the cache update of layer "
+                           f"{layer_idx}")
+        layer = self.layers[layer_idx]
+        attention.refuse_unless_plain(module, {**kwargs, "sliding_window": None}, key.shape[2])
+        window = kwargs.get("sliding_window")
+        if window is not None and layer.seen > window:
+            raise KvoError(f"EvictingCache: layer {layer_idx} attends a sliding window of {window} tokens; "
+                           f"past {window} tokens the model's own cache drops rows, which kvoracle does not model")
+        b_n, h_kv, n_rows, _ = key.shape
+        m, group = query.shape[2], query.shape[1] // h_kv
+        first = n_rows - m  # rows of earlier tokens
+        out = query.new_empty(b_n, m, query.shape[1], value.shape[-1])
+        live = torch.ones(b_n, h_kv, n_rows, dtype=torch.bool)
+        positions = layer.positions
+        for b in range(b_n):
+            for t in range(m):
+                visible = live[b, :, :first + t + 1]
+                counts = visible.sum(-1)
+                if bool((counts != counts[0]).any()):
+                    raise KvoError(f"EvictingCache: layer {layer_idx} KV heads hold different numbers of rows "
+                                   f"({counts.tolist()}); per-head budgets need a ragged cache")
+                rows = visible.nonzero()[:, 1].view(h_kv, -1)                            # [h_kv, c]
+                k_rows = key[b].gather(1, rows[..., None].expand(-1, -1, key.shape[-1]))    # [h_kv, c, d]
+                v_rows = value[b].gather(1, rows[..., None].expand(-1, -1, value.shape[-1]))
+                q_t = query[b, :, t].view(h_kv, group, -1)                                 # [h_kv, g, d]
+                probs = torch.softmax((q_t.float() @ k_rows.float().transpose(1, 2)) * scale, dim=-1)  # [h_kv, g, c]
+                out[b, t] = (probs.to(v_rows.dtype) @ v_rows).reshape(query.shape[1], -1)
+                mean = probs.double().mean(1).numpy()
+                held = positions[b].gather(1, rows).numpy().astype(np.int32)
+                pos = int(held[0, -1])
+                for kv in range(h_kv):
+                    gone = self.manager.step(b, layer_idx, kv, pos, held[kv], mean[kv])
+                    if len(gone):
+                        live[b, kv, rows[kv][torch.from_numpy(np.isin(held[kv], gone))]] = False
+                        if self.evictions is not None:
+                            self.evictions.setdefault((b, layer_idx, kv), []).append((pos, [int(g) for g in gone]))
+        counts = live.sum(-1)
+        if bool((counts != counts.flatten()[0]).any()):
+            raise KvoError(f"EvictingCache: layer {layer_idx} KV heads hold different numbers of rows "
+                           f"({counts.tolist()}); per-head budgets need a ragged cache")
+        if not bool(live.all()):
+            layer.keep(live.nonzero()[:, 2].view(b_n, h_kv, -1))
+        return out
+
+    def held(self, layer_idx):
+        """Rows held per (sequence, KV head) of a layer: true positions, [batch, kv_heads, held]."""
+        return self.layers[layer_idx].positions
+
+    def budget(self, layer_idx, kv_head=0):
+        return None if self.manager is None else self.manager.budget(layer_idx, kv_head)
+
+    def bytes_held(self):
+        return sum(l.keys.numel() * l.keys.element_size() + l.values.numel() * l.values.element_size()
+                   for l in self.layers if l.is_initialized)
+
+    def _unsupported(self, what):
+        raise KvoError(f"EvictingCache: {what} is not supported (each sequence has its own eviction history)")
+
+    def reorder_cache(self, beam_idx):
+        self._unsupported("beam search")
+
+    def crop(self, max_length):
+        self._unsupported("cropping (assisted decoding)")
+
+    def batch_repeat_interleave(self, repeats):
+        self._unsupported("num_return_sequences > 1")
+
+    def batch_select_indices(self, indices):
+        self._unsupported("selecting sequences")
