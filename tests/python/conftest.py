@@ -57,3 +57,7 @@ def hf_smollm2(model_path):
         os.path.dirname(model_path), gguf_file=os.path.basename(model_path), attn_implementation="eager",
         dtype=torch.float32)
     return model.eval()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "transformers: runs a Hugging Face transformers model (kvoracle.hf)")

@@ -7,6 +7,7 @@ import re
 import subprocess
 
 import numpy as np
+import pytest
 
 import kvoracle
 
@@ -77,6 +78,7 @@ def hf_block(page, index, model, tmp_path, model_path):
     return block, {"__model__": model}
 
 
+@pytest.mark.transformers
 def test_python_md_transformers_example(tmp_path, hf_smollm2, model_path):
     block, scope = hf_block("python.md", 1, hf_smollm2, tmp_path, model_path)
     assert "record_trace(model, ids" in block and "EvictingCache(model" in block
@@ -87,6 +89,7 @@ def test_python_md_transformers_example(tmp_path, hf_smollm2, model_path):
     assert scope["out"].shape == (1, 96)
 
 
+@pytest.mark.transformers
 def test_python_md_hand_written_loop(tmp_path, hf_smollm2, model_path):
     """The loop generates what EvictingCache generates with the same policy and budget."""
     import torch
@@ -101,9 +104,17 @@ def test_python_md_hand_written_loop(tmp_path, hf_smollm2, model_path):
     assert scope["out_ids"] == out[0, ids.shape[1]:].tolist()
 
 
+@pytest.mark.transformers
 def test_trace_format_md_transformers_example(tmp_path, hf_smollm2, model_path):
     block, scope = hf_block("trace-format.md", 1, hf_smollm2, tmp_path, model_path)
     exec(block, scope)  # noqa: S102
     trace = kvoracle.read_trace(str(tmp_path / "hf-trace.safetensors"))
     assert (trace.n_layers, trace.n_tokens) == (30, 10)
     assert scope["meta"]["rope_layout"] == "half-split"
+
+
+def test_every_python_block_of_docs_is_run_here():
+    """A new ```python block anywhere in docs/ must get a test above (and this count updated)."""
+    pages = sorted(p for p in os.listdir(os.path.join(ROOT, "docs")) if p.endswith(".md"))
+    counts = {p: len(blocks(p, "python")) for p in pages}
+    assert {p: c for p, c in counts.items() if c} == {"python.md": 3, "trace-format.md": 2}

@@ -13,6 +13,8 @@ import kvoracle
 from causal_attention import causal_probs
 from kvoracle.hf import EvictingCache, record_trace
 
+pytestmark = pytest.mark.transformers
+
 transformers.logging.set_verbosity_error()
 
 SMALL = dict(vocab_size=96, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
@@ -165,3 +167,15 @@ def test_refuses_models_outside_the_attention_interface(tmp_path):
     with pytest.raises(kvoracle.KvoError, match="does not route"):
         EvictingCache(model, "h2o", "4")
     assert os.listdir(tmp_path) == []
+
+
+def test_evicting_cache_prompt_len_truncates_once_after_the_prompt():
+    """prompt_len = P: the prompt is kept whole until its last token, then cut to k at once (H2O code)."""
+    model = make("llama")
+    ids = torch.randint(1, 96, (1, 30), generator=torch.Generator().manual_seed(4))
+    cache = EvictingCache(model, "h2o", "12", prompt_len=30, log=True)
+    model.generate(ids, past_key_values=cache, max_new_tokens=5, do_sample=False,
+                   attention_mask=torch.ones_like(ids), pad_token_id=0)
+    log = cache.evictions[(0, 0, 0)]
+    assert log[0][0] == 29 and len(log[0][1]) == 30 - 12  # one truncation at the prompt's last token
+    assert [len(gone) for _, gone in log[1:]] == [1] * 4 and tuple(cache.held(0).shape) == (1, 2, 12)

@@ -14,6 +14,8 @@ import kvoracle as kvo
 from causal_attention import causal_probs
 from kvoracle.hf import EvictingCache, record_trace
 
+pytestmark = pytest.mark.transformers
+
 APACHE = "/usr/share/common-licenses/Apache-2.0"
 
 

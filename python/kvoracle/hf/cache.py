@@ -137,25 +137,28 @@ class EvictingCache(Cache):
         live = torch.ones(b_n, h_kv, n_rows, dtype=torch.bool)
         positions = layer.positions
         for b in range(b_n):
+            evicted = False  # until the first eviction of this call, the visible rows are a prefix
             for t in range(m):
-                visible = live[b, :, :first + t + 1]
-                counts = visible.sum(-1)
-                if bool((counts != counts[0]).any()):
-                    raise KvoError(f"EvictingCache: layer {layer_idx} KV heads hold different numbers of rows "
-                                   f"({counts.tolist()}); per-head budgets need a ragged cache")
-                rows = visible.nonzero()[:, 1].view(h_kv, -1)                            # [h_kv, c]
-                k_rows = key[b].gather(1, rows[..., None].expand(-1, -1, key.shape[-1]))    # [h_kv, c, d]
-                v_rows = value[b].gather(1, rows[..., None].expand(-1, -1, value.shape[-1]))
+                if evicted:
+                    rows = self._visible_rows(live[b, :, :first + t + 1], layer_idx)     # [h_kv, c]
+                    k_rows = key[b].gather(1, rows[..., None].expand(-1, -1, key.shape[-1]))
+                    v_rows = value[b].gather(1, rows[..., None].expand(-1, -1, value.shape[-1]))
+                    held = positions[b].gather(1, rows).numpy().astype(np.int32)
+                else:
+                    rows = None
+                    k_rows, v_rows = key[b, :, :first + t + 1], value[b, :, :first + t + 1]  # [h_kv, c, d]
+                    held = positions[b, :, :first + t + 1].numpy().astype(np.int32)
                 q_t = query[b, :, t].view(h_kv, group, -1)                                 # [h_kv, g, d]
                 probs = torch.softmax((q_t.float() @ k_rows.float().transpose(1, 2)) * scale, dim=-1)  # [h_kv, g, c]
                 out[b, t] = (probs.to(v_rows.dtype) @ v_rows).reshape(query.shape[1], -1)
                 mean = probs.double().mean(1).numpy()
-                held = positions[b].gather(1, rows).numpy().astype(np.int32)
                 pos = int(held[0, -1])
                 for kv in range(h_kv):
                     gone = self.manager.step(b, layer_idx, kv, pos, held[kv], mean[kv])
                     if len(gone):
-                        live[b, kv, rows[kv][torch.from_numpy(np.isin(held[kv], gone))]] = False
+                        index = torch.from_numpy(np.nonzero(np.isin(held[kv], gone))[0])
+                        live[b, kv, index if rows is None else rows[kv][index]] = False
+                        evicted = True
                         if self.evictions is not None:
                             self.evictions.setdefault((b, layer_idx, kv), []).append((pos, [int(g) for g in gone]))
         counts = live.sum(-1)
@@ -165,6 +168,14 @@ class EvictingCache(Cache):
         if not bool(live.all()):
             layer.keep(live.nonzero()[:, 2].view(b_n, h_kv, -1))
         return out
+
+    @staticmethod
+    def _visible_rows(visible, layer_idx):
+        counts = visible.sum(-1)
+        if bool((counts != counts[0]).any()):
+            raise KvoError(f"EvictingCache: layer {layer_idx} KV heads hold different numbers of rows "
+                           f"({counts.tolist()}); per-head budgets need a ragged cache")
+        return visible.nonzero()[:, 1].view(visible.shape[0], -1)
 
     def held(self, layer_idx):
         """Rows held per (sequence, KV head) of a layer: true positions, [batch, kv_heads, held]."""
