@@ -41,6 +41,9 @@ Runner add_verify(CLI::App& app, const Global& g) {
   cmd->add_option("--sweep", a->sweep, "budgets (fractions of n) of the retained-mass plot; 'none' to skip")
       ->capture_default_str();
   cmd->add_option("--sweep-heads", a->o.sweep_heads, "heads per layer in the budget sweep")->capture_default_str();
+  cmd->add_option("--offline-tokens", a->o.offline_tokens,
+                  "C19, D10 and the sweep's OPT_dyn solve the offline optimum on the first N steps")
+      ->capture_default_str();
   cmd->add_option("--loss-random", a->o.loss_random, "random instances of the loss/Hessian checks")
       ->capture_default_str();
   add_run_options(cmd, a->run);
@@ -49,6 +52,7 @@ Runner add_verify(CLI::App& app, const Global& g) {
     require(a->o.ground >= 2 && a->o.ground <= 16, "--ground must be in [2, 16]");
     require(a->o.small_k >= 1 && a->o.small_k < a->o.ground, "--small-k must be in [1, ground)");
     require(a->o.samples >= 1 && a->o.sampled_steps >= 1, "--samples and --sampled-steps must be >= 1");
+    require(a->o.offline_tokens >= 2, "--offline-tokens must be >= 2");
     std::vector<double> sweep;
     if (a->sweep != "none")
       for (const auto& item : split_list(a->sweep)) {

@@ -30,11 +30,25 @@ HeadView::HeadView(const Trace& trace, int layer, int head)
 void HeadView::logits(int i, std::span<const int> keys, std::span<double> out) const {
   if (q_ != nullptr) {
     const float* qi = q_ + static_cast<size_t>(i) * d_;
-    for (size_t t = 0; t < keys.size(); ++t) {
+    // Explicit fused multiply-add in index order: the GPU scorer and its CPU twin
+    // (kvo/gpu/scorer_math.hpp) compute the same dot bit for bit, whatever the compiler contracts.
+    // Eight keys at a time: eight independent chains keep the FMA units busy (each chain is the
+    // same sequence of operations as one key alone, so the result does not change).
+    constexpr size_t kLanes = 8;
+    size_t t = 0;
+    for (; t + kLanes <= keys.size(); t += kLanes) {
+      const float* kj[kLanes];
+      double dot[kLanes] = {};
+      for (size_t l = 0; l < kLanes; ++l) kj[l] = k_ + static_cast<size_t>(keys[t + l]) * d_;
+      for (int x = 0; x < d_; ++x) {
+        const double qx = qi[x];
+        for (size_t l = 0; l < kLanes; ++l) dot[l] = std::fma(qx, static_cast<double>(kj[l][x]), dot[l]);
+      }
+      for (size_t l = 0; l < kLanes; ++l) out[t + l] = scale_ * dot[l];
+    }
+    for (; t < keys.size(); ++t) {
       const float* kj = k_ + static_cast<size_t>(keys[t]) * d_;
       double dot = 0.0;
-      // Explicit fused multiply-add in index order: the GPU scorer and its CPU twin
-      // (kvo/gpu/scorer_math.hpp) compute the same dot bit for bit, whatever the compiler contracts.
       for (int x = 0; x < d_; ++x) dot = std::fma(static_cast<double>(qi[x]), static_cast<double>(kj[x]), dot);
       out[t] = scale_ * dot;
     }

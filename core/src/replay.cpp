@@ -10,6 +10,7 @@
 #include "kvo/core/lane_sum.hpp"
 #include "kvo/core/memory_limit.hpp"
 #include "kvo/core/parallel.hpp"
+#include "kvo/core/unit_stepper.hpp"
 
 namespace kvo {
 namespace {
@@ -56,7 +57,6 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
   const RunConfig& run = o.run;
   std::vector<HeadView> views;
   for (int h : u.heads) views.emplace_back(tr, u.layer, h);
-  auto policy = make_policy(run.policy);
   PolicySetup setup;
   setup.n = n;
   setup.budget = run.unit_budget(n, u.layer, u.budget_head);
@@ -66,16 +66,16 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
   setup.unit_head = u.budget_head;
   setup.head = &views.front();
   Eigen::MatrixXd dense;
-  if (policy->needs_dense()) {
+  if (needs_dense(run.policy)) {
     // The averaged matrix and one head's dense_attention result, n x n doubles each.
     require_memory(static_cast<std::uint64_t>(n) * n * 8 * 2,
-                   "policy " + policy->name() + " (the dense n x n attention of each head)");
+                   "policy " + make_policy(run.policy)->name() + " (the dense n x n attention of each head)");
     dense = dense_attention(views.front());
     for (size_t x = 1; x < views.size(); ++x) dense += dense_attention(views[x]);
     dense /= static_cast<double>(views.size());
     setup.dense = &dense;
   }
-  policy->begin(setup);
+  UnitStepper stepper(run, setup, static_cast<int>(views.size()), o.record_sets, o.record_probs);
 
   for (size_t x = 0; x < u.heads.size(); ++x) {
     out[x].layer = u.layer;
@@ -83,61 +83,24 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
     out[x].budget = setup.budget;
     out[x].steps.resize(static_cast<size_t>(n));
   }
-  std::vector<char> was(static_cast<size_t>(n), 0);  // membership of S_{i-1} ∪ {i}
-  std::vector<int> prev;
   std::vector<int> keys;
-  std::vector<double> lg, agg;
-  std::vector<std::vector<double>> probs(u.heads.size()), rows(u.heads.size()), dense_p(u.heads.size());
+  std::vector<std::vector<double>> logits(u.heads.size()), dense_p(u.heads.size());
   std::vector<std::vector<double>> dense_acc(u.heads.size(), std::vector<double>(static_cast<size_t>(n), 0.0));
+  std::vector<HeadRow> rows(u.heads.size());
+  std::vector<StepRecord> recs(u.heads.size());
   for (int i = 0; i < n; ++i) {
-    const std::vector<int> att = policy->attended(i);
-    require(!att.empty() && att.front() >= 0 && att.back() <= i && std::is_sorted(att.begin(), att.end()),
-            "policy " + policy->name() + " returned an invalid attended set at step " + std::to_string(i));
-    lg.resize(att.size());
-    agg.assign(att.size(), run.gqa == GqaMode::KvMax ? -std::numeric_limits<double>::infinity() : 0.0);
     for (size_t x = 0; x < views.size(); ++x) {
-      probs[x].resize(att.size());
-      prefix_attention(views[x], i, keys, rows[x], dense_p[x]);  // one pass of logits serves both softmaxes
+      prefix_attention(views[x], i, keys, logits[x], dense_p[x]);  // one pass of logits serves both softmaxes
       for (int j = 0; j <= i; ++j) dense_acc[x][j] += dense_p[x][j];
-      for (size_t t = 0; t < att.size(); ++t) lg[t] = rows[x][static_cast<size_t>(att[t])];
-      softmax(lg, probs[x]);
-      for (size_t t = 0; t < att.size(); ++t)
-        agg[t] = run.gqa == GqaMode::KvMax ? std::max(agg[t], probs[x][t]) : agg[t] + probs[x][t];
+      rows[x] = {logits[x], dense_p[x], dense_acc[x]};
     }
-    if (run.gqa != GqaMode::KvMax)
-      for (double& p : agg) p /= static_cast<double>(views.size());
-    policy->observe(i, att, agg);
-    if (o.on_step) o.on_step(u.layer, u.budget_head, i, *policy);
-    const std::vector<int>& kept = policy->cache();
-
-    for (int j : prev) was[j] = 1;
-    was[i] = 1;
-    StepRecord base;
-    for (int j : kept) {
-      if (!was[j]) base.reentered.push_back(j);
-      was[j] = 2;
-    }
-    for (int j : prev)
-      if (was[j] == 1) base.evicted.push_back(j);
-    if (was[i] == 1) base.evicted.push_back(i);
-    for (int j : prev) was[j] = 0;
-    was[i] = 0;
-    for (int j : kept) was[j] = 0;
-    if (o.record_sets) {
-      base.attended = att;
-      base.kept = kept;
-    }
+    stepper.step(i, rows, recs);
+    if (o.on_step) o.on_step(u.layer, u.budget_head, i, stepper.policy());
     for (size_t x = 0; x < views.size(); ++x) {
-      StepRecord& rec = out[x].steps[static_cast<size_t>(i)];
-      rec = base;
-      const double mass = lane_sum(att.size(), [&](size_t t) { return dense_p[x][static_cast<size_t>(att[t])]; });
-      rec.retained_mass = std::min(mass, 1.0);
-      for (int j : kept) rec.accumulated += dense_acc[x][j];
-      if (o.record_probs) rec.probs = probs[x];
-      out[x].reentries += static_cast<long>(base.reentered.size());
-      out[x].evictions += static_cast<long>(base.evicted.size());
+      out[x].reentries += static_cast<long>(recs[x].reentered.size());
+      out[x].evictions += static_cast<long>(recs[x].evicted.size());
+      out[x].steps[static_cast<size_t>(i)] = std::move(recs[x]);
     }
-    prev = kept;
   }
   for (auto& hr : out) {
     double s = 0.0;

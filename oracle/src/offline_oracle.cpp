@@ -55,17 +55,22 @@ double schedule_value(const OfflineProblem& p, const std::vector<std::vector<int
   return v;
 }
 
+double top_k_sum(std::vector<double>& row, int k) {
+  const size_t take = std::min(row.size(), static_cast<size_t>(k));
+  if (take == 0) return 0.0;
+  std::nth_element(row.begin(), row.begin() + static_cast<long>(take) - 1, row.end(), std::greater<>());
+  double s = 0.0;
+  for (size_t t = 0; t < take; ++t) s += row[t];
+  return s;
+}
+
 std::vector<double> top_k_row_sums(const Eigen::MatrixXd& w, int k) {
   const int n = static_cast<int>(w.rows());
   std::vector<double> out(static_cast<size_t>(n)), row;
   for (int i = 0; i < n; ++i) {
     row.resize(static_cast<size_t>(i) + 1);
     for (int j = 0; j <= i; ++j) row[static_cast<size_t>(j)] = w(i, j);
-    const size_t take = std::min(row.size(), static_cast<size_t>(k));
-    std::nth_element(row.begin(), row.begin() + static_cast<long>(take) - 1, row.end(), std::greater<>());
-    double s = 0.0;
-    for (size_t t = 0; t < take; ++t) s += row[t];
-    out[static_cast<size_t>(i)] = s;
+    out[static_cast<size_t>(i)] = top_k_sum(row, k);
   }
   return out;
 }

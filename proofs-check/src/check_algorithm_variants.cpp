@@ -18,23 +18,22 @@ struct Variant {
   bool accumulate_fill = false;  // accumulate õ during the fill too (the released code)
 };
 
+// One variant replayed step by step; the query's logits come from the pass (the same q . k).
 struct Sim {
-  std::vector<std::vector<int>> kept;
-  long new_token_dropped = 0;  // steps where the new token was evicted at once
-};
-
-Sim simulate(const HeadView& view, int n, int k, const Variant& v) {
-  Sim out;
+  Variant v;
+  int k = 0;
   std::vector<int> S;
-  std::vector<double> acc(static_cast<size_t>(n), 0.0), lg, p;
-  for (int i = 0; i < n; ++i) {
+  std::vector<double> acc, lg, p;
+  long new_token_dropped = 0;  // steps where the new token was evicted at once
+  Sim(Variant variant, int n, int budget) : v(variant), k(budget), acc(static_cast<size_t>(n), 0.0) {}
+  void step(int i, std::span<const double> logits) {
     const bool fill = v.strict_fill ? i + 1 < k : i + 1 <= k;
     std::vector<int> att = S;
     if (v.include_self || att.empty()) att.push_back(i);
     if (!fill || v.accumulate_fill) {
       lg.resize(att.size());
       p.resize(att.size());
-      view.logits(i, att, lg);
+      for (size_t t = 0; t < att.size(); ++t) lg[t] = logits[static_cast<size_t>(att[t])];
       softmax(lg, p);
       for (size_t t = 0; t < att.size(); ++t) acc[static_cast<size_t>(att[t])] += p[t];
     }
@@ -43,65 +42,88 @@ Sim simulate(const HeadView& view, int n, int k, const Variant& v) {
       size_t u = 0;
       for (size_t t = 1; t < S.size(); ++t)
         if (acc[static_cast<size_t>(S[t])] < acc[static_cast<size_t>(S[u])]) u = t;  // ties: the oldest
-      if (S[u] == i) ++out.new_token_dropped;
+      if (S[u] == i) ++new_token_dropped;
       S.erase(S.begin() + static_cast<long>(u));
     }
-    out.kept.push_back(S);
   }
-  return out;
-}
+};
 
-double differing(const Sim& a, const Sim& b, int from) {
-  long d = 0, c = 0;
-  for (size_t i = static_cast<size_t>(from); i < a.kept.size(); ++i, ++c) d += a.kept[i] != b.kept[i] ? 1 : 0;
-  return c ? static_cast<double>(d) / static_cast<double>(c) : 0.0;
-}
-
-// Mean over steps of |A ∩ B| / max(|A|, |B|): how much of the cache two variants share.
-double overlap(const Sim& a, const Sim& b, int from) {
-  double s = 0.0;
-  long c = 0;
-  for (size_t i = static_cast<size_t>(from); i < a.kept.size(); ++i, ++c) {
+// How a variant's caches differ from ours over the steps from k on: the fraction of steps whose
+// caches differ, and the mean of |A ∩ B| / max(|A|, |B|).
+struct Compare {
+  long differ = 0, steps = 0;
+  double overlap = 0.0;
+  void step(const std::vector<int>& a, const std::vector<int>& b) {
+    ++steps;
+    differ += a != b ? 1 : 0;
     std::vector<int> both;
-    std::set_intersection(a.kept[i].begin(), a.kept[i].end(), b.kept[i].begin(), b.kept[i].end(),
-                          std::back_inserter(both));
-    const size_t m = std::max(a.kept[i].size(), b.kept[i].size());
-    s += m ? static_cast<double>(both.size()) / static_cast<double>(m) : 1.0;
+    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
+    const size_t m = std::max(a.size(), b.size());
+    overlap += m ? static_cast<double>(both.size()) / static_cast<double>(m) : 1.0;
   }
-  return c ? s / static_cast<double>(c) : 1.0;
-}
+  double fraction() const { return steps ? static_cast<double>(differ) / static_cast<double>(steps) : 0.0; }
+  double mean_overlap() const { return steps ? overlap / static_cast<double>(steps) : 1.0; }
+};
+
+class AlgorithmVariantsCheck final : public StepCheck {
+ public:
+  AlgorithmVariantsCheck(const HeadInfo& h, const TraceChecksOptions& o)
+      : h_(h),
+        d1_(check_enabled(o, "D1")),
+        d3_(check_enabled(o, "D3")),
+        d4_(check_enabled(o, "D4")),
+        ours_({}, h.n, h.k()),
+        strict_({true, true, false}, h.n, h.k()),
+        v3_({false, false, false}, h.n, h.k()),
+        code_({false, true, true}, h.n, h.k()) {}
+
+  void step(const HeadStep& s) override {
+    if (!d1_ && !d3_ && !d4_) return;
+    ours_.step(s.i, s.logits);
+    if (d1_) strict_.step(s.i, s.logits);
+    if (d3_) v3_.step(s.i, s.logits);
+    if (d4_) code_.step(s.i, s.logits);
+    if (s.i < h_.k()) return;
+    if (d3_) cmp_v3_.step(ours_.S, v3_.S);
+    if (d4_) cmp_code_.step(ours_.S, code_.S);
+  }
+
+  void finish(const HeadSeries&, std::vector<CheckRecord>& out, HeadExtras&) override {
+    const int k = h_.k();
+    if (d1_) {
+      const auto size = static_cast<double>(strict_.S.size());
+      auto r = head_record(h_, "D1", "Alg. 1 fill test", ClaimKind::Defect, size == k, size, k - 1);
+      r.detail = {{"k", k}, {"cache_size_with_i_lt_k", size}, {"cache_size_with_i_le_k", ours_.S.size()}};
+      out.push_back(std::move(r));
+    }
+    if (d3_) {
+      const double frac = cmp_v3_.fraction();
+      auto r = head_record(h_, "D3", "K_{S_{i-1}} without the new key", ClaimKind::Defect, frac == 0.0, frac);
+      r.detail = {{"new_token_dropped_at_once", v3_.new_token_dropped},
+                  {"new_token_dropped_at_once_ours", ours_.new_token_dropped},
+                  {"mean_overlap", cmp_v3_.mean_overlap()},
+                  {"steps", h_.n - k}};
+      out.push_back(std::move(r));
+    }
+    if (d4_) {
+      const double frac = cmp_code_.fraction();
+      auto r = head_record(h_, "D4", "skip vs accumulate during the fill", ClaimKind::Defect, frac == 0.0, frac);
+      r.detail = {{"steps", h_.n - k}, {"mean_overlap", cmp_code_.mean_overlap()}};
+      out.push_back(std::move(r));
+    }
+  }
+
+ private:
+  const HeadInfo& h_;
+  bool d1_, d3_, d4_;
+  Sim ours_, strict_, v3_, code_;
+  Compare cmp_v3_, cmp_code_;
+};
 
 }  // namespace
 
-void check_algorithm_variants(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out) {
-  const bool d1 = check_enabled(o, "D1"), d3 = check_enabled(o, "D3"), d4 = check_enabled(o, "D4");
-  if (!d1 && !d3 && !d4) return;
-  const int k = h.k();
-  const Sim ours = simulate(*h.view, h.n, k, {});
-  if (d1) {
-    const Sim strict = simulate(*h.view, h.n, k, {true, true, false});
-    const auto size = static_cast<double>(strict.kept.back().size());
-    auto r = head_record(h, "D1", "Alg. 1 fill test", ClaimKind::Defect, size == k, size, k - 1);
-    r.detail = {{"k", k}, {"cache_size_with_i_lt_k", size}, {"cache_size_with_i_le_k", ours.kept.back().size()}};
-    out.push_back(std::move(r));
-  }
-  if (d3) {
-    const Sim v3 = simulate(*h.view, h.n, k, {false, false, false});
-    const double frac = differing(ours, v3, k);
-    auto r = head_record(h, "D3", "K_{S_{i-1}} without the new key", ClaimKind::Defect, frac == 0.0, frac);
-    r.detail = {{"new_token_dropped_at_once", v3.new_token_dropped},
-                {"new_token_dropped_at_once_ours", ours.new_token_dropped},
-                {"mean_overlap", overlap(ours, v3, k)},
-                {"steps", h.n - k}};
-    out.push_back(std::move(r));
-  }
-  if (d4) {
-    const Sim code = simulate(*h.view, h.n, k, {false, true, true});
-    const double frac = differing(ours, code, k);
-    auto r = head_record(h, "D4", "skip vs accumulate during the fill", ClaimKind::Defect, frac == 0.0, frac);
-    r.detail = {{"steps", h.n - k}, {"mean_overlap", overlap(ours, code, k)}};
-    out.push_back(std::move(r));
-  }
+std::unique_ptr<StepCheck> algorithm_variants_check(const HeadInfo& h, const TraceChecksOptions& o) {
+  return std::make_unique<AlgorithmVariantsCheck>(h, o);
 }
 
 }  // namespace kvo::detail

@@ -3,41 +3,40 @@
 // coordinates. fp64, unshifted exponentials (steps whose logits exceed 700 are skipped).
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "head_data.hpp"
 
 namespace kvo::detail {
+namespace {
 
-void check_normalisation(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out) {
-  if (!check_enabled(o, "C2") && !check_enabled(o, "D2")) return;
-  if (h.view->head_dim() == 0) return;  // dense-attention traces carry no logits
-  const PolicyRun* run = h.run(PolicyId::H2OPaper);
-  if (run == nullptr) run = h.runs.empty() ? nullptr : &h.runs.front();
-  if (run == nullptr) return;
-  std::vector<int> keys;
-  std::vector<double> lg;
-  std::vector<char> in(static_cast<size_t>(h.n), 0);
-  double worst = 0.0, worst_sum = 0.0, excess = 0.0;
-  long worst_step = -1, excess_step = -1, skipped = 0, steps = 0;
-  for (int i = 0; i < h.n; ++i) {
-    keys.resize(static_cast<size_t>(i) + 1);
-    std::iota(keys.begin(), keys.end(), 0);
-    lg.resize(keys.size());
-    h.view->logits(i, keys, lg);
-    const auto& S = run->replay.steps[static_cast<size_t>(i)].attended;
+class NormalisationCheck final : public StepCheck {
+ public:
+  NormalisationCheck(const HeadInfo& h, const TraceChecksOptions& o)
+      : h_(h), c2_(check_enabled(o, "C2")), d2_(check_enabled(o, "D2")) {
+    run_ = h.run_index(PolicyId::H2OPaper);
+    if (run_ < 0 && !h.runs.empty()) run_ = 0;
+    // Dense-attention traces carry no logits.
+    on_ = (c2_ || d2_) && h.view->head_dim() != 0 && run_ >= 0;
+    if (on_) in_.assign(static_cast<size_t>(h.n), 0);
+  }
+
+  void step(const HeadStep& s) override {
+    if (!on_) return;
+    const int i = s.i;
+    const auto& lg = s.logits;
+    const auto& S = s.runs[static_cast<size_t>(run_)].cur->attended;
     double mx = -INFINITY;
     for (int j : S) mx = std::max(mx, lg[static_cast<size_t>(j)]);
     if (!(mx < 700.0)) {
-      ++skipped;
-      continue;
+      ++skipped_;
+      return;
     }
-    for (int j : S) in[static_cast<size_t>(j)] = 1;
+    for (int j : S) in_[static_cast<size_t>(j)] = 1;
     double gather = 0.0, zero_filled = 0.0, magnitude = 0.0;
     for (int j : S) gather += std::exp(lg[static_cast<size_t>(j)]);
     // Rows of K outside S are zero: their logit is 0 and exp(0) = 1; the fix subtracts 1 for each.
     for (int j = 0; j <= i; ++j) {
-      const double e = in[static_cast<size_t>(j)] ? std::exp(lg[static_cast<size_t>(j)]) : 1.0;
+      const double e = in_[static_cast<size_t>(j)] ? std::exp(lg[static_cast<size_t>(j)]) : 1.0;
       zero_filled += e;
       magnitude += e;
     }
@@ -47,33 +46,52 @@ void check_normalisation(const HeadData& h, const TraceChecksOptions& o, std::ve
     double osum = 0.0;
     for (int j : S) osum += std::exp(lg[static_cast<size_t>(j)]) / gather;
     const double serr = std::fabs(osum - 1.0);
-    if (std::max(err, serr) > std::max(worst, worst_sum) || worst_step < 0) worst_step = i;
-    worst = std::max(worst, err);
-    worst_sum = std::max(worst_sum, serr);
+    if (std::max(err, serr) > std::max(worst_, worst_sum_) || worst_step_ < 0) worst_step_ = i;
+    worst_ = std::max(worst_, err);
+    worst_sum_ = std::max(worst_sum_, serr);
     // Without the fix on o_i: o_ij = exp(0) / D_i on every evicted coordinate, so sum_j o_ij = 1 + missing / D_i.
     const double unfixed = missing / gather;
-    if (unfixed > excess) {
-      excess = unfixed;
-      excess_step = i;
+    if (unfixed > excess_) {
+      excess_ = unfixed;
+      excess_step_ = i;
     }
-    for (int j : S) in[static_cast<size_t>(j)] = 0;
-    ++steps;
+    for (int j : S) in_[static_cast<size_t>(j)] = 0;
+    ++steps_;
   }
-  if (check_enabled(o, "C2")) {
-    const double m = std::max(worst, worst_sum);
-    auto r = head_record(h, "C2", run->name, ClaimKind::Theorem, m <= 1e-12, m, worst_step);
-    r.detail = {{"normaliser_relative_error", worst},
-                {"sum_o_minus_1", worst_sum},
-                {"steps", steps},
-                {"skipped_overflow", skipped},
-                {"tolerance", 1e-12}};
-    out.push_back(std::move(r));
+
+  void finish(const HeadSeries&, std::vector<CheckRecord>& out, HeadExtras&) override {
+    if (!on_) return;
+    const std::string& name = h_.runs[static_cast<size_t>(run_)].name;
+    if (c2_) {
+      const double m = std::max(worst_, worst_sum_);
+      auto r = head_record(h_, "C2", name, ClaimKind::Theorem, m <= 1e-12, m, worst_step_);
+      r.detail = {{"normaliser_relative_error", worst_},
+                  {"sum_o_minus_1", worst_sum_},
+                  {"steps", steps_},
+                  {"skipped_overflow", skipped_},
+                  {"tolerance", 1e-12}};
+      out.push_back(std::move(r));
+    }
+    if (d2_) {
+      auto r = head_record(h_, "D2", name, ClaimKind::Defect, excess_ <= 1e-12, excess_, excess_step_);
+      r.detail = {{"max_mass_on_evicted_coordinates", excess_}};
+      out.push_back(std::move(r));
+    }
   }
-  if (check_enabled(o, "D2")) {
-    auto r = head_record(h, "D2", run->name, ClaimKind::Defect, excess <= 1e-12, excess, excess_step);
-    r.detail = {{"max_mass_on_evicted_coordinates", excess}};
-    out.push_back(std::move(r));
-  }
+
+ private:
+  const HeadInfo& h_;
+  bool c2_, d2_, on_ = false;
+  int run_ = -1;
+  std::vector<char> in_;
+  double worst_ = 0.0, worst_sum_ = 0.0, excess_ = 0.0;
+  long worst_step_ = -1, excess_step_ = -1, skipped_ = 0, steps_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<StepCheck> normalisation_check(const HeadInfo& h, const TraceChecksOptions& o) {
+  return std::make_unique<NormalisationCheck>(h, o);
 }
 
 }  // namespace kvo::detail

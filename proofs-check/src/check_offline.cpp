@@ -1,6 +1,7 @@
 // C19: the offline optimum of the nested problem (min-cost flow, certified) orders every nested
 // policy: value <= OPT_dyn <= sum_i opt_i, and the flow equals brute force on a small prefix;
 // D10: how far the D.27 benchmark sum_i opt_i (unreachable caches allowed) sits above OPT_dyn.
+// Both on the first min(n, offline_tokens) steps (detail offline_steps when that is fewer than n).
 #include <algorithm>
 #include <cmath>
 
@@ -10,19 +11,53 @@
 
 namespace kvo::detail {
 
-void check_offline(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out) {
-  if (!check_enabled(o, "C19") && !check_enabled(o, "D10")) return;
-  OfflineProblem p;
-  p.w = h.a;
-  p.budget = h.k();
-  const OfflineSolution opt = solve_offline(p);
-  std::vector<ScheduleRun> runs;
-  for (const auto& run : h.runs)
-    if (policy_traits(run.id).budgeted) runs.push_back({run.name, run.nested, run.replay.kept_sets()});
-  check_offline_solution(h, p, opt, runs, o, out);
+namespace {
+
+// Collects the dense prefix w = a on the first m = min(n, o.offline_tokens) steps and each budgeted
+// run's caches there; solves the offline problem once the pass is over.
+class OfflineCheck final : public StepCheck {
+ public:
+  OfflineCheck(const HeadInfo& h, const TraceChecksOptions& o)
+      : h_(h), o_(o), on_(check_enabled(o, "C19") || check_enabled(o, "D10")), m_(std::min(h.n, o.offline_tokens)) {
+    if (!on_) return;
+    w_ = Eigen::MatrixXd::Zero(m_, m_);
+    for (const RunInfo& ri : h.runs)
+      if (policy_traits(ri.id).budgeted) runs_.push_back({ri.name, ri.nested, {}});
+  }
+
+  void step(const HeadStep& s) override {
+    if (!on_ || s.i >= m_) return;
+    for (int j = 0; j <= s.i; ++j) w_(s.i, j) = s.a[static_cast<size_t>(j)];
+    size_t x = 0;
+    for (size_t r = 0; r < h_.runs.size(); ++r)
+      if (policy_traits(h_.runs[r].id).budgeted) runs_[x++].kept.push_back(s.runs[r].cur->kept);
+  }
+
+  void finish(const HeadSeries&, std::vector<CheckRecord>& out, HeadExtras&) override {
+    if (!on_) return;
+    OfflineProblem p;
+    p.w = std::move(w_);
+    p.budget = std::min(h_.k(), m_);
+    const OfflineSolution opt = solve_offline(p);
+    check_offline_solution(h_, p, opt, runs_, o_, out);
+  }
+
+ private:
+  const HeadInfo& h_;
+  const TraceChecksOptions& o_;
+  bool on_;
+  int m_;
+  Eigen::MatrixXd w_;
+  std::vector<ScheduleRun> runs_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepCheck> offline_check(const HeadInfo& h, const TraceChecksOptions& o) {
+  return std::make_unique<OfflineCheck>(h, o);
 }
 
-void check_offline_solution(const HeadData& h, const OfflineProblem& p, const OfflineSolution& opt,
+void check_offline_solution(const HeadInfo& h, const OfflineProblem& p, const OfflineSolution& opt,
                             const std::vector<ScheduleRun>& runs, const TraceChecksOptions& o,
                             std::vector<CheckRecord>& out) {
   const OfflineOrdering ord = order_against_optimum(p, opt, runs);
@@ -37,8 +72,8 @@ void check_offline_solution(const HeadData& h, const OfflineProblem& p, const Of
     }
     // Flow = brute force on the first 10 tokens with k = 3.
     OfflineProblem small;
-    const int m = std::min(10, h.n);
-    small.w = h.a.topLeftCorner(m, m);
+    const int m = std::min(10, p.n());
+    small.w = p.w.topLeftCorner(m, m);
     small.budget = std::min(3, m);
     const double flow = solve_offline(small).value, brute = solve_offline_brute(small).value;
     if (std::fabs(flow - brute) > 1e-9 * (1.0 + brute)) violations.push_back("flow != brute force on the prefix");
@@ -46,6 +81,7 @@ void check_offline_solution(const HeadData& h, const OfflineProblem& p, const Of
     r.detail = {{"opt_dyn", ord.opt},           {"dual_bound", ord.certificate}, {"static_sum", ord.static_sum},
                 {"competitive_ratios", ratios}, {"violations", violations},      {"small_flow", flow},
                 {"small_brute", brute}};
+    if (p.n() < h.n) r.detail["offline_steps"] = p.n();
     if (!outside.empty()) r.detail["outside_problem"] = outside;
     out.push_back(std::move(r));
   }
@@ -53,6 +89,7 @@ void check_offline_solution(const HeadData& h, const OfflineProblem& p, const Of
     const double ratio = ord.static_sum > 0 ? ord.opt / ord.static_sum : 1.0;
     auto r = head_record(h, "D10", "retained mass", ClaimKind::Defect, ratio >= 1.0 - 1e-12, ratio);
     r.detail = {{"opt_dyn", ord.opt}, {"static_sum", ord.static_sum}};
+    if (p.n() < h.n) r.detail["offline_steps"] = p.n();
     out.push_back(std::move(r));
   }
 }

@@ -39,7 +39,7 @@ ClaimAcc& ClaimSink::at(const std::string& id, const std::string& variant, Claim
   return accs_.back();
 }
 
-void ClaimSink::flush(const HeadData& h, std::vector<CheckRecord>& out) {
+void ClaimSink::flush(const HeadInfo& h, std::vector<CheckRecord>& out) {
   for (auto& a : accs_) {
     auto r = head_record(h, a.id, a.variant, a.kind, a.holds, a.metric, a.step);
     r.detail = a.detail;
@@ -92,25 +92,32 @@ void check_static_objective(const SetFunction& f, const std::string& name, int k
   }
 }
 
-void check_small_ground(const HeadData& h, const TraceChecksOptions& o, std::vector<CheckRecord>& out) {
-  const PolicyRun* run = h.run(PolicyId::H2OPaper);
-  if (run == nullptr) run = h.runs.empty() ? nullptr : &h.runs.front();
-  if (run == nullptr) return;
-  const std::vector<int> steps = small_ground_steps(h, *run, o);
-  if (steps.empty()) return;
-  const bool values = h.view->has_values();
-  ClaimSink sink;
+namespace {
 
-  for (int i : steps) {
-    const StepRecord& s = run->replay.steps[static_cast<size_t>(i)];
-    const int m = std::min<int>(o.ground, static_cast<int>(s.attended.size()));
+class SmallGroundCheck final : public StepCheck {
+ public:
+  SmallGroundCheck(const HeadInfo& h, const TraceChecksOptions& o, std::vector<int> steps)
+      : h_(h), o_(o), steps_(std::move(steps)) {
+    run_ = h.run_index(PolicyId::H2OPaper);
+    if (run_ < 0 && !h.runs.empty()) run_ = 0;
+  }
+
+  void step(const HeadStep& hs) override {
+    if (run_ < 0 || !std::binary_search(steps_.begin(), steps_.end(), hs.i)) return;
+    const int i = hs.i;
+    const RunStep& run = hs.runs[static_cast<size_t>(run_)];
+    const StepRecord& s = *run.cur;
+    const bool values = h_.view->has_values();
+    const auto& win = hs.window;  // dense rows i - W + 1 .. i
+    const int m = std::min<int>(o_.ground, static_cast<int>(s.attended.size()));
     const std::vector<int> g(s.attended.end() - m, s.attended.end());
     const int W = std::min(16, i + 1);
     Eigen::MatrixXd sim(W, m);
     for (int r = 0; r < W; ++r)
-      for (int t = 0; t < m; ++t) sim(r, t) = h.a(i - W + 1 + r, g[static_cast<size_t>(t)]);
+      for (int t = 0; t < m; ++t)
+        sim(r, t) = win[static_cast<size_t>(r)][static_cast<size_t>(g[static_cast<size_t>(t)])];
     std::vector<double> wa(static_cast<size_t>(m));
-    for (int t = 0; t < m; ++t) wa[static_cast<size_t>(t)] = h.acc(i, g[static_cast<size_t>(t)]);
+    for (int t = 0; t < m; ++t) wa[static_cast<size_t>(t)] = hs.acc[static_cast<size_t>(g[static_cast<size_t>(t)])];
     std::vector<std::pair<std::string, std::unique_ptr<SetFunction>>> fns;
     fns.emplace_back("A[sqrt]", std::make_unique<ModularConcave>(wa, Concave::Sqrt));
     fns.emplace_back("FL", std::make_unique<FacilityLocation>(sim));
@@ -118,97 +125,109 @@ void check_small_ground(const HeadData& h, const TraceChecksOptions& o, std::vec
     std::unique_ptr<SetFunction> fid;
     if (values) {
       Eigen::VectorXd a(m);
-      Eigen::MatrixXd v(m, h.view->head_dim());
+      Eigen::MatrixXd v(m, h_.view->head_dim());
       for (int t = 0; t < m; ++t) {
-        a(t) = h.a(i, g[static_cast<size_t>(t)]);
-        v.row(t) = h.view->value(g[static_cast<size_t>(t)]).transpose();
+        a(t) = hs.a[static_cast<size_t>(g[static_cast<size_t>(t)])];
+        v.row(t) = h_.view->value(g[static_cast<size_t>(t)]).transpose();
       }
       fid = std::make_unique<OutputFidelity>(a, v);
     }
-    const int k = std::min(o.small_k, m);
-    for (auto& [name, f] : fns) check_static_objective(*f, name, k, i, o, sink);
+    const int k = std::min(o_.small_k, m);
+    for (auto& [name, f] : fns) check_static_objective(*f, name, k, i, o_, sink_);
     if (fid) {
       const StaticBounds b = static_bounds(*fid, k);
       const double ratio = b.opt > 0 ? b.greedy / b.opt : 1.0;
-      if (check_enabled(o, "C7"))
-        sink.at("C7", "E (not submodular by construction)", ClaimKind::Finding).take(ratio, b.nwf_holds(), i);
-      if (check_enabled(o, "C16")) sink.at("C16", "E", ClaimKind::Finding).take(ratio, ratio >= kLine, i);
-      if (check_enabled(o, "C21")) {
+      if (check_enabled(o_, "C7"))
+        sink_.at("C7", "E (not submodular by construction)", ClaimKind::Finding).take(ratio, b.nwf_holds(), i);
+      if (check_enabled(o_, "C16")) sink_.at("C16", "E", ClaimKind::Finding).take(ratio, ratio >= kLine, i);
+      if (check_enabled(o_, "C21")) {
         GreedyOptions go;
         go.budget = k;
         const auto gr = naive_greedy(*fid, go);
         const double gamma = submodularity_ratio(*fid, gr.picks, k);
-        sink.at("C21", "E gamma", ClaimKind::Finding).take(gamma, gamma >= 1.0 - 1e-9, i);
+        sink_.at("C21", "E gamma", ClaimKind::Finding).take(gamma, gamma >= 1.0 - 1e-9, i);
         if (is_monotone_exhaustive(*fid)) {
           const double bound = 1.0 - std::exp(-std::max(gamma, 0.0));
-          sink.at("C21", "E monotone: greedy >= (1-e^-gamma) OPT", ClaimKind::Theorem)
+          sink_.at("C21", "E monotone: greedy >= (1-e^-gamma) OPT", ClaimKind::Theorem)
               .take(ratio, b.greedy >= bound * b.opt - 1e-12 * (1.0 + b.opt), i);
         }
       }
     }
     // C16, A with h = id over the whole prefix: greedy = top-k = the optimum.
-    if (check_enabled(o, "C16")) {
-      std::vector<double> w(static_cast<size_t>(i) + 1);
-      for (int j = 0; j <= i; ++j) w[static_cast<size_t>(j)] = h.acc(i, j);
+    if (check_enabled(o_, "C16")) {
+      std::vector<double> w(hs.acc.begin(), hs.acc.end());
       const ModularConcave f(w, Concave::Identity);
       GreedyOptions go;
-      go.budget = h.k();
-      const double gv = lazy_greedy(f, go).value, opt = solve_topk(f, h.k()).value;
-      sink.at("C16", "A[id] whole prefix", ClaimKind::Theorem)
+      go.budget = h_.k();
+      const double gv = lazy_greedy(f, go).value, opt = solve_topk(f, h_.k()).value;
+      sink_.at("C16", "A[id] whole prefix", ClaimKind::Theorem)
           .take(opt > 0 ? gv / opt : 1.0, std::fabs(gv - opt) <= 1e-9 * (1.0 + opt), i);
     }
     // C22 at the full cache size: the certified ratio greedy / bound for FL over all of G_i.
-    if (check_enabled(o, "C22")) {
+    if (check_enabled(o_, "C22")) {
       Eigen::MatrixXd simg(W, static_cast<int>(s.attended.size()));
       for (int r = 0; r < W; ++r)
-        for (size_t t = 0; t < s.attended.size(); ++t) simg(r, static_cast<int>(t)) = h.a(i - W + 1 + r, s.attended[t]);
+        for (size_t t = 0; t < s.attended.size(); ++t)
+          simg(r, static_cast<int>(t)) = win[static_cast<size_t>(r)][static_cast<size_t>(s.attended[t])];
       const FacilityLocation f(simg);
       GreedyOptions go;
       go.budget = std::max(1, W / 2);
       const auto gr = lazy_greedy(f, go);
-      sink.at("C22", "FL certified ratio |G_i|", ClaimKind::Finding)
+      sink_.at("C22", "FL certified ratio |G_i|", ClaimKind::Finding)
           .take(gr.upper_bound > 0 ? gr.value / gr.upper_bound : 1.0, true, i);
     }
     // C6: dynamic submodularity of f_{Z,i} on supersets of Z = S_{i-1}, ground [0, i].
-    if (check_enabled(o, "C6")) {
-      const std::vector<int>& Z = run->replay.steps[static_cast<size_t>(i - 1)].kept;
+    if (check_enabled(o_, "C6")) {
+      const std::vector<int>& Z = run.prev->kept;
+      const auto& lg = hs.logits;
       std::vector<double> wA(static_cast<size_t>(i) + 1), wB(wA.size()), wC(wA.size());
-      std::vector<int> keys(wA.size());
-      std::iota(keys.begin(), keys.end(), 0);
-      std::vector<double> lg(wA.size());
-      h.view->logits(i, keys, lg);
       double mx = lg[static_cast<size_t>(i)];
       for (int j : Z) mx = std::max(mx, lg[static_cast<size_t>(j)]);
       double den = std::exp(lg[static_cast<size_t>(i)] - mx);
       for (int j : Z) den += std::exp(lg[static_cast<size_t>(j)] - mx);
       for (int j = 0; j <= i; ++j) {
-        wA[static_cast<size_t>(j)] = h.acc(i, j);
+        wA[static_cast<size_t>(j)] = hs.acc[static_cast<size_t>(j)];
         wB[static_cast<size_t>(j)] =
             std::isfinite(lg[static_cast<size_t>(j)]) ? std::exp(lg[static_cast<size_t>(j)] - mx) / den : 0.0;
-        wC[static_cast<size_t>(j)] = run->scores.size() ? run->scores(i, j) : 0.0;
+        wC[static_cast<size_t>(j)] = run.score(j);
       }
-      const std::uint64_t seed = o.run.seed + static_cast<std::uint64_t>(i);
+      const std::uint64_t seed = o_.run.seed + static_cast<std::uint64_t>(i);
       struct Item {
         const char* name;
         const std::vector<double>* w;
       };
       for (const Item& it : {Item{"A[sqrt]", &wA}, Item{"B[sqrt]", &wB}, Item{"C[sqrt]", &wC}}) {
-        const auto sc = scan_submodularity(ModularConcave(*it.w, Concave::Sqrt), Z, o.samples, seed);
-        sink.at("C6", it.name, ClaimKind::Theorem, false).take(sc.rate(), sc.violations == 0, i);
+        const auto sc = scan_submodularity(ModularConcave(*it.w, Concave::Sqrt), Z, o_.samples, seed);
+        sink_.at("C6", it.name, ClaimKind::Theorem, false).take(sc.rate(), sc.violations == 0, i);
       }
       if (values) {
         Eigen::VectorXd a(i + 1);
-        Eigen::MatrixXd v(i + 1, h.view->head_dim());
+        Eigen::MatrixXd v(i + 1, h_.view->head_dim());
         for (int j = 0; j <= i; ++j) {
-          a(j) = h.a(i, j);
-          v.row(j) = h.view->value(j).transpose();
+          a(j) = hs.a[static_cast<size_t>(j)];
+          v.row(j) = h_.view->value(j).transpose();
         }
-        const auto sc = scan_submodularity(OutputFidelity(a, v), Z, o.samples, seed);
-        sink.at("C6", "E", ClaimKind::Finding, false).take(sc.rate(), sc.violations == 0, i);
+        const auto sc = scan_submodularity(OutputFidelity(a, v), Z, o_.samples, seed);
+        sink_.at("C6", "E", ClaimKind::Finding, false).take(sc.rate(), sc.violations == 0, i);
       }
     }
   }
-  sink.flush(h, out);
+
+  void finish(const HeadSeries&, std::vector<CheckRecord>& out, HeadExtras&) override { sink_.flush(h_, out); }
+
+ private:
+  const HeadInfo& h_;
+  const TraceChecksOptions& o_;
+  std::vector<int> steps_;
+  int run_ = -1;
+  ClaimSink sink_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepCheck> small_ground_check(const HeadInfo& h, const TraceChecksOptions& o,
+                                              const std::vector<int>& steps) {
+  return std::make_unique<SmallGroundCheck>(h, o, steps);
 }
 
 }  // namespace kvo::detail

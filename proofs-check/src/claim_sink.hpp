@@ -24,7 +24,7 @@ struct ClaimAcc {
 class ClaimSink {
  public:
   ClaimAcc& at(const std::string& id, const std::string& variant, ClaimKind kind, bool lower_worse = true);
-  void flush(const HeadData& h, std::vector<CheckRecord>& out);
+  void flush(const HeadInfo& h, std::vector<CheckRecord>& out);
 
  private:
   std::vector<ClaimAcc> accs_;

@@ -2,29 +2,26 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <functional>
+#include <numeric>
 
 #include "kvo/core/greedy_evictor.hpp"
+#include "kvo/core/memory_limit.hpp"
 #include "kvo/core/policies.hpp"
+#include "kvo/core/unit_stepper.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
-#include "trajectory.hpp"
 
 namespace kvo::detail {
 
-int PolicyRun::first_eviction() const {
-  for (size_t i = 0; i < replay.steps.size(); ++i)
-    if (!replay.steps[i].evicted.empty()) return static_cast<int>(i);
+int HeadInfo::run_index(PolicyId id) const {
+  for (size_t x = 0; x < runs.size(); ++x)
+    if (runs[x].id == id) return static_cast<int>(x);
   return -1;
 }
 
-const PolicyRun* HeadData::run(PolicyId id) const {
-  for (const auto& r : runs)
-    if (r.id == id) return &r;
-  return nullptr;
-}
-
-HeadData build_head(const Trace& trace, int layer, int head, const TraceChecksOptions& o, bool light) {
-  HeadData h;
+HeadInfo head_info(const Trace& trace, int layer, int head, const TraceChecksOptions& o) {
+  HeadInfo h;
   h.trace = &trace;
   h.layer = layer;
   h.head = head;
@@ -32,51 +29,10 @@ HeadData build_head(const Trace& trace, int layer, int head, const TraceChecksOp
   h.prompt_len = o.run.prompt_len;
   h.budget = o.run.budget.resolve(trace.n_tokens, layer, head);
   h.view.emplace(trace, layer, head);
-  h.a = dense_attention(*h.view);
-  if (!light) h.acc = Eigen::MatrixXd::Zero(h.n, h.n);
-  for (int i = 0; i < h.n && !light; ++i) {
-    if (i > 0) h.acc.row(i).head(i) = h.acc.row(i - 1).head(i);
-    h.acc.row(i).head(i + 1) += h.a.row(i).head(i + 1);
-  }
-  for (const PolicyId id : o.policies) {
-    PolicyRun run;
-    run.id = id;
-    ReplayOptions ro;
-    ro.run = o.run.with_policy(id);
-    ro.run.seed = o.run.seed + static_cast<std::uint64_t>(layer * trace.n_heads + head);
-    ro.run.layers = {layer};
-    ro.run.heads = {head};
-    ro.record_sets = true;
-    ro.record_probs = !light;
-    ro.threads = 1;
-    const bool snapshot = !light && policy_traits(id).exposes_scores;
-    if (snapshot) {
-      run.scores = Eigen::MatrixXd::Zero(h.n, h.n);
-      ro.on_step = [&run](int, int, int i, const EvictionPolicy& p) {
-        const std::vector<double>* s = nullptr;
-        if (const auto* g = dynamic_cast<const GreedyEvictor*>(&p)) s = &g->accumulated();
-        if (const auto* g = dynamic_cast<const H2OPolicy*>(&p)) s = &g->scores();
-        if (s == nullptr) return;
-        for (int j = 0; j <= i && j < static_cast<int>(s->size()); ++j) run.scores(i, j) = (*s)[static_cast<size_t>(j)];
-      };
-    }
-    ReplayResult r = replay(trace, ro);
-    run.name = policy_name(id);
-    run.nested = r.nested;
-    run.replay = std::move(r.heads.front());
-    h.runs.push_back(std::move(run));
-  }
+  for (const PolicyId id : o.policies)
+    h.runs.push_back(
+        {id, policy_name(id), make_policy(o.run.with_policy(id).policy)->nested(), policy_traits(id).exposes_scores});
   return h;
-}
-
-Trajectory trajectory_of(const HeadData& h) {
-  Trajectory t;
-  t.s0 = std::max(h.k(), h.prompt_len - 1);
-  t.thr = 1.0 / (10.0 * h.n);
-  t.optA = top_k_row_sums(h.acc, h.k());
-  t.paper = h.run(PolicyId::H2OPaper);
-  if (t.paper && t.paper->scores.size()) t.optC = top_k_row_sums(t.paper->scores, h.k());
-  return t;
 }
 
 std::vector<int> evenly_spaced(const std::vector<int>& steps, int count) {
@@ -89,21 +45,46 @@ std::vector<int> evenly_spaced(const std::vector<int>& steps, int count) {
   return out;
 }
 
-std::vector<int> eviction_steps(const PolicyRun& run) {
-  std::vector<int> out;
-  for (size_t i = 0; i < run.replay.steps.size(); ++i)
-    if (!run.replay.steps[i].evicted.empty()) out.push_back(static_cast<int>(i));
-  return out;
+SampledSteps sampled_steps(const HeadInfo& h, const std::vector<std::vector<int>>& evicted,
+                           const TraceChecksOptions& o) {
+  SampledSteps s;
+  const int paper = h.run_index(PolicyId::H2OPaper);
+  const int sg = paper >= 0 ? paper : (h.runs.empty() ? -1 : 0);
+  if (sg >= 0) {
+    std::vector<int> single;
+    for (int i = std::max(h.prompt_len, 1); i < h.n; ++i)
+      if (evicted[static_cast<size_t>(sg)][static_cast<size_t>(i)] == 1) single.push_back(i);
+    s.small_ground = evenly_spaced(single, o.sampled_steps);
+  }
+  if (paper >= 0 && h.runs[static_cast<size_t>(paper)].scores && (check_enabled(o, "C5") || check_enabled(o, "C12"))) {
+    std::vector<int> full;
+    for (int i = 0; i < h.n; ++i)
+      if (evicted[static_cast<size_t>(paper)][static_cast<size_t>(i)] > 0) full.push_back(i);
+    s.scores = evenly_spaced(full, 4);
+  }
+  return s;
 }
 
-std::vector<int> small_ground_steps(const HeadData& h, const PolicyRun& run, const TraceChecksOptions& o) {
-  std::vector<int> single;
-  for (int i = std::max(h.prompt_len, 1); i < h.n; ++i)
-    if (run.replay.steps[static_cast<size_t>(i)].evicted.size() == 1) single.push_back(i);
-  return evenly_spaced(single, o.sampled_steps);
+int base_step(const RunSeries& run, int prompt_len) {
+  for (int i = std::max(prompt_len, 0); i < static_cast<int>(run.evicted.size()); ++i)
+    if (run.evicted[static_cast<size_t>(i)] == 1) return i;
+  return -1;
 }
 
-CheckRecord head_record(const HeadData& h, const std::string& id, const std::string& variant, ClaimKind kind,
+Gamma gammas(const std::vector<double>& opt, int from) {
+  Gamma g;
+  g.proof_at.assign(opt.size(), 0.0);
+  for (int i = std::max(from, 1); i + 1 < static_cast<int>(opt.size()); ++i) {
+    const double d = opt[i - 1] > 0 ? std::max(0.0, 1.0 - opt[i] / opt[i - 1]) : 0.0;
+    const double p = opt[i + 1] > 0 ? std::max(0.0, 1.0 - opt[i] / opt[i + 1]) : 0.0;
+    g.proof_at[static_cast<size_t>(i)] = p;
+    if (d > g.def) g.def = d, g.def_step = i;
+    if (p > g.proof) g.proof = p, g.proof_step = i;
+  }
+  return g;
+}
+
+CheckRecord head_record(const HeadInfo& h, const std::string& id, const std::string& variant, ClaimKind kind,
                         bool holds, double metric, long step) {
   CheckRecord r;
   r.id = id;
@@ -115,6 +96,269 @@ CheckRecord head_record(const HeadData& h, const std::string& id, const std::str
   r.metric = metric;
   r.step = step;
   return r;
+}
+
+namespace {
+
+// Tokens a nested budgeted policy evicts at each step: nothing during the prompt, the prompt cut
+// to k after its last token, then one per step once the cache is full. The sampled steps are
+// chosen from this before the pass; a run that differs costs a second pass.
+std::vector<int> predicted_evictions(const HeadInfo& h) {
+  std::vector<int> out(static_cast<size_t>(h.n), 0);
+  int size = 0;
+  for (int i = 0; i < h.n; ++i) {
+    ++size;
+    if (i < h.prompt_len - 1) continue;
+    const int drop = std::max(0, size - h.k());
+    out[static_cast<size_t>(i)] = drop;
+    size -= drop;
+  }
+  return out;
+}
+
+// The lockstep replay of every policy on one head, feeding `checks` step by step.
+class HeadPass {
+ public:
+  HeadPass(const Trace& trace, const HeadInfo& h, const TraceChecksOptions& o, bool light)
+      : trace_(trace), h_(h), o_(o), light_(light) {}
+
+  // window_at: steps whose check reads the 16 dense rows up to it.
+  HeadSeries run(const std::vector<StepCheck*>& checks, const std::vector<int>& window_at, const Tamper& tamper) {
+    const int n = h_.n;
+    const HeadView& view = *h_.view;
+    Eigen::MatrixXd dense;
+    std::vector<std::unique_ptr<UnitStepper>> steppers;
+    for (const RunInfo& ri : h_.runs) {
+      RunConfig run = o_.run.with_policy(ri.id);
+      run.seed = o_.run.seed + static_cast<std::uint64_t>(h_.layer * trace_.n_heads + h_.head);
+      run.layers = {h_.layer};
+      run.heads = {h_.head};
+      PolicySetup setup;
+      setup.n = n;
+      setup.budget = run.unit_budget(n, h_.layer, h_.head);
+      setup.prompt_len = run.prompt_len;
+      setup.seed = run.seed;
+      setup.layer = h_.layer;
+      setup.unit_head = h_.head;
+      setup.head = &view;
+      if (needs_dense(run.policy)) {
+        if (dense.size() == 0) {
+          require_memory(static_cast<std::uint64_t>(n) * n * 8,
+                         "policy " + ri.name + " (the dense n x n attention of the head)");
+          dense = dense_attention(view);
+        }
+        setup.dense = &dense;
+      }
+      steppers.push_back(std::make_unique<UnitStepper>(run, setup, 1, true, !light_));
+    }
+    const size_t R = h_.runs.size();
+    HeadSeries series;
+    series.top_acc.resize(static_cast<size_t>(n));
+    series.runs.resize(R);
+    for (size_t r = 0; r < R; ++r) {
+      RunSeries& rs = series.runs[r];
+      rs.evicted.resize(static_cast<size_t>(n));
+      rs.v_acc.resize(static_cast<size_t>(n));
+      rs.now_acc.resize(static_cast<size_t>(n));
+      if (h_.runs[r].scores && !light_) {
+        rs.v_score.resize(static_cast<size_t>(n));
+        rs.now_score.resize(static_cast<size_t>(n));
+        rs.top_score.resize(static_cast<size_t>(n));
+      }
+    }
+    std::vector<int> keys(static_cast<size_t>(n));
+    std::iota(keys.begin(), keys.end(), 0);
+    std::vector<double> lg(static_cast<size_t>(n)), a(static_cast<size_t>(n)), acc(static_cast<size_t>(n), 0.0);
+    std::vector<double> a_edit, acc_edit, row;
+    std::vector<std::vector<double>> scores_edit(R);
+    std::vector<StepRecord> cur(R), prev(R);
+    std::deque<std::vector<double>> window;
+    std::vector<std::vector<double>> window_rows;
+    HeadStep s;
+    s.runs.resize(R);
+    size_t next_window = 0;
+    for (int i = 0; i < n; ++i) {
+      const size_t len = static_cast<size_t>(i) + 1;
+      const std::span<double> lgi(lg.data(), len), ai(a.data(), len);
+      view.logits(i, std::span<const int>(keys.data(), len), lgi);
+      softmax(lgi, ai);
+      for (size_t j = 0; j < len; ++j) acc[j] += a[j];
+      const HeadRow hr{lgi, ai, std::span<const double>(acc.data(), len)};
+      for (size_t r = 0; r < R; ++r) steppers[r]->step(i, std::span<const HeadRow>(&hr, 1), std::span(&cur[r], 1));
+      s.i = i;
+      s.logits = lgi;
+      s.a = ai;
+      s.acc = std::span<const double>(acc.data(), len);
+      for (size_t r = 0; r < R; ++r) s.runs[r] = {&cur[r], &prev[r], scores_of(*steppers[r], h_.runs[r])};
+      if (tamper) {
+        a_edit.assign(a.begin(), a.begin() + static_cast<long>(len));
+        acc_edit.assign(acc.begin(), acc.begin() + static_cast<long>(len));
+        for (size_t r = 0; r < R; ++r) scores_edit[r].assign(s.runs[r].scores.begin(), s.runs[r].scores.end());
+        StepEdit e{i, a_edit, acc_edit, cur, scores_edit};
+        tamper(e);
+        s.a = a_edit;
+        s.acc = acc_edit;
+        for (size_t r = 0; r < R; ++r)
+          if (!s.runs[r].scores.empty()) s.runs[r].scores = scores_edit[r];
+      }
+      // The dense rows i - 15 .. i, zero above the diagonal, when a sampled step is near.
+      while (next_window < window_at.size() && window_at[next_window] < i) ++next_window;
+      if (next_window < window_at.size() && window_at[next_window] - i < 16) {
+        window.emplace_back(static_cast<size_t>(n), 0.0);
+        std::copy(s.a.begin(), s.a.end(), window.back().begin());
+        while (window.size() > 16) window.pop_front();
+        if (window_at[next_window] == i) {
+          window_rows.assign(window.begin(), window.end());
+          s.window = window_rows;
+        }
+      } else {
+        window.clear();
+      }
+      record_series(s, series, row);
+      for (StepCheck* c : checks) c->step(s);
+      s.window = {};
+      std::swap(prev, cur);
+    }
+    return series;
+  }
+
+ private:
+  static std::span<const double> scores_of(const UnitStepper& st, const RunInfo& ri) {
+    if (!ri.scores) return {};
+    if (const auto* g = dynamic_cast<const GreedyEvictor*>(&st.policy())) return g->accumulated();
+    if (const auto* g = dynamic_cast<const H2OPolicy*>(&st.policy())) return g->scores();
+    return {};
+  }
+
+  void record_series(const HeadStep& s, HeadSeries& series, std::vector<double>& row) const {
+    const auto i = static_cast<size_t>(s.i);
+    row.assign(s.acc.begin(), s.acc.end());
+    series.top_acc[i] = top_k_sum(row, h_.k());
+    for (size_t r = 0; r < s.runs.size(); ++r) {
+      const RunStep& rs = s.runs[r];
+      RunSeries& out = series.runs[r];
+      out.evicted[i] = static_cast<int>(rs.cur->evicted.size());
+      out.v_acc[i] = sum_over(s.acc, rs.cur->kept);
+      out.now_acc[i] = sum_over(s.acc, rs.prev->kept);
+      if (out.v_score.empty()) continue;
+      double v = 0.0, now = 0.0;
+      for (int j : rs.cur->kept) v += rs.score(j);
+      for (int j : rs.prev->kept) now += rs.score(j);
+      out.v_score[i] = v;
+      out.now_score[i] = now;
+      row.resize(i + 1);
+      for (size_t j = 0; j <= i; ++j) row[j] = rs.score(static_cast<int>(j));
+      out.top_score[i] = top_k_sum(row, h_.k());
+    }
+  }
+
+  const Trace& trace_;
+  const HeadInfo& h_;
+  const TraceChecksOptions& o_;
+  bool light_;
+};
+
+std::vector<std::unique_ptr<StepCheck>> streaming_checks(const HeadInfo& h, const TraceChecksOptions& o) {
+  std::vector<std::unique_ptr<StepCheck>> c;
+  c.push_back(invariants_check(h, o));
+  c.push_back(normalisation_check(h, o));
+  c.push_back(scores_check(h, o));
+  c.push_back(udc_check(h, o));
+  c.push_back(induction_check(h, o));
+  c.push_back(robustness_check(h, o));
+  c.push_back(ratio_check(h, o));
+  c.push_back(attention_stats_check(h, o));
+  c.push_back(offline_check(h, o));
+  c.push_back(algorithm_variants_check(h, o));
+  return c;
+}
+
+std::vector<std::unique_ptr<StepCheck>> sampled_checks(const HeadInfo& h, const TraceChecksOptions& o,
+                                                       const SampledSteps& s) {
+  std::vector<std::unique_ptr<StepCheck>> c;
+  c.push_back(scores_sampled_check(h, o, s.scores));
+  c.push_back(small_ground_check(h, o, s.small_ground));
+  return c;
+}
+
+std::vector<StepCheck*> raw(const std::vector<std::unique_ptr<StepCheck>>& a,
+                            const std::vector<std::unique_ptr<StepCheck>>& b = {}) {
+  std::vector<StepCheck*> out;
+  for (const auto& c : a) out.push_back(c.get());
+  for (const auto& c : b) out.push_back(c.get());
+  return out;
+}
+
+}  // namespace
+
+HeadResult check_head(const Trace& trace, int layer, int head, const TraceChecksOptions& o, const Tamper& tamper) {
+  const HeadInfo h = head_info(trace, layer, head, o);
+  const std::vector<std::vector<int>> guess(h.runs.size(), predicted_evictions(h));
+  HeadResult res;
+  res.sampled = sampled_steps(h, guess, o);
+  auto streaming = streaming_checks(h, o);
+  auto sampled = sampled_checks(h, o, res.sampled);
+  HeadPass pass(trace, h, o, false);
+  HeadSeries series = pass.run(raw(streaming, sampled), res.sampled.small_ground, tamper);
+  for (const RunSeries& rs : series.runs) res.evicted.push_back(rs.evicted);
+  const SampledSteps actual = sampled_steps(h, res.evicted, o);
+  if (!(actual == res.sampled)) {  // mispredicted: the sampled checks again, at the right steps
+    res.sampled = actual;
+    res.passes = 2;
+    sampled = sampled_checks(h, o, actual);
+    pass.run(raw(sampled), actual.small_ground, tamper);
+  }
+  for (const auto& c : streaming) c->finish(series, res.records, res.extras);
+  for (const auto& c : sampled) c->finish(series, res.records, res.extras);
+  return res;
+}
+
+namespace {
+
+// The sweep's sums along the stream, and the dense prefix the offline optimum is solved on.
+class SweepCollector final : public StepCheck {
+ public:
+  SweepCollector(const HeadInfo& h, const TraceChecksOptions& o)
+      : h_(h), m_(std::min(h.n, o.offline_tokens)), w_(Eigen::MatrixXd::Zero(m_, m_)), cell_{} {
+    cell_.policy.assign(h.runs.size(), 0.0);
+    values_.assign(h.runs.size(), 0.0);
+  }
+  void step(const HeadStep& s) override {
+    row_.assign(s.a.begin(), s.a.end());
+    cell_.stat += top_k_sum(row_, h_.k()) / h_.n;
+    for (size_t r = 0; r < s.runs.size(); ++r)  // schedule values, one running sum in step order
+      for (int j : s.runs[r].cur->kept) values_[r] += s.a[static_cast<size_t>(j)];
+    if (s.i < m_)
+      for (int j = 0; j <= s.i; ++j) w_(s.i, j) = s.a[static_cast<size_t>(j)];
+  }
+  void finish(const HeadSeries&, std::vector<CheckRecord>&, HeadExtras&) override {
+    OfflineProblem p;
+    p.w = std::move(w_);
+    p.budget = std::min(h_.k(), m_);
+    cell_.dyn = solve_offline(p).value / m_;
+    for (size_t r = 0; r < values_.size(); ++r) cell_.policy[r] = values_[r] / h_.n;
+  }
+  SweepCell cell() const { return cell_; }
+
+ private:
+  const HeadInfo& h_;
+  int m_;
+  Eigen::MatrixXd w_;
+  SweepCell cell_;
+  std::vector<double> values_, row_;
+};
+
+}  // namespace
+
+SweepCell sweep_head(const Trace& trace, int layer, int head, const TraceChecksOptions& o) {
+  const HeadInfo h = head_info(trace, layer, head, o);
+  SweepCollector c(h, o);
+  HeadPass pass(trace, h, o, true);
+  const HeadSeries series = pass.run({&c}, {}, nullptr);
+  std::vector<CheckRecord> none;
+  HeadExtras extras;
+  c.finish(series, none, extras);
+  return c.cell();
 }
 
 }  // namespace kvo::detail

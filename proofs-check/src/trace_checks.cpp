@@ -2,16 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <numbers>
+#include <thread>
 
 #include "head_data.hpp"
 #include "kvo/checks/counterexamples.hpp"
 #include "kvo/checks/softmax_loss.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/memory_limit.hpp"
 #include "kvo/core/parallel.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
-#include "trajectory.hpp"
 
 namespace kvo {
 namespace {
@@ -60,6 +60,31 @@ std::vector<std::pair<std::string, Eigen::MatrixXd>> loss_matrices(const Trace& 
   return out;
 }
 
+// What the per-head passes hold at once: per head O(n (d + k)) (the policies' states and records,
+// the per-step series, the rows near sampled steps, the values of C18) plus the offline problem on
+// the first m = min(n, offline_tokens) steps (its m x m weights and every run's caches there), and
+// the n x n attention only for policies that need it; times the heads in flight.
+std::uint64_t head_pass_bytes(const Trace& t, const TraceChecksOptions& o,
+                              const std::vector<std::pair<int, int>>& heads) {
+  const std::uint64_t n = static_cast<std::uint64_t>(t.n_tokens), d = static_cast<std::uint64_t>(t.head_dim);
+  const std::uint64_t R = o.policies.size(),
+                      m = std::min<std::uint64_t>(n, static_cast<std::uint64_t>(o.offline_tokens));
+  std::uint64_t k = 1;
+  for (const auto& [l, h] : heads)
+    k = std::max<std::uint64_t>(k, static_cast<std::uint64_t>(o.run.budget.resolve(t.n_tokens, l, h).total));
+  std::uint64_t b = 8 * n * (8 + 8 * R) + 4 * R * 6 * k + 16 * 8 * n + 8 * n * d;
+  if (check_enabled(o, "C19") || check_enabled(o, "D10")) b += m * m * 12 + 4 * R * m * std::min(k, m);
+  for (PolicyId id : o.policies)
+    if (needs_dense(o.run.with_policy(id).policy)) {
+      b += 8 * n * n;
+      break;
+    }
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::uint64_t in_flight =
+      std::min<std::uint64_t>(heads.size(), o.threads > 0 ? static_cast<unsigned>(o.threads) : hw);
+  return b * std::max<std::uint64_t>(in_flight, 1);
+}
+
 }  // namespace
 
 bool check_enabled(const TraceChecksOptions& o, const std::string& id) {
@@ -85,6 +110,9 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
   TraceChecksResult res;
   res.budget = o.run.budget.str();
   const auto heads = chosen_heads(trace, o);
+  require_memory(head_pass_bytes(trace, o, heads), "verify on n = " + std::to_string(trace.n_tokens) + " tokens (" +
+                                                       std::to_string(heads.size()) + " heads, " +
+                                                       std::to_string(o.policies.size()) + " policies)");
   std::vector<std::vector<CheckRecord>> per_head(heads.size());
   std::vector<detail::HeadExtras> extras(heads.size());
   auto tick = [&] {
@@ -92,20 +120,9 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
   };
   parallel_for(static_cast<int>(heads.size()), o.threads, [&](int x) {
     const auto [layer, head] = heads[static_cast<size_t>(x)];
-    const detail::HeadData hd = detail::build_head(trace, layer, head, o);
-    auto& out = per_head[static_cast<size_t>(x)];
-    detail::check_invariants(hd, o, out);
-    detail::check_normalisation(hd, o, out);
-    detail::check_scores(hd, o, out);
-    const detail::Trajectory traj = detail::trajectory_of(hd);
-    detail::check_udc(hd, traj, o, out, extras[static_cast<size_t>(x)]);
-    detail::check_induction(hd, traj, o, out);
-    detail::check_robustness(hd, traj, o, out);
-    detail::check_ratio(hd, traj, o, out, extras[static_cast<size_t>(x)]);
-    detail::check_small_ground(hd, o, out);
-    detail::check_attention_stats(hd, o, out);
-    detail::check_offline(hd, o, out);
-    detail::check_algorithm_variants(hd, o, out);
+    detail::HeadResult hr = detail::check_head(trace, layer, head, o);
+    per_head[static_cast<size_t>(x)] = std::move(hr.records);
+    extras[static_cast<size_t>(x)] = std::move(hr.extras);
     tick();
   });
   for (auto& v : per_head) res.report.append(std::move(v));
@@ -198,31 +215,20 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
   // Retained mass against budget, next to the static and offline optima.
   const auto sw = sweep_heads(trace, o);
   if (!sw.empty()) {
-    struct Cell {
-      std::vector<double> policy;  // per policy, sum over steps of a_i(S_i) / n
-      double stat = 0.0, dyn = 0.0;
-    };
-    std::vector<Cell> cells(sw.size() * o.sweep.size());
+    std::vector<detail::SweepCell> cells(sw.size() * o.sweep.size());
     parallel_for(static_cast<int>(cells.size()), o.threads, [&](int x) {
       const auto [layer, head] = sw[static_cast<size_t>(x) / o.sweep.size()];
       const double b = o.sweep[static_cast<size_t>(x) % o.sweep.size()];
       TraceChecksOptions so = o;
       so.run.budget = o.run.budget.with_total(Amount{true, b});
-      const detail::HeadData hd = detail::build_head(trace, layer, head, so, /*light=*/true);
-      Cell& c = cells[static_cast<size_t>(x)];
-      OfflineProblem p;
-      p.w = hd.a;
-      p.budget = hd.k();
-      c.dyn = solve_offline(p).value / hd.n;
-      for (double v : top_k_row_sums(hd.a, hd.k())) c.stat += v / hd.n;
-      for (const auto& run : hd.runs) c.policy.push_back(schedule_value(p, run.replay.kept_sets()) / hd.n);
+      cells[static_cast<size_t>(x)] = detail::sweep_head(trace, layer, head, so);
       tick();
     });
     for (size_t bi = 0; bi < o.sweep.size(); ++bi) {
       double stat = 0.0, dyn = 0.0;
       std::vector<double> pol(o.policies.size(), 0.0);
       for (size_t hi = 0; hi < sw.size(); ++hi) {
-        const Cell& c = cells[hi * o.sweep.size() + bi];
+        const detail::SweepCell& c = cells[hi * o.sweep.size() + bi];
         stat += c.stat / static_cast<double>(sw.size());
         dyn += c.dyn / static_cast<double>(sw.size());
         for (size_t pi = 0; pi < pol.size(); ++pi) pol[pi] += c.policy[pi] / static_cast<double>(sw.size());

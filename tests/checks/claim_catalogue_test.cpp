@@ -48,7 +48,14 @@ TEST(ClaimCatalogue, NamesItsFunctionDocAndTests) {
     EXPECT_EQ(c.doc().rfind("docs/checks.md#", 0), 0u);
     const std::string row = docs_row(doc, c);
     ASSERT_FALSE(row.empty()) << "no row for " << c.id << " in docs/checks.md";
-    EXPECT_NE(row.find("[`" + c.function + "`]("), std::string::npos) << row;
+    const size_t at = row.find("[`" + c.function + "`](");
+    ASSERT_NE(at, std::string::npos) << row;
+    // The link goes to a source file that defines the function.
+    const size_t from = row.find("](", at) + 2, to = row.find(')', from);
+    std::ifstream src(std::string(KVO_SOURCE_DIR) + "/docs/" + row.substr(from, to - from));
+    ASSERT_TRUE(src) << row.substr(from, to - from);
+    const std::string code((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
+    EXPECT_NE(code.find(" " + c.function + "("), std::string::npos) << c.function << " is not in " << row;
     if (c.id[0] == 'C') {
       EXPECT_FALSE(c.tests.empty()) << c.id << " has no test that makes it fail";
     }

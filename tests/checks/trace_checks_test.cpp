@@ -38,15 +38,7 @@ const CheckRecord* find(const Report& r, const std::string& id, const std::strin
 
 TEST(TraceChecks, EveryClaimRunsAndEveryTheoremHoldsOnSyntheticTraces) {
   for (std::uint64_t seed : {1u, 2u}) {
-    SynthOptions so;
-    so.layers = 1;
-    so.heads = 2;
-    so.kv_heads = 1;
-    so.tokens = 80;
-    so.head_dim = 12;
-    so.prompt_len = 30;
-    so.seed = seed;
-    const Trace tr = synthesize(so);
+    const Trace tr = test::synthetic_layer(2, 1, 80, 12, 30, seed);
     TraceChecksOptions o = small_options();
     o.run.prompt_len = seed == 1 ? tr.prompt_len : 0;  // with and without a prefill truncation
     const TraceChecksResult res = run_trace_checks(tr, o);

@@ -25,6 +25,9 @@ expect_error "tokens" replay "$dir/shape.safetensors" --out "$dir/out.jsonl"
 expect_error "NaN in q at layer 0, head 0, position 5" replay "$dir/nan.safetensors" --out "$dir/out.jsonl"
 KVO_MEMORY_LIMIT=4K expect_error "needs about 128.2 KiB in memory, more than the 4.0 KiB available (KVO_MEMORY_LIMIT)" \
   replay "$dir/ok.safetensors" --out "$dir/out.jsonl"
+"$K" -q synth --out "$dir/long.safetensors" --tokens 2048 --layers 1 --heads 1 --kv-heads 1 --head-dim 16 >/dev/null
+KVO_MEMORY_LIMIT=8M expect_error "verify on n = 2048 tokens (1 heads, 8 policies) needs about" \
+  verify "$dir/long.safetensors" --report "$dir/out.jsonl"
 KVO_MEMORY_LIMIT=lots expect_error "KVO_MEMORY_LIMIT='lots' is not a byte count" replay "$dir/ok.safetensors"
 expect_error "exceeds the file size" replay "$dir/garbage.safetensors" --out "$dir/out.jsonl"
 expect_error "must be > 0" replay "$dir/ok.safetensors" --budget 0 --out "$dir/out.jsonl"

@@ -11,9 +11,23 @@
 #include "kvo/core/facility_location.hpp"
 #include "kvo/core/modular_concave.hpp"
 #include "kvo/core/saturated_coverage.hpp"
+#include "kvo/core/synth.hpp"
 #include "kvo/core/trace.hpp"
 
 namespace kvo::test {
+
+// One layer of a seeded synthetic heavy-hitter trace (kvo::synthesize) with the given shape.
+inline Trace synthetic_layer(int heads, int kv_heads, int n, int d, int prompt_len, std::uint64_t seed) {
+  SynthOptions so;
+  so.layers = 1;
+  so.heads = heads;
+  so.kv_heads = kv_heads;
+  so.tokens = n;
+  so.head_dim = d;
+  so.prompt_len = prompt_len;
+  so.seed = seed;
+  return synthesize(so);
+}
 
 inline Trace random_trace(int layers, int heads, int kv_heads, int n, int d, std::uint64_t seed, double scale = 1.0) {
   std::mt19937_64 g(seed);

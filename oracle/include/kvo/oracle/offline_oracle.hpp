@@ -73,6 +73,9 @@ double schedule_value(const OfflineProblem& p, const std::vector<std::vector<int
 // For every step i, the sum of the min(k, i + 1) largest w(i, j) over j <= i: the per-step static
 // optimum opt_i of an additive objective (row i of a lower-triangular w).
 std::vector<double> top_k_row_sums(const Eigen::MatrixXd& w, int k);
+// The sum of the min(k, size) largest entries of one row (the summation order top_k_row_sums and
+// the streaming checks share); reorders `row`.
+double top_k_sum(std::vector<double>& row, int k);
 
 // Independent optimality certificate: checks that `end` is feasible, that (price, mu) with
 // mu_j = max(0, max_e R_j(e) - sum price) is dual feasible, and returns the dual objective.

@@ -23,6 +23,9 @@ struct TraceChecksOptions {
   int small_k = 4;
   std::vector<double> sweep = {0.05, 0.1, 0.2, 0.3, 0.5};  // budgets of the retained-mass plot
   int sweep_heads = 1;                                     // heads per layer in the sweep (head (layer + t) mod H)
+  // C19, D10 and the sweep's OPT_dyn solve the offline problem on the first min(n, offline_tokens)
+  // steps (its n x n weights and O(n^2 k) time are the only super-linear cost of a head).
+  int offline_tokens = 2048;
   int loss_heads = 3;   // key matrices used as A in C23-C26 (first, middle, last layer)
   int loss_random = 8;  // random instances for C23-C26
   int threads = 0;
