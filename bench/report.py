@@ -15,7 +15,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-BASELINE = {"greedy": "greedy/naive", "replay": "replay/full", "verify": "attention/dense", "scorer/cpu": "replay/h2o",
+BASELINE = {"greedy": "greedy/naive", "replay": "replay/full", "verify": "attention/dense", "offline/assignment": "offline/ssp", "offline/bgl": "offline/ssp", "scorer/cpu": "replay/h2o",
             "scorer/budget": "replay/h2o-budget", "scorer/heads": "replay/h2o-heads",
             "fl-layout": "fl-layout/column-major"}
 COUNTERS = ("nodes", "exact", "gain_evals", "flop/byte", "bytes/step", "peak_growth_MiB", "bytes/(n*d)")

@@ -1,8 +1,8 @@
-// The default offline solver: successive shortest paths for min-cost flow, run on n + 1 time
-// nodes. A residual path through a token's chain of the full network (docs/oracle.md) only ever
-// enters at tau_{end+1} and leaves at some tau_{e+1}, so each token contributes "move my end
-// from e_j to e" arcs between time nodes; Dijkstra on that dense graph costs O(n^2) per unit of
-// flow (a binary heap picks nodes), with node potentials keeping reduced costs >= 0.
+// The flow solver (the reference the default assignment solver is tested against): successive
+// shortest paths for min-cost flow, run on n + 1 time nodes. A residual path through a token's chain of the full
+// network (docs/oracle.md) only ever enters at tau_{end+1} and leaves at some tau_{e+1}, so each token contributes
+// "move my end from e_j to e" arcs between time nodes; Dijkstra on that dense graph costs O(n^2) per unit of flow (a
+// binary heap picks nodes), with node potentials keeping reduced costs >= 0.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -108,7 +108,7 @@ double dual_bound(const OfflineProblem& p, const std::vector<int>& end, const st
   return dual;
 }
 
-OfflineSolution solve_offline(const OfflineProblem& p) {
+OfflineSolution solve_offline_ssp(const OfflineProblem& p) {
   validate(p);
   const detail::HeavyView hv(p);
   const int n = hv.n, h = hv.h, V = n + 1;

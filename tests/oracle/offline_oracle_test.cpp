@@ -1,6 +1,7 @@
-// The offline (nested-eviction) oracle: the flow solver equals enumeration of every schedule
-// and the cache-state DP on thousands of random instances, its dual certificate closes the gap,
-// BGL's min-cost flow agrees, and every nested policy's schedule stays below it.
+// The offline (nested-eviction) oracle: the default (assignment) solver equals enumeration of
+// every schedule and the cache-state DP on thousands of random instances, its dual certificate
+// closes the gap, the flow solver (SSP) and BGL's min-cost flow agree, and every nested policy's
+// schedule stays below it.
 #include "kvo/oracle/offline_oracle.hpp"
 
 #include <gtest/gtest.h>
@@ -90,6 +91,30 @@ TEST(DynamicOracle, BoostGraphMinCostFlowAgrees) {
     const auto a = solve_offline(p), b = solve_offline_bgl(p);
     ASSERT_NEAR(a.value, b.value, 1e-9 * std::max(1.0, a.value));
     ASSERT_NEAR(feasible_value(p, b), b.value, 1e-9 * std::max(1.0, a.value));
+  }
+}
+
+// The assignment solver against the flow solver it replaced as the default, on larger random
+// instances (ties included) and on dense attention of synthetic heads with a forced window.
+TEST(DynamicOracle, AssignmentEqualsTheFlowSolver) {
+  std::mt19937_64 g(75);
+  for (int t = 0; t < 400; ++t) {
+    const OfflineProblem p = random_problem(g, 1 + static_cast<int>(g() % 60), t % 4 == 0);
+    const auto a = solve_offline(p), b = solve_offline_ssp(p);
+    const double tol = 1e-9 * std::max(1.0, b.value);
+    ASSERT_EQ(a.method, "assignment");
+    ASSERT_NEAR(a.value, b.value, tol) << "n=" << p.n() << " k=" << p.budget << " r=" << p.recent;
+    ASSERT_NEAR(a.upper, a.value, tol);
+    ASSERT_NEAR(feasible_value(p, a), a.value, tol);
+  }
+  for (const int r : {0, 4, 16}) {
+    OfflineProblem p;
+    p.w = dense_attention(HeadView(test::synthetic_layer(1, 1, 256, 16, 0, 9 + r), 0, 0));
+    p.budget = 51;
+    p.recent = r;
+    const auto a = solve_offline(p), b = solve_offline_ssp(p);
+    EXPECT_NEAR(a.value, b.value, 1e-9 * b.value) << "r=" << r;
+    EXPECT_NEAR(a.upper, a.value, 1e-9 * b.value) << "r=" << r;
   }
 }
 

@@ -2,9 +2,10 @@
 // per-step objective (theory note §3.6; proof in docs/oracle.md):
 //   maximise sum_i sum_{j in S_i} w(i, j)  s.t.  S_i ⊆ S_{i-1} ∪ {i},  |S_i| <= k,
 // optionally with the last r tokens forced in (heavy capacity h = k - r, the H2O shape).
-// Solvers: min-cost flow by successive shortest paths on a graph of n + 1 time nodes (the
-// default), Boost Graph's min-cost flow on the full chain network, a DP over cache states and
-// exhaustive enumeration (small n). Every solution carries an LP-dual certificate.
+// Solvers: a min-cost assignment of eviction steps to tokens (the default), min-cost flow by
+// successive shortest paths on a graph of n + 1 time nodes, Boost Graph's min-cost flow on the
+// full chain network, a DP over cache states and exhaustive enumeration (small n). Every solution
+// carries an LP-dual certificate.
 #pragma once
 #include <Eigen/Dense>
 #include <algorithm>
@@ -41,8 +42,12 @@ struct OfflineSolution {
 // Validates the problem (square w, finite, w >= 0 on and below the diagonal, 0 <= r <= k <= n).
 void validate(const OfflineProblem& p);
 
-// The default exact solver (specialised successive shortest paths).
+// The default exact solver: eviction steps assigned to tokens in time order by shortest augmenting
+// paths (Hungarian), O(n^2/2) doubles of memory, about (n - k)(settled columns) n/2 work.
 OfflineSolution solve_offline(const OfflineProblem& p);
+// Successive shortest paths for the flow on n + 1 time nodes (h augmentations of O(n^2) each):
+// the reference the default is tested against.
+OfflineSolution solve_offline_ssp(const OfflineProblem& p);
 // Boost Graph Library successive_shortest_path_nonnegative_weights on the chain network
 // (n^2/2 nodes): the comparison baseline.
 OfflineSolution solve_offline_bgl(const OfflineProblem& p);

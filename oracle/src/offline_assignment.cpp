@@ -1,0 +1,120 @@
+// The default offline solver: the nested problem as a min-cost assignment of eviction steps to
+// tokens (docs/oracle.md §3). With w >= 0 a full heavy pool never idles, so from step h + r on
+// every step evicts exactly one token that has entered the pool (a_j <= t), and every such choice
+// is a nested schedule; evicting token j at step t forgoes L_j(t) = sum_{s >= t} w(s, j). The
+// steps are added in time order, each by one shortest augmenting path (Dijkstra on reduced costs
+// over the columns of the tokens already arrived), and the step potentials give the dual prices
+// of the flow formulation: lambda_t = u_t - u_{t+1}.
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kvo/core/error.hpp"
+#include "kvo/oracle/offline_oracle.hpp"
+
+namespace kvo {
+
+OfflineSolution solve_offline(const OfflineProblem& p) {
+  validate(p);
+  const int n = p.n(), r = p.recent, h = p.heavy();
+  const int m = n - r;                                  // tokens that enter the heavy pool (a_j = j + r <= n - 1)
+  const int first = h + r;                              // the first step that evicts
+  const int rows = n - first;                           // eviction steps first .. n - 1
+  auto len = [&](int i) { return first + i - r + 1; };  // tokens arrived by step first + i
+  // L_j(t) for every eviction step t and token j <= t - r, row by row (suffix sums, backwards).
+  std::vector<size_t> offset(static_cast<size_t>(rows) + 1, 0);
+  for (int i = 0; i < rows; ++i) offset[static_cast<size_t>(i) + 1] = offset[static_cast<size_t>(i)] + len(i);
+  std::vector<double> L(offset.back()), suffix(static_cast<size_t>(std::max(m, 0)), 0.0);
+  for (int t = n - 1; t >= first; --t) {
+    for (int j = 0; j <= t - r; ++j) suffix[static_cast<size_t>(j)] += p.w(t, j);
+    std::copy(suffix.begin(), suffix.begin() + (t - r + 1), L.begin() + static_cast<long>(offset[t - first]));
+  }
+
+  const double inf = std::numeric_limits<double>::infinity();
+  const size_t cols = static_cast<size_t>(std::max(m, 0));
+  std::vector<double> u(static_cast<size_t>(rows), 0.0), v(cols, 0.0);
+  std::vector<int> row_of(cols, -1), col_of(static_cast<size_t>(rows), -1);
+  // key: the tentative distance of an unsettled column, +inf once settled (its penalty makes every
+  // later relaxation a no-op, so both loops below run branch-free); dist: the settled distance.
+  std::vector<double> key(cols), penalty(cols, 0.0), dist(cols);
+  std::vector<int> path(cols);
+  std::vector<int> rows_seen, cols_seen;
+  OfflineSolution sol;
+  sol.method = "assignment";
+  for (int cur = 0; cur < rows; ++cur) {
+    const int width = len(cur);  // every row already matched is an earlier step: its columns lie within
+    std::fill(key.begin(), key.begin() + width, inf);
+    rows_seen.clear();
+    cols_seen.clear();
+    double min_val = 0.0;
+    int i = cur, sink = -1;
+    while (sink < 0) {
+      rows_seen.push_back(i);
+      const double* c = L.data() + offset[static_cast<size_t>(i)];
+      const int li = len(i);
+      const double base = min_val - u[static_cast<size_t>(i)];
+      double* k = key.data();
+      const double *vv = v.data(), *pen = penalty.data();
+      int* pa = path.data();
+      for (int j = 0; j < li; ++j) {
+        const double reduced = base + c[j] - vv[j] + pen[j];
+        const bool better = reduced < k[j];
+        k[j] = better ? reduced : k[j];
+        pa[j] = better ? i : pa[j];
+      }
+      const double lowest = Eigen::Map<const Eigen::ArrayXd>(k, width).minCoeff();
+      require(lowest < inf, "offline assignment: no augmenting path (a bug)");
+      const int pick = static_cast<int>(std::find(k, k + width, lowest) - k);
+      min_val = lowest;
+      dist[static_cast<size_t>(pick)] = lowest;
+      key[static_cast<size_t>(pick)] = inf;
+      penalty[static_cast<size_t>(pick)] = inf;
+      cols_seen.push_back(pick);
+      if (row_of[static_cast<size_t>(pick)] < 0)
+        sink = pick;
+      else
+        i = row_of[static_cast<size_t>(pick)];
+    }
+    // Potentials: the new step's by the path length, the tree's by how much shorter they were.
+    u[static_cast<size_t>(cur)] += min_val;
+    for (int x : rows_seen)
+      if (x != cur) u[static_cast<size_t>(x)] += min_val - dist[static_cast<size_t>(col_of[static_cast<size_t>(x)])];
+    for (int j : cols_seen) {
+      v[static_cast<size_t>(j)] -= min_val - dist[static_cast<size_t>(j)];
+      penalty[static_cast<size_t>(j)] = 0.0;
+    }
+    for (int j = sink;;) {  // augment
+      const int x = path[static_cast<size_t>(j)];
+      row_of[static_cast<size_t>(j)] = x;
+      std::swap(col_of[static_cast<size_t>(x)], j);
+      if (x == cur) break;
+    }
+    ++sol.work;
+  }
+
+  // Token j evicted at step t keeps its heavy slot through t - 1; unmatched tokens stay to the end.
+  sol.end.assign(static_cast<size_t>(n), n - 1);
+  for (int i = 0; i < rows; ++i) sol.end[static_cast<size_t>(col_of[static_cast<size_t>(i)])] = first + i - 1;
+  // The value summed as the flow solver sums it (window, then each token's heavy gain in order).
+  double window = 0.0;
+  for (int j = 0; j < n; ++j)
+    for (int t = j; t < std::min(n, j + r); ++t) window += p.w(t, j);
+  sol.value = window;
+  for (int j = 0; j < m; ++j) {
+    double g = 0.0;
+    for (int t = j + r; t <= sol.end[static_cast<size_t>(j)]; ++t) g += p.w(t, j);
+    sol.value += g;
+  }
+  // lambda_t = u_t - u_{t+1} on the eviction steps (u_n = 0), 0 before the pool is full.
+  sol.price.assign(static_cast<size_t>(n), 0.0);
+  for (int i = 0; i < rows; ++i) {
+    const double next = i + 1 < rows ? u[static_cast<size_t>(i) + 1] : 0.0;
+    sol.price[static_cast<size_t>(first + i)] = std::max(0.0, u[static_cast<size_t>(i)] - next);
+  }
+  sol.upper = dual_bound(p, sol.end, sol.price);
+  return sol;
+}
+
+}  // namespace kvo
