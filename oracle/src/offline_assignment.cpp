@@ -41,11 +41,21 @@ OfflineSolution solve_offline(const OfflineProblem& p) {
   std::vector<double> key(cols), penalty(cols, 0.0), dist(cols);
   std::vector<int> path(cols);
   std::vector<int> rows_seen, cols_seen;
+  // The minimum of each block of kBlock keys, so the next column to settle is found by a pass
+  // over the blocks and one block, not over every key.
+  constexpr int kBlock = 64;
+  std::vector<double> block_min(cols / kBlock + 1);
+  auto block_minimum = [&](int b, int width) {
+    const int from = b * kBlock, to = std::min(width, from + kBlock);
+    return Eigen::Map<const Eigen::ArrayXd>(key.data() + from, to - from).minCoeff();
+  };
   OfflineSolution sol;
   sol.method = "assignment";
   for (int cur = 0; cur < rows; ++cur) {
     const int width = len(cur);  // every row already matched is an earlier step: its columns lie within
+    const int blocks = (width + kBlock - 1) / kBlock;
     std::fill(key.begin(), key.begin() + width, inf);
+    std::fill(block_min.begin(), block_min.begin() + blocks, inf);
     rows_seen.clear();
     cols_seen.clear();
     double min_val = 0.0;
@@ -64,12 +74,17 @@ OfflineSolution solve_offline(const OfflineProblem& p) {
         k[j] = better ? reduced : k[j];
         pa[j] = better ? i : pa[j];
       }
-      const double lowest = Eigen::Map<const Eigen::ArrayXd>(k, width).minCoeff();
+      for (int b = 0; b * kBlock < li; ++b) block_min[static_cast<size_t>(b)] = block_minimum(b, width);
+      const auto bm = Eigen::Map<const Eigen::ArrayXd>(block_min.data(), blocks);
+      Eigen::Index best_block = 0;
+      const double lowest = bm.minCoeff(&best_block);
       require(lowest < inf, "offline assignment: no augmenting path (a bug)");
-      const int pick = static_cast<int>(std::find(k, k + width, lowest) - k);
+      const double* from = k + best_block * kBlock;
+      const int pick = static_cast<int>(std::find(from, static_cast<const double*>(k) + width, lowest) - k);
+      key[static_cast<size_t>(pick)] = inf;
+      block_min[static_cast<size_t>(best_block)] = block_minimum(static_cast<int>(best_block), width);
       min_val = lowest;
       dist[static_cast<size_t>(pick)] = lowest;
-      key[static_cast<size_t>(pick)] = inf;
       penalty[static_cast<size_t>(pick)] = inf;
       cols_seen.push_back(pick);
       if (row_of[static_cast<size_t>(pick)] < 0)
