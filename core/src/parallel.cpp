@@ -9,9 +9,13 @@
 
 namespace kvo {
 
-void parallel_for(int count, int threads, const std::function<void(int)>& body) {
+int worker_count(int threads, int count) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = std::max(1, std::min(threads, count));
+  return std::max(1, std::min(threads, count));
+}
+
+void parallel_for(int count, int threads, const std::function<void(int)>& body) {
+  threads = worker_count(threads, count);
   std::atomic<int> next{0};
   std::atomic<bool> failed{false};
   std::exception_ptr error;

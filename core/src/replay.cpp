@@ -57,14 +57,7 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
   const RunConfig& run = o.run;
   std::vector<HeadView> views;
   for (int h : u.heads) views.emplace_back(tr, u.layer, h);
-  PolicySetup setup;
-  setup.n = n;
-  setup.budget = run.unit_budget(n, u.layer, u.budget_head);
-  setup.prompt_len = run.prompt_len;
-  setup.seed = seed;
-  setup.layer = u.layer;
-  setup.unit_head = u.budget_head;
-  setup.head = &views.front();
+  PolicySetup setup = unit_setup(run, n, u.layer, u.budget_head, seed, views.front());
   Eigen::MatrixXd dense;
   if (needs_dense(run.policy)) {
     // The averaged matrix and one head's dense_attention result, n x n doubles each.

@@ -11,6 +11,19 @@
 
 namespace kvo {
 
+PolicySetup unit_setup(const RunConfig& run, int n, int layer, int unit_head, std::uint64_t seed,
+                       const HeadView& head) {
+  PolicySetup setup;
+  setup.n = n;
+  setup.budget = run.unit_budget(n, layer, unit_head);
+  setup.prompt_len = run.prompt_len;
+  setup.seed = seed;
+  setup.layer = layer;
+  setup.unit_head = unit_head;
+  setup.head = &head;
+  return setup;
+}
+
 UnitStepper::UnitStepper(const RunConfig& run, const PolicySetup& setup, int heads, bool record_sets, bool record_probs)
     : run_(run),
       policy_(make_policy(run.policy)),

@@ -4,6 +4,7 @@
 // Both on the first min(n, offline_tokens) steps (detail offline_steps when that is fewer than n).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "head_data.hpp"
 #include "kvo/checks/competitive.hpp"
@@ -17,27 +18,24 @@ namespace {
 // run's caches there; solves the offline problem once the pass is over.
 class OfflineCheck final : public StepCheck {
  public:
-  OfflineCheck(const HeadInfo& h, const TraceChecksOptions& o)
-      : h_(h), o_(o), on_(check_enabled(o, "C19") || check_enabled(o, "D10")), m_(std::min(h.n, o.offline_tokens)) {
-    if (!on_) return;
-    w_ = Eigen::MatrixXd::Zero(m_, m_);
+  OfflineCheck(const HeadInfo& h, const TraceChecksOptions& o) : h_(h), o_(o) {
+    if (!check_enabled(o, "C19") && !check_enabled(o, "D10")) return;
+    prefix_.emplace(h, o);
     for (const RunInfo& ri : h.runs)
       if (policy_traits(ri.id).budgeted) runs_.push_back({ri.name, ri.nested, {}});
   }
 
   void step(const HeadStep& s) override {
-    if (!on_ || s.i >= m_) return;
-    for (int j = 0; j <= s.i; ++j) w_(s.i, j) = s.a[static_cast<size_t>(j)];
+    if (!prefix_ || s.i >= prefix_->steps()) return;
+    prefix_->add(s);
     size_t x = 0;
     for (size_t r = 0; r < h_.runs.size(); ++r)
       if (policy_traits(h_.runs[r].id).budgeted) runs_[x++].kept.push_back(s.runs[r].cur->kept);
   }
 
   void finish(const HeadSeries&, std::vector<CheckRecord>& out, HeadExtras&) override {
-    if (!on_) return;
-    OfflineProblem p;
-    p.w = std::move(w_);
-    p.budget = std::min(h_.k(), m_);
+    if (!prefix_) return;
+    const OfflineProblem p = prefix_->take();
     const OfflineSolution opt = solve_offline(p);
     check_offline_solution(h_, p, opt, runs_, o_, out);
   }
@@ -45,9 +43,7 @@ class OfflineCheck final : public StepCheck {
  private:
   const HeadInfo& h_;
   const TraceChecksOptions& o_;
-  bool on_;
-  int m_;
-  Eigen::MatrixXd w_;
+  std::optional<OfflinePrefix> prefix_;  // absent when neither C19 nor D10 is asked for
   std::vector<ScheduleRun> runs_;
 };
 

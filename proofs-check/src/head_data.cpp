@@ -98,6 +98,21 @@ CheckRecord head_record(const HeadInfo& h, const std::string& id, const std::str
   return r;
 }
 
+OfflinePrefix::OfflinePrefix(const HeadInfo& h, const TraceChecksOptions& o)
+    : m_(std::min(h.n, o.offline_tokens)), budget_(std::min(h.k(), m_)), w_(Eigen::MatrixXd::Zero(m_, m_)) {}
+
+void OfflinePrefix::add(const HeadStep& s) {
+  if (s.i < m_)
+    for (int j = 0; j <= s.i; ++j) w_(s.i, j) = s.a[static_cast<size_t>(j)];
+}
+
+OfflineProblem OfflinePrefix::take() {
+  OfflineProblem p;
+  p.w = std::move(w_);
+  p.budget = budget_;
+  return p;
+}
+
 namespace {
 
 // Tokens a nested budgeted policy evicts at each step: nothing during the prompt, the prompt cut
@@ -119,8 +134,7 @@ std::vector<int> predicted_evictions(const HeadInfo& h) {
 // The lockstep replay of every policy on one head, feeding `checks` step by step.
 class HeadPass {
  public:
-  HeadPass(const Trace& trace, const HeadInfo& h, const TraceChecksOptions& o, bool light)
-      : trace_(trace), h_(h), o_(o), light_(light) {}
+  HeadPass(const HeadInfo& h, const TraceChecksOptions& o, bool light) : h_(h), o_(o), light_(light) {}
 
   // window_at: steps whose check reads the 16 dense rows up to it.
   HeadSeries run(const std::vector<StepCheck*>& checks, const std::vector<int>& window_at, const Tamper& tamper) {
@@ -130,17 +144,10 @@ class HeadPass {
     std::vector<std::unique_ptr<UnitStepper>> steppers;
     for (const RunInfo& ri : h_.runs) {
       RunConfig run = o_.run.with_policy(ri.id);
-      run.seed = o_.run.seed + static_cast<std::uint64_t>(h_.layer * trace_.n_heads + h_.head);
+      run.seed = o_.run.seed + static_cast<std::uint64_t>(h_.layer * h_.trace->n_heads + h_.head);
       run.layers = {h_.layer};
       run.heads = {h_.head};
-      PolicySetup setup;
-      setup.n = n;
-      setup.budget = run.unit_budget(n, h_.layer, h_.head);
-      setup.prompt_len = run.prompt_len;
-      setup.seed = run.seed;
-      setup.layer = h_.layer;
-      setup.unit_head = h_.head;
-      setup.head = &view;
+      PolicySetup setup = unit_setup(run, n, h_.layer, h_.head, run.seed, view);
       if (needs_dense(run.policy)) {
         if (dense.size() == 0) {
           require_memory(static_cast<std::uint64_t>(n) * n * 8,
@@ -252,7 +259,6 @@ class HeadPass {
     }
   }
 
-  const Trace& trace_;
   const HeadInfo& h_;
   const TraceChecksOptions& o_;
   bool light_;
@@ -298,7 +304,7 @@ HeadResult check_head(const Trace& trace, int layer, int head, const TraceChecks
   res.sampled = sampled_steps(h, guess, o);
   auto streaming = streaming_checks(h, o);
   auto sampled = sampled_checks(h, o, res.sampled);
-  HeadPass pass(trace, h, o, false);
+  HeadPass pass(h, o, false);
   HeadSeries series = pass.run(raw(streaming, sampled), res.sampled.small_ground, tamper);
   for (const RunSeries& rs : series.runs) res.evicted.push_back(rs.evicted);
   const SampledSteps actual = sampled_steps(h, res.evicted, o);
@@ -318,8 +324,7 @@ namespace {
 // The sweep's sums along the stream, and the dense prefix the offline optimum is solved on.
 class SweepCollector final : public StepCheck {
  public:
-  SweepCollector(const HeadInfo& h, const TraceChecksOptions& o)
-      : h_(h), m_(std::min(h.n, o.offline_tokens)), w_(Eigen::MatrixXd::Zero(m_, m_)), cell_{} {
+  SweepCollector(const HeadInfo& h, const TraceChecksOptions& o) : h_(h), prefix_(h, o), cell_{} {
     cell_.policy.assign(h.runs.size(), 0.0);
     values_.assign(h.runs.size(), 0.0);
   }
@@ -328,22 +333,17 @@ class SweepCollector final : public StepCheck {
     cell_.stat += top_k_sum(row_, h_.k()) / h_.n;
     for (size_t r = 0; r < s.runs.size(); ++r)  // schedule values, one running sum in step order
       for (int j : s.runs[r].cur->kept) values_[r] += s.a[static_cast<size_t>(j)];
-    if (s.i < m_)
-      for (int j = 0; j <= s.i; ++j) w_(s.i, j) = s.a[static_cast<size_t>(j)];
+    prefix_.add(s);
   }
   void finish(const HeadSeries&, std::vector<CheckRecord>&, HeadExtras&) override {
-    OfflineProblem p;
-    p.w = std::move(w_);
-    p.budget = std::min(h_.k(), m_);
-    cell_.dyn = solve_offline(p).value / m_;
+    cell_.dyn = solve_offline(prefix_.take()).value / prefix_.steps();
     for (size_t r = 0; r < values_.size(); ++r) cell_.policy[r] = values_[r] / h_.n;
   }
   SweepCell cell() const { return cell_; }
 
  private:
   const HeadInfo& h_;
-  int m_;
-  Eigen::MatrixXd w_;
+  OfflinePrefix prefix_;
   SweepCell cell_;
   std::vector<double> values_, row_;
 };
@@ -353,7 +353,7 @@ class SweepCollector final : public StepCheck {
 SweepCell sweep_head(const Trace& trace, int layer, int head, const TraceChecksOptions& o) {
   const HeadInfo h = head_info(trace, layer, head, o);
   SweepCollector c(h, o);
-  HeadPass pass(trace, h, o, true);
+  HeadPass pass(h, o, true);
   const HeadSeries series = pass.run({&c}, {}, nullptr);
   std::vector<CheckRecord> none;
   HeadExtras extras;

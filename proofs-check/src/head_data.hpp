@@ -122,6 +122,19 @@ struct HeadResult {
 HeadResult check_head(const Trace& trace, int layer, int head, const TraceChecksOptions& o,
                       const Tamper& tamper = nullptr);
 
+// The dense rows a(i, .) of the first m = min(n, o.offline_tokens) steps, collected along the
+// pass: the offline problem (budget min(k, m)) that C19, D10 and the sweep's OPT_dyn solve.
+class OfflinePrefix {
+ public:
+  OfflinePrefix(const HeadInfo& h, const TraceChecksOptions& o);
+  int steps() const { return m_; }
+  void add(const HeadStep& s);  // keeps row s.i when s.i < m
+  OfflineProblem take();        // the problem; the rows move into it
+ private:
+  int m_, budget_;
+  Eigen::MatrixXd w_;
+};
+
 // The sweep cell of one head at one budget: each policy's retained mass sum_i a_i(S_i) / n, the
 // static optimum's and OPT_dyn's (on the first o.offline_tokens steps).
 struct SweepCell {

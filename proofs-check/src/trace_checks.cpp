@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
-#include <thread>
 
 #include "head_data.hpp"
 #include "kvo/checks/counterexamples.hpp"
@@ -79,10 +78,7 @@ std::uint64_t head_pass_bytes(const Trace& t, const TraceChecksOptions& o,
       b += 8 * n * n;
       break;
     }
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const std::uint64_t in_flight =
-      std::min<std::uint64_t>(heads.size(), o.threads > 0 ? static_cast<unsigned>(o.threads) : hw);
-  return b * std::max<std::uint64_t>(in_flight, 1);
+  return b * static_cast<std::uint64_t>(worker_count(o.threads, static_cast<int>(heads.size())));
 }
 
 }  // namespace

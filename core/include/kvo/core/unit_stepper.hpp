@@ -2,6 +2,7 @@
 // supplied by the caller: replay() computes the rows per unit, the checks compute them once per
 // step and drive every policy in lockstep (so a head costs one attention pass, not one per policy).
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
@@ -19,6 +20,10 @@ struct HeadRow {
   std::span<const double> dense;   // a(i, j): the softmax of logits
   std::span<const double> acc;     // A_i(j) = sum_{r = j..i} a(r, j)
 };
+
+// The setup of one cache unit under `run`: n, the unit's budget, the prompt, the seed, the unit
+// (layer, head) and its first query head's view; `dense` is left to the caller.
+PolicySetup unit_setup(const RunConfig& run, int n, int layer, int unit_head, std::uint64_t seed, const HeadView& head);
 
 class UnitStepper {
  public:
