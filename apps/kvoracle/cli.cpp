@@ -1,8 +1,12 @@
 #include "cli.hpp"
 
 #include <iostream>
+#include <sstream>
 
+#include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/progress.hpp"
+#include "kvo/dist/team.hpp"
 
 namespace kvo::cli {
 
@@ -32,21 +36,54 @@ Cli::Cli() {
 
 int run_cli(int argc, const char* const* argv) {
   Cli cli;
+  const dist::Team& team = dist::Team::world();
   try {
     cli.app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return cli.app.exit(e);
+    if (team.root()) return cli.app.exit(e);
+    std::ostringstream quiet;  // every rank parses the same arguments: rank 0 alone says what is wrong
+    return cli.app.exit(e, quiet, quiet);
   }
+  CLI::App* sub = cli.app.get_subcommands().front();
+  if (team.distributed()) {
+    // Commands that spread their units over the ranks run on every rank; the others on rank 0.
+    if (!distributed_command(sub->get_name())) {
+      if (!team.root()) return 0;
+    } else {
+      if (cli.global.threads <= 0) cli.global.threads = team.default_threads();
+      if (team.root()) {
+        Progress::log_lines_when_piped(true);
+      } else {
+        cli.global.quiet = true;  // rank 0 alone shows progress; stdout stays the report's
+        quiet_interrupts();
+      }
+    }
+  }
+  int code = 0;
+  auto fail = [&](const char* what, int status) {
+    if (team.root()) {
+      std::cerr << "kvoracle: error: " << what << '\n';
+    } else {
+      // An error no collective step has reported: rank 0 may be waiting for this rank, so the
+      // whole job ends here.
+      std::cerr << "kvoracle: rank " << team.rank() << ": error: " << what << '\n';
+      dist::Session::abort_job(status);
+    }
+    return status;
+  };
   try {
-    for (auto* sub : cli.app.get_subcommands()) return cli.runners.at(sub)();
+    code = cli.runners.at(sub)();
+  } catch (const dist::ReportedError&) {
+    code = 0;  // rank 0 has printed it and ends the job non-zero; one failing status, not one per rank
   } catch (const Error& e) {
-    std::cerr << "kvoracle: error: " << e.what() << '\n';
-    return 2;
+    code = fail(e.what(), 2);
   } catch (const std::exception& e) {
-    std::cerr << "kvoracle: error: " << e.what() << '\n';
-    return 3;
+    code = fail(e.what(), 3);
   }
-  return 0;
+  if (team.distributed() && distributed_command(sub->get_name())) team.barrier();
+  return code;
 }
+
+bool distributed_command(const std::string& name) { return name == "verify"; }
 
 }  // namespace kvo::cli

@@ -18,7 +18,10 @@ struct Cli {
 };
 
 // Parses argv and runs the chosen subcommand: bad input is one line on stderr and exit status 2
-// (kvo::Error) or CLI11's code (argument errors); 0 on success.
+// (kvo::Error) or CLI11's code (argument errors); 0 on success. Under mpirun/srun rank 0 alone
+// prints errors, tables and progress; commands that do not spread work over ranks run on rank 0.
 int run_cli(int argc, const char* const* argv);
+// The subcommands whose work units go to every MPI rank (dist/unit_runner.hpp).
+bool distributed_command(const std::string& name);
 
 }  // namespace kvo::cli

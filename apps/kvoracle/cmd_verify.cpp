@@ -1,7 +1,11 @@
 // kvoracle verify: every checkable claim of the H2O theory (C1-C27) and the defects of the published
-// text (D1-D11) on a trace, with a report directory. Exit 1 when a theorem check fails (a kvoracle
-// bug); findings and defects are measurements and never fail the command.
+// text (D1-D11) on one or more traces, with a report directory. Exit 1 when a theorem check fails (a
+// kvoracle bug); findings and defects are measurements and never fail the command. The work units
+// go to every MPI rank under mpirun/srun; --checkpoint makes a run resumable.
+#include <filesystem>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -9,29 +13,126 @@
 #include "kvo/checks/trace_checks.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/file_sha256.hpp"
 #include "kvo/core/progress.hpp"
 #include "kvo/core/trace_io.hpp"
+#include "kvo/dist/checkpoint.hpp"
+#include "kvo/dist/team.hpp"
+#include "kvo/dist/unit_runner.hpp"
 #include "options.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// The trace files named on the command line: files as given, directories as their *.safetensors
+// in name order.
+std::vector<std::string> expand_traces(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (const auto& a : args) {
+    if (!fs::is_directory(a)) {
+      out.push_back(a);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& e : fs::directory_iterator(a))
+      if (e.is_regular_file() && e.path().extension() == ".safetensors") found.push_back(e.path().string());
+    require(!found.empty(), "directory '" + a + "' holds no .safetensors trace");
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+// Each trace's sub-directory in a several-trace report: the file stem, made unique.
+std::vector<std::string> trace_names(const std::vector<std::string>& paths) {
+  std::vector<std::string> names;
+  std::map<std::string, int> seen;
+  for (const auto& p : paths) {
+    std::string stem = fs::path(p).stem().string();
+    if (stem.empty() || stem[0] == '.') stem = "trace" + stem;
+    const int k = seen[stem]++;
+    names.push_back(k == 0 ? stem : stem + "-" + std::to_string(k + 1));
+  }
+  return names;
+}
+
+// A several-trace report is assembled in DIR/.kvoracle-partial and moved into place at the end, so
+// a failed run leaves no half of a report.
+class StagedReport {
+ public:
+  explicit StagedReport(std::string dir) : dir_(std::move(dir)), stage_(dir_ + "/.kvoracle-partial") {
+    std::error_code ec;
+    fs::remove_all(stage_, ec);
+    fs::create_directories(stage_, ec);
+    require(fs::is_directory(stage_), "cannot create report directory '" + dir_ + "'");
+  }
+  ~StagedReport() {
+    std::error_code ec;
+    fs::remove_all(stage_, ec);
+  }
+  std::string stage(const std::string& name) const { return stage_ + "/" + name; }
+  void commit(const std::vector<TraceReportEntry>& traces) {
+    for (const auto& t : traces) {
+      const fs::path to = fs::path(dir_) / t.name;
+      std::error_code ec;
+      fs::remove_all(to, ec);
+      fs::rename(stage(t.name), to, ec);
+      require(!ec, "cannot move the report of " + t.name + " into '" + dir_ + "': " + ec.message());
+    }
+    write_file_atomic(dir_ + "/report.json", multi_report_json(traces).dump(1) + "\n");
+    write_file_atomic(dir_ + "/report.md", multi_report_markdown(traces));
+  }
+
+ private:
+  std::string dir_, stage_;
+};
+
+void print_claims(const std::vector<ClaimSummary>& sums) {
+  Table t({"claim", "kind", "instance", "records", "paper/theorem holds", "worst", "where"});
+  for (const auto& s : sums)
+    t.row({s.id, to_string(s.kind), s.variant, std::to_string(s.records),
+           std::to_string(s.holding) + "/" + std::to_string(s.records), fmt(s.worst), s.where});
+  t.print(std::cout);
+}
+
+void print_cross_trace(const std::vector<TraceReportEntry>& traces) {
+  Table t({"claim", "kind", "instance", "traces holding", "records holding", "worst", "where"});
+  for (const auto& x : cross_trace_summary(traces))
+    t.row({x.id, to_string(x.kind), x.variant, std::to_string(x.traces_holding) + "/" + std::to_string(x.traces),
+           std::to_string(x.holding) + "/" + std::to_string(x.records), fmt(x.worst), x.where});
+  t.print(std::cout);
+}
+
+}  // namespace
+
 Runner add_verify(CLI::App& app, const Global& g) {
-  auto* cmd = app.add_subcommand("verify", "run every checkable claim of the H2O theory on a trace, with a report");
+  auto* cmd =
+      app.add_subcommand("verify", "run every checkable claim of the H2O theory on one or more traces, with a report");
   struct Args {
-    std::string trace, policies = join_policy_names(default_policies(PolicyListUse::Checks));
-    std::string checks, report, json, plot;
+    std::vector<std::string> traces;
+    std::string policies = join_policy_names(default_policies(PolicyListUse::Checks));
+    std::string checks, report, json, plot, checkpoint;
     std::string sweep = "0.05,0.1,0.2,0.3,0.5";
     RunArgs run;
     TraceChecksOptions o;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("trace", a->trace, "trace file (.safetensors)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("traces", a->traces, "trace files (.safetensors) or directories of them")
+      ->required()
+      ->check(CLI::ExistingPath);
   cmd->add_option("--policies", a->policies, "comma-separated policies to replay and check")->capture_default_str();
   cmd->add_option("--checks", a->checks, "comma-separated check ids (C1..C27, D1..D11); default: all");
-  cmd->add_option("--report", a->report, "write report.json, report.md and the SVG plots into this directory");
+  cmd->add_option("--report", a->report,
+                  "write report.json, report.md and the SVG plots into this directory (several traces: a "
+                  "sub-directory each and a summary across them)");
   cmd->add_option("--json", a->json, "also write report.json to this path");
-  cmd->add_option("--plot", a->plot, "also write the ratio plot (SVG) to this path");
+  cmd->add_option("--plot", a->plot, "also write the ratio plot (SVG) to this path (one trace)");
+  cmd->add_option("--checkpoint", a->checkpoint,
+                  "store each finished unit in this directory; a rerun with the same arguments resumes from it");
   cmd->add_option("--samples", a->o.samples, "sampled sets per submodularity scan (C5, C6, C12)")
       ->capture_default_str();
   cmd->add_option("--sampled-steps", a->o.sampled_steps, "steps per head for the brute-force checks")
@@ -47,7 +148,7 @@ Runner add_verify(CLI::App& app, const Global& g) {
   cmd->add_option("--loss-random", a->o.loss_random, "random instances of the loss/Hessian checks")
       ->capture_default_str();
   add_run_options(cmd, a->run);
-  return [a, &g] {
+  return [a, &g, cmd] {
     require(a->run.gqa == "query", "verify checks one cache per query head: --gqa must be query");
     require(a->o.ground >= 2 && a->o.ground <= 16, "--ground must be in [2, 16]");
     require(a->o.small_k >= 1 && a->o.small_k < a->o.ground, "--small-k must be in [1, ground)");
@@ -60,47 +161,123 @@ Runner add_verify(CLI::App& app, const Global& g) {
         require(b.is_ratio, "--sweep budgets must be fractions of n (0.1 or 10%), not '" + item + "'");
         sweep.push_back(b.value);
       }
-    TraceChecksOptions o = a->o;
-    o.policies = parse_policy_list(a->policies);
-    const Trace tr = read_trace(a->trace);
-    o.run = a->run.build(o.policies.front(), &tr);  // run_trace_checks validates every policy's parameters
-    o.threads = g.threads;
-    o.sweep = sweep;
+    TraceChecksOptions base = a->o;
+    base.policies = parse_policy_list(a->policies);
+    base.threads = g.threads;
+    base.sweep = sweep;
     for (const auto& c : split_list(a->checks)) {
       claim_info(c);
-      o.checks.insert(c);
+      base.checks.insert(c);
     }
-    Progress bar("verify", work_units(tr, o), !g.quiet);
-    o.on_tick = [&bar] { bar.tick(); };
-    const TraceChecksResult res = run_trace_checks(tr, o);
-    bar.finish();
+    const std::vector<std::string> paths = expand_traces(a->traces);
+    const bool several = paths.size() > 1;
+    require(!several || a->plot.empty(), "--plot takes one trace; with several, --report draws every trace's plots");
+    const std::vector<std::string> names = trace_names(paths);
 
-    nlohmann::json meta = {
-        {"trace", a->trace},    {"n", tr.n_tokens},        {"layers", tr.n_layers},          {"heads", tr.n_heads},
-        {"budget", res.budget}, {"policies", a->policies}, {"prompt_len", o.run.prompt_len}, {"seed", o.run.seed}};
-    for (const char* key : {"model", "text_source", "model_sha256"})
-      if (tr.metadata.count(key)) meta[key] = tr.metadata.at(key);
-    std::cout << "kvoracle verify " << a->trace << ": n = " << tr.n_tokens << ", " << tr.n_layers << " layers x "
-              << tr.n_heads << " heads, budget " << res.budget << ", " << res.report.records().size() << " records\n\n";
-    Table t({"claim", "kind", "instance", "records", "paper/theorem holds", "worst", "where"});
-    for (const auto& s : res.report.summaries())
-      t.row({s.id, to_string(s.kind), s.variant, std::to_string(s.records),
-             std::to_string(s.holding) + "/" + std::to_string(s.records), fmt(s.worst), s.where});
-    t.print(std::cout);
-    const long fails = res.report.theorem_failures();
-    std::cout << "\nTheorem checks: " << (fails == 0 ? "all hold" : std::to_string(fails) + " FAIL (a bug in kvoracle)")
-              << "; findings and defects are measurements of the paper's claims, not pass/fail.\n";
-    if (!a->report.empty()) {
-      const auto files = write_report(a->report, res, meta);
-      std::cout << "report: " << a->report << "/report.md (" << files.size() << " files)\n";
+    // Rank 0 opens the checkpoint (identity: the arguments and every trace's sha256) and the
+    // report's staging directory; every rank learns whether that worked.
+    const dist::Team& team = dist::Team::world();
+    std::unique_ptr<dist::Checkpoint> checkpoint;
+    std::unique_ptr<StagedReport> staged;
+    std::string error;
+    if (team.root()) try {
+        if (!a->checkpoint.empty()) {
+          nlohmann::json sums = nlohmann::json::array();
+          for (const auto& p : paths) sums.push_back(file_sha256(p));
+          checkpoint = std::make_unique<dist::Checkpoint>(
+              a->checkpoint,
+              nlohmann::json{
+                  {"command", "verify"},
+                  {"arguments", option_values(cmd, {"traces", "--report", "--json", "--plot", "--checkpoint"})},
+                  {"traces_sha256", sums}});
+        }
+        if (several && !a->report.empty()) staged = std::make_unique<StagedReport>(a->report);
+      } catch (const Error& e) {
+        error = e.what();
+      }
+    team.agree(error);
+
+    std::vector<TraceReportEntry> entries;
+    std::vector<nlohmann::json> jsons;
+    long fails = 0;
+    for (size_t t = 0; t < paths.size(); ++t) {
+      Trace tr;
+      TraceChecksOptions o = base;
+      std::unique_ptr<TraceChecksPlan> plan;
+      error.clear();
+      try {
+        tr = read_trace(paths[t]);
+        o.run = a->run.build(o.policies.front(), &tr);  // the plan validates every policy's parameters
+        plan = std::make_unique<TraceChecksPlan>(tr, o);
+      } catch (const Error& e) {
+        error = several && std::string(e.what()).find(paths[t]) == std::string::npos ? "'" + paths[t] + "': " + e.what()
+                                                                                     : std::string(e.what());
+      }
+      team.agree(error);  // a bad trace: one line from rank 0, every rank exits non-zero
+
+      dist::UnitPlan units{"t" + std::to_string(t), {}, {}};
+      for (int u = 0; u < plan->size(); ++u) {
+        units.names.push_back("'" + paths[t] + "' " + plan->name(u));
+        units.cost.push_back(plan->cost(u));
+      }
+      Progress bar(several ? "verify " + names[t] : std::string("verify"), plan->size(), !g.quiet);
+      const auto results = dist::run_units(units, [&](int u) { return plan->run(u); },
+                                           {g.threads, checkpoint.get(), [&] { bar.tick(); }});
+      bar.finish();
+      if (!team.root()) continue;
+      const TraceChecksResult res = plan->assemble(results);
+
+      nlohmann::json meta = {
+          {"trace", paths[t]},    {"n", tr.n_tokens},        {"layers", tr.n_layers},          {"heads", tr.n_heads},
+          {"budget", res.budget}, {"policies", a->policies}, {"prompt_len", o.run.prompt_len}, {"seed", o.run.seed}};
+      for (const char* key : {"model", "text_source", "model_sha256"})
+        if (tr.metadata.count(key)) meta[key] = tr.metadata.at(key);
+      std::cout << "kvoracle verify " << paths[t] << ": n = " << tr.n_tokens << ", " << tr.n_layers << " layers x "
+                << tr.n_heads << " heads, budget " << res.budget << ", " << res.report.records().size() << " records\n";
+      const long trace_fails = res.report.theorem_failures();
+      fails += trace_fails;
+      if (!several) {
+        std::cout << '\n';
+        print_claims(res.report.summaries());
+        std::cout << "\nTheorem checks: "
+                  << (fails == 0 ? "all hold" : std::to_string(fails) + " FAIL (a bug in kvoracle)")
+                  << "; findings and defects are measurements of the paper's claims, not pass/fail.\n";
+        if (!a->report.empty()) {
+          const auto files = write_report(a->report, res, meta);
+          std::cout << "report: " << a->report << "/report.md (" << files.size() << " files)\n";
+        }
+        if (!a->json.empty()) {
+          write_file_atomic(a->json, res.report.to_json(meta).dump(1) + "\n");
+          std::cout << "results: " << a->json << '\n';
+        }
+        if (!a->plot.empty()) {
+          write_file_atomic(a->plot, report_plots(res).front().second);
+          std::cout << "plot: " << a->plot << '\n';
+        }
+        continue;
+      }
+      entries.push_back(
+          {names[t], meta, res.report.summaries(), static_cast<long>(res.report.records().size()), trace_fails});
+      if (staged) write_report(staged->stage(names[t]), res, meta);
+      if (!a->json.empty()) jsons.push_back(res.report.to_json(meta));
     }
-    if (!a->json.empty()) {
-      write_file_atomic(a->json, res.report.to_json(meta).dump(1) + "\n");
-      std::cout << "results: " << a->json << '\n';
-    }
-    if (!a->plot.empty()) {
-      write_file_atomic(a->plot, report_plots(res).front().second);
-      std::cout << "plot: " << a->plot << '\n';
+    if (!team.root()) return 0;
+    if (several) {
+      std::cout << "\nAcross " << paths.size() << " traces:\n\n";
+      print_cross_trace(entries);
+      std::cout << "\nTheorem checks: "
+                << (fails == 0 ? "all hold on every trace" : std::to_string(fails) + " FAIL (a bug in kvoracle)")
+                << "; findings and defects are measurements of the paper's claims, not pass/fail.\n";
+      if (staged) {
+        staged->commit(entries);
+        std::cout << "report: " << a->report << "/report.md (" << entries.size() << " traces)\n";
+      }
+      if (!a->json.empty()) {
+        nlohmann::json j = multi_report_json(entries);
+        j["reports"] = jsons;
+        write_file_atomic(a->json, j.dump(1) + "\n");
+        std::cout << "results: " << a->json << '\n';
+      }
     }
     return fails == 0 ? 0 : 1;
   };

@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "kvo/core/concave.hpp"
@@ -84,6 +85,22 @@ std::vector<std::string> split_list(const std::string& s) {
   std::string item;
   while (std::getline(ss, item, ','))
     if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+nlohmann::json option_values(const CLI::App* cmd, const std::vector<std::string>& skip) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const CLI::Option* opt : cmd->get_options()) {
+    const std::string name = opt->get_name();
+    if (name.empty() || name == "--help" || std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
+    std::string value;
+    if (opt->count() > 0) {
+      for (const auto& r : opt->results()) value += (value.empty() ? "" : ",") + r;
+    } else {
+      value = opt->get_default_str();
+    }
+    out[name] = value;
+  }
   return out;
 }
 

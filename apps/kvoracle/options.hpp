@@ -3,6 +3,7 @@
 // eval) and parsed into one validated kvo::RunConfig.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,10 @@ void add_run_options(CLI::App* cmd, RunArgs& a, RunOptionSet set = {});
 // --dtype of the commands that write traces: f32, f16 or bf16 (one option, one mapping).
 void add_trace_dtype_option(CLI::App* cmd, std::string& dtype);
 DType trace_dtype(const std::string& dtype);
+
+// Every option of `cmd` and its value (given or default) except those named in `skip` (outputs,
+// which do not change results): the arguments part of a checkpoint's identity.
+nlohmann::json option_values(const CLI::App* cmd, const std::vector<std::string>& skip);
 
 // Splits "a,b,c".
 std::vector<std::string> split_list(const std::string& s);

@@ -37,11 +37,15 @@ void release_temporary(int slot) {
   if (slot >= 0) g_state[slot].store(0, std::memory_order_release);
 }
 
+std::atomic<bool> g_quiet_interrupt{false};
+
 extern "C" void on_interrupt(int sig) {
   for (int s = 0; s < kSlots; ++s)
     if (g_state[s].load(std::memory_order_acquire) == 2) ::unlink(g_paths[s]);
   static const char msg[] = "\nkvoracle: interrupted\n";
-  [[maybe_unused]] const auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+  if (!g_quiet_interrupt.load()) {
+    [[maybe_unused]] const auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+  }
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
@@ -76,6 +80,8 @@ void AtomicFile::commit() {
   committed_ = true;
   release_temporary(slot_);
 }
+
+void quiet_interrupts() { g_quiet_interrupt = true; }
 
 void install_interrupt_cleanup() {
   struct sigaction sa {};

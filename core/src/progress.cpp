@@ -5,11 +5,17 @@
 #include <cstdio>
 
 namespace kvo {
+namespace {
+std::atomic<bool> g_log_lines{false};
+}
+
+void Progress::log_lines_when_piped(bool on) { g_log_lines = on; }
 
 Progress::Progress(std::string label, long total, bool enabled)
     : label_(std::move(label)),
       total_(total),
-      enabled_(enabled && isatty(STDERR_FILENO) != 0),
+      enabled_(enabled && (isatty(STDERR_FILENO) != 0 || g_log_lines)),
+      lines_(isatty(STDERR_FILENO) == 0),
       start_(std::chrono::steady_clock::now()),
       last_(start_) {}
 
@@ -30,6 +36,14 @@ void Progress::draw(long done) {
   const int width = 30;
   const int fill = static_cast<int>(frac * width);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  if (lines_) {
+    const long tenth = static_cast<long>(frac * 10.0);
+    if (tenth == last_tenth_) return;
+    last_tenth_ = tenth;
+    std::fprintf(stderr, "%s: %ld/%ld (%ld%%) %.1fs\n", label_.c_str(), done, total_, tenth * 10, secs);
+    std::fflush(stderr);
+    return;
+  }
   std::string bar(static_cast<size_t>(fill), '#');
   bar.resize(width, '.');
   std::fprintf(stderr, "\r%s [%s] %ld/%ld %.1fs", label_.c_str(), bar.c_str(), done, total_, secs);
@@ -41,7 +55,7 @@ void Progress::finish() {
   std::lock_guard<std::mutex> lock(mu_);
   finished_ = true;
   draw(done_.load());
-  std::fputc('\n', stderr);
+  if (!lines_) std::fputc('\n', stderr);
 }
 
 }  // namespace kvo

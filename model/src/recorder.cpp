@@ -1,7 +1,5 @@
 #include "kvo/model/recorder.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +7,7 @@
 #include <memory>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/file_sha256.hpp"
 
 namespace kvo::model {
 namespace {
@@ -41,28 +40,6 @@ class TraceTap final : public LayerTap {
 };
 
 }  // namespace
-
-std::string file_sha256(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  require(in.good(), "cannot read '" + path + "'");
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
-  }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), md, &len);
-  std::string hex;
-  char b[3];
-  for (unsigned i = 0; i < len; ++i) {
-    std::snprintf(b, sizeof b, "%02x", md[i]);
-    hex += b;
-  }
-  return hex;
-}
 
 Trace record_trace(const Llama& model, const std::string& text, const RecordOptions& o) {
   const LlamaConfig& c = model.config();

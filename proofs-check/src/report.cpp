@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 
 #include "kvo/core/error.hpp"
@@ -18,6 +19,37 @@ std::string to_string(ClaimKind k) {
       return "defect";
   }
   return "?";
+}
+
+ClaimKind claim_kind(const std::string& name) {
+  for (ClaimKind k : {ClaimKind::Theorem, ClaimKind::Finding, ClaimKind::Defect})
+    if (to_string(k) == name) return k;
+  throw Error("unknown claim kind '" + name + "'");
+}
+
+nlohmann::json record_to_json(const CheckRecord& r) {
+  return {{"id", r.id},         {"variant", r.variant}, {"kind", to_string(r.kind)},
+          {"layer", r.layer},   {"head", r.head},       {"holds", r.holds},
+          {"metric", r.metric}, {"step", r.step},       {"detail", r.detail}};
+}
+
+CheckRecord record_from_json(const nlohmann::json& j) {
+  CheckRecord r;
+  try {
+    r.id = j.at("id").get<std::string>();
+    r.variant = j.at("variant").get<std::string>();
+    r.kind = claim_kind(j.at("kind").get<std::string>());
+    r.layer = j.at("layer").get<int>();
+    r.head = j.at("head").get<int>();
+    r.holds = j.at("holds").get<bool>();
+    // JSON text writes a non-finite metric as null; the binary unit results keep it.
+    r.metric = j.at("metric").is_null() ? NAN : j.at("metric").get<double>();
+    r.step = j.at("step").get<long>();
+    r.detail = j.at("detail");
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("a check record is malformed: ") + e.what());
+  }
+  return r;
 }
 
 const std::vector<ClaimInfo>& claim_catalogue() {
@@ -398,16 +430,7 @@ nlohmann::json Report::to_json(const nlohmann::json& meta) const {
                     {"median", s.median},
                     {"where", s.where}});
   nlohmann::json recs = nlohmann::json::array();
-  for (const auto& r : records_)
-    recs.push_back({{"id", r.id},
-                    {"variant", r.variant},
-                    {"kind", to_string(r.kind)},
-                    {"layer", r.layer},
-                    {"head", r.head},
-                    {"holds", r.holds},
-                    {"metric", r.metric},
-                    {"step", r.step},
-                    {"detail", r.detail}});
+  for (const auto& r : records_) recs.push_back(record_to_json(r));
   return {{"format", "kvoracle-report"},
           {"format_version", 1},
           {"meta", meta},

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <numbers>
 #include <sstream>
 
@@ -210,6 +211,90 @@ std::vector<std::string> write_report(const std::string& dir, const TraceChecksR
   put("report.md", report_markdown(r, meta));
   for (const auto& [name, svg] : report_plots(r)) put(name, svg);
   return written;
+}
+
+std::vector<CrossTraceSummary> cross_trace_summary(const std::vector<TraceReportEntry>& traces) {
+  std::vector<CrossTraceSummary> out;
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  for (const auto& c : claim_catalogue())
+    for (const auto& t : traces)
+      for (const auto& s : t.summaries) {
+        if (s.id != c.id) continue;
+        auto [it, fresh] = index.emplace(std::make_pair(s.id, s.variant), out.size());
+        if (fresh) out.push_back({s.id, s.variant, s.kind, 0, 0, 0, 0, s.worst, ""});
+        CrossTraceSummary& x = out[it->second];
+        const bool first = x.traces == 0;
+        ++x.traces;
+        x.traces_holding += s.holding == s.records ? 1 : 0;
+        x.records += s.records;
+        x.holding += s.holding;
+        const bool worse = std::isnan(x.worst) || (c.higher_is_worse ? s.worst > x.worst : s.worst < x.worst);
+        if (first || (!std::isnan(s.worst) && worse)) {
+          x.worst = s.worst;
+          x.where = t.name + ": " + s.where;
+        }
+      }
+  return out;
+}
+
+std::string multi_report_markdown(const std::vector<TraceReportEntry>& traces) {
+  std::ostringstream o;
+  long fails = 0;
+  for (const auto& t : traces) fails += t.theorem_failures;
+  o << "# kvoracle verify report: " << traces.size() << " traces\n\n**Theorems:** "
+    << (fails == 0 ? "every theorem check holds on every trace."
+                   : std::to_string(fails) + " records FAIL (a bug in kvoracle).")
+    << " Findings and defects are measurements of the paper's claims, never pass/fail.\n\n## Traces\n\n"
+    << "| trace | file | n | layers x heads | budget | records | theorem failures | report |\n"
+       "|---|---|---|---|---|---|---|---|\n";
+  for (const auto& t : traces) {
+    auto field = [&](const char* k) { return t.meta.contains(k) ? t.meta[k].dump() : std::string("-"); };
+    o << "| " << md_cell(t.name) << " | " << md_cell(t.meta.value("trace", "")) << " | " << field("n") << " | "
+      << field("layers") << " x " << field("heads") << " | " << md_cell(t.meta.value("budget", "")) << " | "
+      << t.records << " | " << t.theorem_failures << " | [report](" << t.name << "/report.md) |\n";
+  }
+  o << "\n## Across traces\n\nPer claim and instance: traces on which every record holds, records holding, and "
+       "the worst case over all traces.\n\n"
+       "| claim | instance | kind | traces holding | records holding | worst | where | metric |\n"
+       "|---|---|---|---|---|---|---|---|\n";
+  std::string last;
+  for (const auto& x : cross_trace_summary(traces)) {
+    const ClaimInfo& c = claim_info(x.id);
+    const std::string claim = x.id == last ? "" : "**" + x.id + "** " + md_cell(c.title);
+    last = x.id;
+    o << "| " << claim << " | " << md_cell(x.variant) << " | " << to_string(x.kind) << " | " << x.traces_holding
+      << " of " << x.traces << " | " << x.holding << " of " << x.records << " | " << num(x.worst) << " | "
+      << md_cell(x.where) << " | " << md_cell(c.metric) << " |\n";
+  }
+  return o.str();
+}
+
+nlohmann::json multi_report_json(const std::vector<TraceReportEntry>& traces) {
+  nlohmann::json jt = nlohmann::json::array(), js = nlohmann::json::array();
+  long fails = 0;
+  for (const auto& t : traces) {
+    fails += t.theorem_failures;
+    jt.push_back({{"name", t.name},
+                  {"report", t.name + "/report.json"},
+                  {"meta", t.meta},
+                  {"records", t.records},
+                  {"theorem_failures", t.theorem_failures}});
+  }
+  for (const auto& x : cross_trace_summary(traces))
+    js.push_back({{"id", x.id},
+                  {"variant", x.variant},
+                  {"kind", to_string(x.kind)},
+                  {"traces", x.traces},
+                  {"traces_holding", x.traces_holding},
+                  {"records", x.records},
+                  {"holding", x.holding},
+                  {"worst", x.worst},
+                  {"where", x.where}});
+  return {{"format", "kvoracle-multi-report"},
+          {"format_version", 1},
+          {"theorem_failures", fails},
+          {"traces", jt},
+          {"summary", js}};
 }
 
 }  // namespace kvo

@@ -81,93 +81,214 @@ std::uint64_t head_pass_bytes(const Trace& t, const TraceChecksOptions& o,
   return b * static_cast<std::uint64_t>(worker_count(o.threads, static_cast<int>(heads.size())));
 }
 
+struct LossJob {
+  std::string name;
+  Eigen::MatrixXd A;
+  double R;
+};
+
+std::vector<LossJob> loss_jobs(const Trace& t, const TraceChecksOptions& o) {
+  std::vector<LossJob> jobs;
+  if (!any_loss_check(o)) return jobs;
+  for (auto& [name, A] : loss_matrices(t, o)) jobs.push_back({name + " R=1", std::move(A), 1.0});
+  for (int r = 0; r < o.loss_random; ++r) {
+    const double R = 1.0 + 0.5 * (r % 3);
+    const LossInstance in =
+        random_loss_instance(24, 6, R, 1.0, 0.0, o.run.seed + 1000u + static_cast<std::uint64_t>(r));
+    jobs.push_back({"random n=24 d=6 R=" + std::to_string(R).substr(0, 3), in.loss.A, R});
+  }
+  return jobs;
+}
+
+std::vector<CheckRecord> run_loss_job(const LossJob& j, int x, const TraceChecksOptions& o) {
+  const std::uint64_t seed = o.run.seed + 77u * static_cast<std::uint64_t>(x + 1);
+  const std::string variant = j.name.rfind("random", 0) == 0 ? "random" : "trace keys";
+  std::vector<CheckRecord> out;
+  auto add = [&](std::vector<CheckRecord> rs) {
+    for (auto& r : rs) {
+      r.detail["data"] = j.name;
+      if (check_enabled(o, r.id)) out.push_back(std::move(r));
+    }
+  };
+  const LossInstance plain = make_loss_instance(j.A, j.R, 1.0, 20.0, seed);
+  if (check_enabled(o, "C23") || check_enabled(o, "D9")) add(check_loss_formulas(plain, variant));
+  if (check_enabled(o, "C24")) add(check_hessian_pd(j.A, j.R, 1.0, seed, variant));
+  if (check_enabled(o, "C25")) add(check_lipschitz(plain, 16, seed, variant));
+  if (check_enabled(o, "C26") || check_enabled(o, "D9")) {
+    const LossInstance strong = make_loss_instance(j.A, j.R, 1.0, 200.0 * std::exp(j.R * j.R), seed);
+    add(check_newton(strong, 4, seed, variant));
+  }
+  return out;
+}
+
+// A unit's result travels as CBOR, which keeps every double bit for bit (NaN included).
+std::string to_bytes(const nlohmann::json& j) {
+  const std::vector<std::uint8_t> b = nlohmann::json::to_cbor(j);
+  return std::string(b.begin(), b.end());
+}
+nlohmann::json from_bytes(const std::string& s, const std::string& what) {
+  try {
+    return nlohmann::json::from_cbor(s);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("the result of " + what + " is not readable: " + e.what());
+  }
+}
+double number(const nlohmann::json& v) { return v.is_null() ? NAN : v.get<double>(); }
+nlohmann::json records_json(const std::vector<CheckRecord>& rs) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& r : rs) a.push_back(record_to_json(r));
+  return a;
+}
+std::vector<CheckRecord> records_from(const nlohmann::json& a) {
+  std::vector<CheckRecord> rs;
+  for (const auto& j : a) rs.push_back(record_from_json(j));
+  return rs;
+}
+
 }  // namespace
 
 bool check_enabled(const TraceChecksOptions& o, const std::string& id) {
   return o.checks.empty() || o.checks.count(id);
 }
 
-long work_units(const Trace& trace, const TraceChecksOptions& o) {
-  long units = static_cast<long>(chosen_heads(trace, o).size());
-  units += static_cast<long>(sweep_heads(trace, o).size() * o.sweep.size());
-  if (any_loss_check(o)) units += static_cast<long>(loss_matrices(trace, o).size()) + o.loss_random;
-  return units;
-}
+struct TraceChecksPlan::Lists {
+  std::vector<std::pair<int, int>> heads, sweep;
+  std::vector<LossJob> loss;
+};
 
-TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions& o) {
-  for (const auto& id : o.checks) claim_info(id);  // unknown ids fail before any work
-  require(!o.policies.empty(), "no policy to check");
-  require(o.run.gqa == GqaMode::PerQueryHead, "the checks keep one cache per query head: gqa must be query");
-  for (PolicyId id : o.policies) {  // a bad budget, layer or parameter fails before any work
-    const RunConfig run = o.run.with_policy(id);
+TraceChecksPlan::TraceChecksPlan(const Trace& trace, TraceChecksOptions o) : trace_(trace), o_(std::move(o)) {
+  for (const auto& id : o_.checks) claim_info(id);  // unknown ids fail before any work
+  require(!o_.policies.empty(), "no policy to check");
+  require(o_.run.gqa == GqaMode::PerQueryHead, "the checks keep one cache per query head: gqa must be query");
+  for (PolicyId id : o_.policies) {  // a bad budget, layer or parameter fails before any work
+    const RunConfig run = o_.run.with_policy(id);
     run.validate(trace);
     make_policy(run.policy);
   }
+  auto lists = std::make_shared<Lists>();
+  lists->heads = chosen_heads(trace, o_);
+  lists->sweep = sweep_heads(trace, o_);
+  lists->loss = loss_jobs(trace, o_);
+  require_memory(head_pass_bytes(trace, o_, lists->heads),
+                 "verify on n = " + std::to_string(trace.n_tokens) + " tokens (" + std::to_string(lists->heads.size()) +
+                     " heads, " + std::to_string(o_.policies.size()) + " policies)");
+  lists_ = std::move(lists);
+}
+
+int TraceChecksPlan::size() const {
+  return static_cast<int>(lists_->heads.size() + lists_->sweep.size() * o_.sweep.size() + lists_->loss.size());
+}
+
+TraceChecksPlan::Unit TraceChecksPlan::unit(int u) const {
+  require(u >= 0 && u < size(), "internal: verify unit " + std::to_string(u) + " out of range");
+  const int heads = static_cast<int>(lists_->heads.size());
+  const int cells = static_cast<int>(lists_->sweep.size() * o_.sweep.size());
+  if (u < heads) return {UnitKind::Head, u};
+  if (u < heads + cells) return {UnitKind::Sweep, u - heads};
+  return {UnitKind::Loss, u - heads - cells};
+}
+
+std::string TraceChecksPlan::name(int u) const {
+  const Unit x = unit(u);
+  switch (x.kind) {
+    case UnitKind::Head: {
+      const auto [l, h] = lists_->heads[static_cast<size_t>(x.index)];
+      return "layer " + std::to_string(l) + " head " + std::to_string(h);
+    }
+    case UnitKind::Sweep: {
+      const auto [l, h] = lists_->sweep[static_cast<size_t>(x.index) / o_.sweep.size()];
+      return "sweep layer " + std::to_string(l) + " head " + std::to_string(h) + " budget " +
+             std::to_string(o_.sweep[static_cast<size_t>(x.index) % o_.sweep.size()]);
+    }
+    case UnitKind::Loss:
+      return "loss instance " + lists_->loss[static_cast<size_t>(x.index)].name;
+  }
+  return "?";
+}
+
+double TraceChecksPlan::cost(int u) const {
+  // Relative: a head's checks replay every policy with every check; a sweep cell replays them
+  // without checks and solves two optima; a loss instance is a small dense problem.
+  switch (unit(u).kind) {
+    case UnitKind::Head:
+      return 1.0;
+    case UnitKind::Sweep:
+      return 0.3;
+    case UnitKind::Loss:
+      return 0.01;
+  }
+  return 0.0;
+}
+
+std::string TraceChecksPlan::run(int u) const {
+  const Unit x = unit(u);
+  switch (x.kind) {
+    case UnitKind::Head: {
+      const auto [layer, head] = lists_->heads[static_cast<size_t>(x.index)];
+      const detail::HeadResult hr = detail::check_head(trace_, layer, head, o_);
+      return to_bytes({{"records", records_json(hr.records)},
+                       {"rho", hr.extras.rho},
+                       {"rho_min", hr.extras.rho_min},
+                       {"gamma_proof", hr.extras.gamma_proof},
+                       {"theta_b", hr.extras.theta_b}});
+    }
+    case UnitKind::Sweep: {
+      const auto [layer, head] = lists_->sweep[static_cast<size_t>(x.index) / o_.sweep.size()];
+      TraceChecksOptions so = o_;
+      so.run.budget = o_.run.budget.with_total(Amount{true, o_.sweep[static_cast<size_t>(x.index) % o_.sweep.size()]});
+      const detail::SweepCell c = detail::sweep_head(trace_, layer, head, so);
+      return to_bytes({{"policy", c.policy}, {"stat", c.stat}, {"dyn", c.dyn}});
+    }
+    case UnitKind::Loss:
+      return to_bytes(
+          {{"records", records_json(run_loss_job(lists_->loss[static_cast<size_t>(x.index)], x.index, o_))}});
+  }
+  return {};
+}
+
+TraceChecksResult TraceChecksPlan::assemble(const std::vector<std::string>& results) const {
+  require(static_cast<int>(results.size()) == size(), "internal: verify needs one result per unit");
+  const auto& heads = lists_->heads;
+  const auto& sw = lists_->sweep;
+  const auto& o = o_;
+  const Trace& trace = trace_;
   TraceChecksResult res;
   res.budget = o.run.budget.str();
-  const auto heads = chosen_heads(trace, o);
-  require_memory(head_pass_bytes(trace, o, heads), "verify on n = " + std::to_string(trace.n_tokens) + " tokens (" +
-                                                       std::to_string(heads.size()) + " heads, " +
-                                                       std::to_string(o.policies.size()) + " policies)");
-  std::vector<std::vector<CheckRecord>> per_head(heads.size());
   std::vector<detail::HeadExtras> extras(heads.size());
-  auto tick = [&] {
-    if (o.on_tick) o.on_tick();
-  };
-  parallel_for(static_cast<int>(heads.size()), o.threads, [&](int x) {
-    const auto [layer, head] = heads[static_cast<size_t>(x)];
-    detail::HeadResult hr = detail::check_head(trace, layer, head, o);
-    per_head[static_cast<size_t>(x)] = std::move(hr.records);
-    extras[static_cast<size_t>(x)] = std::move(hr.extras);
-    tick();
-  });
-  for (auto& v : per_head) res.report.append(std::move(v));
+  std::vector<detail::SweepCell> cells(sw.size() * o.sweep.size());
+  std::vector<CheckRecord> loss_records;
+  for (int u = 0; u < size(); ++u) {
+    const Unit x = unit(u);
+    const nlohmann::json j = from_bytes(results[static_cast<size_t>(u)], name(u));
+    try {
+      if (x.kind == UnitKind::Head) {
+        res.report.append(records_from(j.at("records")));
+        detail::HeadExtras& e = extras[static_cast<size_t>(x.index)];
+        for (const auto& [p, v] : j.at("rho").items()) {
+          auto& dst = e.rho[p];
+          for (const auto& val : v) dst.push_back(number(val));
+        }
+        j.at("rho_min").get_to(e.rho_min);
+        e.gamma_proof = number(j.at("gamma_proof"));
+        e.theta_b = number(j.at("theta_b"));
+      } else if (x.kind == UnitKind::Sweep) {
+        detail::SweepCell& c = cells[static_cast<size_t>(x.index)];
+        j.at("policy").get_to(c.policy);
+        c.stat = number(j.at("stat"));
+        c.dyn = number(j.at("dyn"));
+      } else {
+        for (auto& r : records_from(j.at("records"))) loss_records.push_back(std::move(r));
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw Error("the result of " + name(u) + " is malformed: " + e.what());
+    }
+  }
 
   // Constructed instances.
   if (check_enabled(o, "D6")) res.report.add(one_sided_eps_instance());
   if (check_enabled(o, "D7")) res.report.add(forced_token_instance());
-
   // Loss, gradient, Hessian (C23-C26, D9): key matrices of the trace and random instances.
-  if (any_loss_check(o)) {
-    struct Job {
-      std::string name;
-      Eigen::MatrixXd A;
-      double R;
-    };
-    std::vector<Job> jobs;
-    for (auto& [name, A] : loss_matrices(trace, o)) jobs.push_back({name + " R=1", std::move(A), 1.0});
-    for (int t = 0; t < o.loss_random; ++t) {
-      const double R = 1.0 + 0.5 * (t % 3);
-      const LossInstance in =
-          random_loss_instance(24, 6, R, 1.0, 0.0, o.run.seed + 1000u + static_cast<std::uint64_t>(t));
-      jobs.push_back({"random n=24 d=6 R=" + std::to_string(R).substr(0, 3), in.loss.A, R});
-    }
-    std::vector<std::vector<CheckRecord>> per_job(jobs.size());
-    parallel_for(static_cast<int>(jobs.size()), o.threads, [&](int x) {
-      const Job& j = jobs[static_cast<size_t>(x)];
-      const std::uint64_t seed = o.run.seed + 77u * static_cast<std::uint64_t>(x + 1);
-      const std::string variant = j.name.rfind("random", 0) == 0 ? "random" : "trace keys";
-      auto& out = per_job[static_cast<size_t>(x)];
-      auto add = [&](std::vector<CheckRecord> rs) {
-        for (auto& r : rs) {
-          r.detail["data"] = j.name;
-          out.push_back(std::move(r));
-        }
-      };
-      const LossInstance plain = make_loss_instance(j.A, j.R, 1.0, 20.0, seed);
-      if (check_enabled(o, "C23") || check_enabled(o, "D9")) add(check_loss_formulas(plain, variant));
-      if (check_enabled(o, "C24")) add(check_hessian_pd(j.A, j.R, 1.0, seed, variant));
-      if (check_enabled(o, "C25")) add(check_lipschitz(plain, 16, seed, variant));
-      if (check_enabled(o, "C26") || check_enabled(o, "D9")) {
-        const LossInstance strong = make_loss_instance(j.A, j.R, 1.0, 200.0 * std::exp(j.R * j.R), seed);
-        add(check_newton(strong, 4, seed, variant));
-      }
-      tick();
-    });
-    for (auto& v : per_job)
-      for (auto& r : v)
-        if (check_enabled(o, r.id)) res.report.add(std::move(r));
-  }
+  res.report.append(std::move(loss_records));
   res.report.sort();
 
   // Ratio series per policy (median over heads per step) and alpha_hat.
@@ -209,17 +330,7 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
   res.grids = {gp, tb};
 
   // Retained mass against budget, next to the static and offline optima.
-  const auto sw = sweep_heads(trace, o);
   if (!sw.empty()) {
-    std::vector<detail::SweepCell> cells(sw.size() * o.sweep.size());
-    parallel_for(static_cast<int>(cells.size()), o.threads, [&](int x) {
-      const auto [layer, head] = sw[static_cast<size_t>(x) / o.sweep.size()];
-      const double b = o.sweep[static_cast<size_t>(x) % o.sweep.size()];
-      TraceChecksOptions so = o;
-      so.run.budget = o.run.budget.with_total(Amount{true, b});
-      cells[static_cast<size_t>(x)] = detail::sweep_head(trace, layer, head, so);
-      tick();
-    });
     for (size_t bi = 0; bi < o.sweep.size(); ++bi) {
       double stat = 0.0, dyn = 0.0;
       std::vector<double> pol(o.policies.size(), 0.0);
@@ -236,6 +347,18 @@ TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions&
     }
   }
   return res;
+}
+
+long work_units(const Trace& trace, const TraceChecksOptions& o) { return TraceChecksPlan(trace, o).size(); }
+
+TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions& o) {
+  const TraceChecksPlan plan(trace, o);
+  std::vector<std::string> results(static_cast<size_t>(plan.size()));
+  parallel_for(plan.size(), o.threads, [&](int u) {
+    results[static_cast<size_t>(u)] = plan.run(u);
+    if (o.on_tick) o.on_tick();
+  });
+  return plan.assemble(results);
 }
 
 }  // namespace kvo

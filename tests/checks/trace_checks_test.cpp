@@ -78,6 +78,34 @@ TEST(TraceChecks, ResultsDoNotDependOnThreads) {
   EXPECT_EQ(ra.dump(), rb.dump());
 }
 
+// What lets `verify` spread units over MPI ranks and resume from checkpoints: units computed in
+// any order, each alone, assemble into the result of one threaded run, plots and series included.
+TEST(TraceChecks, UnitsInAnyOrderAssembleIntoTheSameResult) {
+  const Trace tr = test::synthetic_layer(3, 1, 64, 12, 20, 9);
+  const TraceChecksOptions o = small_options();
+  const TraceChecksResult whole = run_trace_checks(tr, o);
+  const TraceChecksPlan plan(tr, o);
+  ASSERT_EQ(plan.size(), work_units(tr, o));
+  std::vector<std::string> results(static_cast<size_t>(plan.size()));
+  for (int u = plan.size() - 1; u >= 0; --u) {
+    results[static_cast<size_t>(u)] = plan.run(u);
+    EXPECT_FALSE(plan.name(u).empty());
+    EXPECT_GT(plan.cost(u), 0.0);
+  }
+  const TraceChecksResult parts = plan.assemble(results);
+  EXPECT_EQ(parts.report.to_json({}).dump(), whole.report.to_json({}).dump());
+  EXPECT_EQ(report_markdown(parts, {}), report_markdown(whole, {}));
+  EXPECT_EQ(report_plots(parts), report_plots(whole));
+  // A damaged result is refused with the unit's name, not read past its end.
+  results[0].resize(results[0].size() / 2);
+  try {
+    plan.assemble(results);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(plan.name(0)), std::string::npos) << e.what();
+  }
+}
+
 TEST(TraceChecks, UdcOneFailsOnATraceBuiltToBreakIt) {
   // Dense attention where every query puts 99% of its mass on itself: the one-step objective B
   // loses almost all of its value from one step to the next (theta close to 1), while A and C

@@ -28,6 +28,8 @@ class AtomicFile {
 // AtomicFile, print "kvoracle: interrupted" and end the process by the same signal (exit status
 // 128 + signal in a shell). The kvoracle CLI installs them first thing.
 void install_interrupt_cleanup();
+// Cleans up without the message (the non-zero ranks of an MPI job, which mpirun stops itself).
+void quiet_interrupts();
 
 // Writes the whole string atomically.
 void write_file_atomic(const std::string& path, const std::string& content);

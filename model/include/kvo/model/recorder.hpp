@@ -21,7 +21,4 @@ struct RecordOptions {
 
 Trace record_trace(const Llama& model, const std::string& text, const RecordOptions& options);
 
-// Lower-case hex sha256 of a file (OpenSSL).
-std::string file_sha256(const std::string& path);
-
 }  // namespace kvo::model

@@ -38,6 +38,12 @@ struct CheckRecord {
   nlohmann::json detail = nlohmann::json::object();
 };
 
+// A record as the object report.json lists (and back; kvo::Error when malformed). The unit
+// results `verify` exchanges between ranks and stores in checkpoints carry records this way.
+nlohmann::json record_to_json(const CheckRecord& r);
+CheckRecord record_from_json(const nlohmann::json& j);
+ClaimKind claim_kind(const std::string& name);  // "theorem", "finding", "defect"
+
 struct ClaimSummary {
   std::string id, variant;
   ClaimKind kind = ClaimKind::Finding;

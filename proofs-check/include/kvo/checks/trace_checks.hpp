@@ -3,6 +3,7 @@
 // the loss/Hessian checks run on key matrices of the trace and on random data. Output: a Report
 // plus the series the report's plots are drawn from.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,37 @@ struct TraceChecksResult {
   std::string budget;  // as resolved text, e.g. "20%"
 };
 
-long work_units(const Trace& trace, const TraceChecksOptions& o);
+// verify's work on one trace as independent units: the checks of one (layer, head), one cell of the
+// budget sweep, one loss/Hessian instance. run(u) returns a unit's results as bytes (CBOR, every
+// double bit for bit) and assemble() builds the result from all of them in unit order, so the
+// result is the same whichever threads, ranks or earlier runs (checkpoints) computed the units.
+class TraceChecksPlan {
+ public:
+  // Validates the options against the trace (kvo::Error naming the first problem) and refuses a run
+  // whose memory estimate exceeds the limit (kvo/core/memory_limit.hpp).
+  TraceChecksPlan(const Trace& trace, TraceChecksOptions o);
+  int size() const;
+  std::string name(int unit) const;  // "layer 3 head 5", "sweep layer 0 head 0 budget 0.1", ...
+  double cost(int unit) const;       // relative cost, for largest-first scheduling
+  std::string run(int unit) const;   // thread-safe; the trace must outlive the plan
+  TraceChecksResult assemble(const std::vector<std::string>& results) const;
+  const TraceChecksOptions& options() const { return o_; }
+
+ private:
+  enum class UnitKind { Head, Sweep, Loss };
+  struct Unit {
+    UnitKind kind;
+    int index;
+  };
+  struct Lists;
+  Unit unit(int u) const;
+  const Trace& trace_;
+  TraceChecksOptions o_;
+  std::shared_ptr<const Lists> lists_;
+};
+
+long work_units(const Trace& trace, const TraceChecksOptions& o);  // TraceChecksPlan(trace, o).size()
+// Every unit on o.threads threads (o.on_tick after each), then assemble().
 TraceChecksResult run_trace_checks(const Trace& trace, const TraceChecksOptions& o);
 
 }  // namespace kvo

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# verify across MPI ranks (docs/scale-out.md): the report of `mpirun -n 3` equals one process's,
+# record for record; a run killed mid-way (rank 0, a worker rank, or the whole job by SIGTERM)
+# resumes from its checkpoint to the same report; a checkpoint of other arguments is refused; a
+# bad trace or a failing unit ends the job non-zero with one kvoracle line and no report.
+# Usage: cli_mpi.sh KVORACLE MPIEXEC
+set -uo pipefail
+k=$1
+mpi=$2
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # CI containers run as root
+w=$(mktemp -d)
+trap 'rm -rf "$w"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+run() { "$mpi" --oversubscribe -n "$@"; }
+
+"$k" synth --out "$w/a.safetensors" --tokens 96 --seed 1 >/dev/null || exit 1
+"$k" synth --out "$w/b.safetensors" --tokens 112 --layers 3 --seed 2 >/dev/null || exit 1
+args=(verify "$w/a.safetensors" "$w/b.safetensors" --sweep 0.2,0.4 --loss-random 2)
+
+# One process against three ranks, and the single-trace report against two ranks.
+"$k" -q "${args[@]}" --report "$w/one" --json "$w/one.json" >"$w/one.out" || fail "one process: exit $?"
+run 3 "$k" -q "${args[@]}" --report "$w/three" --json "$w/three.json" >"$w/three.out" 2>"$w/three.err" ||
+  fail "3 ranks: exit $?: $(cat "$w/three.err")"
+cmp -s "$w/one.json" "$w/three.json" || fail "report.json of 3 ranks differs from one process's"
+diff -r "$w/one" "$w/three" >/dev/null || fail "the report directories differ: $(diff -rq "$w/one" "$w/three")"
+diff <(sed "s|$w/one|X|" "$w/one.out") <(sed "s|$w/three|X|" "$w/three.out") >/dev/null ||
+  fail "stdout of 3 ranks differs from one process's (only rank 0 may print)"
+[ -f "$w/one/a/report.json" ] && [ -f "$w/one/b/report.md" ] && grep -q "Across traces" "$w/one/report.md" ||
+  fail "the several-trace report lacks a section per trace or the summary"
+"$k" -q verify "$w/a.safetensors" --json "$w/a1.json" >/dev/null
+run 2 "$k" -q verify "$w/a.safetensors" --json "$w/a2.json" >/dev/null
+cmp -s "$w/a1.json" "$w/a2.json" || fail "single-trace report.json of 2 ranks differs from one process's"
+
+# Rank 0 killed after storing 4 units, resumed on 2 ranks; a worker rank killed, resumed on 1.
+KVO_TEST_KILL_AFTER=4 run 3 "$k" -q "${args[@]}" --checkpoint "$w/ck0" --json "$w/k0.json" >/dev/null 2>&1 &&
+  fail "the killed job exited 0"
+[ -e "$w/k0.json" ] && fail "the killed job left a report"
+[ "$(ls "$w/ck0/t0" | wc -l)" -eq 4 ] || fail "the checkpoint holds $(ls "$w/ck0/t0" | wc -l) units, not 4"
+run 2 "$k" -q "${args[@]}" --checkpoint "$w/ck0" --json "$w/k0.json" >/dev/null || fail "resume after rank 0 died"
+cmp -s "$w/one.json" "$w/k0.json" || fail "the resumed report differs from the uninterrupted one"
+KVO_TEST_KILL_AFTER=2 KVO_TEST_KILL_RANK=1 run 3 "$k" -q "${args[@]}" --checkpoint "$w/ck1" >/dev/null 2>&1 &&
+  fail "the job with a killed worker exited 0"
+"$k" -q "${args[@]}" --checkpoint "$w/ck1" --json "$w/k1.json" >/dev/null || fail "resume after a worker died"
+cmp -s "$w/one.json" "$w/k1.json" || fail "the report resumed after a worker died differs"
+
+# The whole job stopped by SIGTERM once the checkpoint holds a unit (slower units: n = 640).
+"$k" synth --out "$w/c.safetensors" --tokens 640 --layers 2 --heads 4 --seed 3 >/dev/null
+slow=(verify "$w/c.safetensors" --sweep none --loss-random 0)
+"$k" -q "${slow[@]}" --json "$w/c1.json" >/dev/null
+run 2 "$k" -q -j 1 "${slow[@]}" --checkpoint "$w/ck2" --json "$w/c2.json" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 1200); do
+  [ "$(ls "$w/ck2/t0" 2>/dev/null | wc -l)" -ge 1 ] && break
+  sleep 0.05
+done
+kill -TERM $pid 2>/dev/null
+wait $pid
+[ -e "$w/c2.json" ] && [ "$(ls "$w/ck2/t0" | wc -l)" -lt 8 ] && fail "a stopped job left a report"
+ls "$w/ck2/t0" | grep -q tmp && fail "a stopped job left a temporary unit file"
+run 2 "$k" -q "${slow[@]}" --checkpoint "$w/ck2" --json "$w/c2.json" >/dev/null || fail "resume after SIGTERM"
+cmp -s "$w/c1.json" "$w/c2.json" || fail "the report resumed after SIGTERM differs"
+
+# Other arguments on a checkpoint are refused in one line.
+run 2 "$k" -q "${args[@]}" --checkpoint "$w/ck0" --budget 10% >/dev/null 2>"$w/arg.err" && fail "other arguments accepted"
+[ "$(grep -c '^kvoracle' "$w/arg.err")" -eq 1 ] && grep -q "belongs to another run (arguments.--budget" "$w/arg.err" ||
+  fail "refusal of other arguments: $(cat "$w/arg.err")"
+
+# A bad trace (a NaN in q) and a failing unit: one line from rank 0, non-zero, no report.
+cp "$w/a.safetensors" "$w/bad.safetensors"
+"$k" -q replay "$w/bad.safetensors" >/dev/null || exit 1
+python3 - "$w/bad.safetensors" <<'EOF'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+b[8 + n + 100:8 + n + 104] = struct.pack("<f", float("nan"))
+open(sys.argv[1], "wb").write(b)
+EOF
+run 3 "$k" -q verify "$w/a.safetensors" "$w/bad.safetensors" --report "$w/bad" >/dev/null 2>"$w/bad.err" &&
+  fail "a bad trace exited 0"
+[ "$(grep -c '^kvoracle' "$w/bad.err")" -eq 1 ] && grep -q "^kvoracle: error: '$w/bad.safetensors': NaN" "$w/bad.err" ||
+  fail "bad trace: $(cat "$w/bad.err")"
+[ -e "$w/bad" ] && [ -n "$(ls -A "$w/bad")" ] && fail "a failed job left a report: $(ls -A "$w/bad")"
+KVO_TEST_FAIL_UNIT=3 run 3 "$k" -q "${args[@]}" --json "$w/f.json" >/dev/null 2>"$w/f.err" && fail "a failing unit exited 0"
+[ "$(grep -c '^kvoracle' "$w/f.err")" -eq 1 ] && grep -q "a.safetensors' layer 0 head 3: injected failure" "$w/f.err" ||
+  fail "failing unit: $(cat "$w/f.err")"
+[ -e "$w/f.json" ] && fail "a failed job left a report"
+
+[ $fails -eq 0 ] && echo "cli_mpi: all checks passed"
+exit $((fails > 0))
