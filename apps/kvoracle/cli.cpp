@@ -84,6 +84,6 @@ int run_cli(int argc, const char* const* argv) {
   return code;
 }
 
-bool distributed_command(const std::string& name) { return name == "verify"; }
+bool distributed_command(const std::string& name) { return name == "verify" || name == "replay" || name == "oracle"; }
 
 }  // namespace kvo::cli

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "distributed.hpp"
 #include "kvo/checks/competitive.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/attention.hpp"
@@ -28,24 +29,30 @@ struct Solve {
 
 namespace {
 
+// The heads go to every MPI rank under mpirun/srun; --checkpoint makes the run resumable.
 template <class Args>
-int run_offline(const Args& a, const Global& g) {
-  const Trace tr = read_trace(a.trace);
+int run_offline(const Args& a, const Global& g, const CLI::App* cmd) {
+  const auto checkpoint = open_checkpoint(a.checkpoint, cmd, {"trace", "--json", "--out", "--checkpoint"}, {a.trace});
+  Trace tr;
   CompetitiveOptions co;
-  co.forced_window = a.forced_window;
-  co.threads = g.threads;
-  for (const PolicyId id : parse_policy_list(a.policies)) {
-    ReplayOptions ro;
-    ro.run = a.run.build(id, &tr);
-    ro.threads = g.threads;
-    co.policies.push_back(std::move(ro));
-  }
-  long units = 0;
-  for (const auto& p : co.policies) units += replay_units(tr, p);
-  Progress bar("oracle --offline", units / static_cast<long>(co.policies.size()), !g.quiet);
-  co.on_head_done = [&] { bar.tick(); };
-  const auto heads = competitive_ratios(tr, co);
-  bar.finish();
+  std::unique_ptr<CompetitivePlan> plan;
+  on_every_rank([&] {
+    tr = read_trace(a.trace);
+    co.forced_window = a.forced_window;
+    for (const PolicyId id : parse_policy_list(a.policies)) {
+      ReplayOptions ro;
+      ro.run = a.run.build(id, &tr);
+      co.policies.push_back(std::move(ro));
+    }
+    plan = std::make_unique<CompetitivePlan>(tr, co);
+  });
+  const auto bytes = run_plan({"t0", "oracle --offline", plan->size(), [&](int u) { return plan->name(u); },
+                               [&](int u) { return encode_competitive(plan->run(u)); }, nullptr},
+                              g.threads, g.quiet, checkpoint.get());
+  if (!dist::Team::world().root()) return 0;
+  std::vector<std::vector<HeadCompetitive>> units;
+  for (const auto& b : bytes) units.push_back(decode_competitive(b));
+  const auto heads = plan->assemble(std::move(units));
   double opt = 0, stat = 0;
   long bugs = 0;
   std::vector<std::string> names;
@@ -116,7 +123,7 @@ Runner add_oracle(CLI::App& app, const Global& g) {
     std::string policies = join_policy_names(default_policies(PolicyListUse::Checks)), json;
     int forced_window = 0;
     RunArgs run;
-    std::string trace, out;
+    std::string trace, out, checkpoint;
     int every = 1;
     long long node_limit = 200000;
   };
@@ -137,10 +144,14 @@ Runner add_oracle(CLI::App& app, const Global& g) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--json", a->json, "--offline: write per-head results as JSON");
+  cmd->add_option("--checkpoint", a->checkpoint,
+                  "--offline: store each finished head in this directory; a rerun with the same arguments resumes");
   // --objective (dense-acc, mass or fl here), --h and --window set the static objective.
   add_run_options(cmd, a->run);
-  return [a, &g] {
-    if (a->offline) return run_offline(*a, g);
+  return [a, &g, cmd] {
+    if (a->offline) return run_offline(*a, g, cmd);
+    require(a->checkpoint.empty(), "--checkpoint needs --offline (the static oracle is not resumable)");
+    if (!dist::Team::world().root()) return 0;  // the static oracle runs on rank 0
     const std::string objective = a->run.objective;
     require(objective == "dense-acc" || objective == "mass" || objective == "fl",
             "the static oracle's --objective is dense-acc (A), mass (M) or fl (facility location), not '" + objective +

@@ -1,10 +1,12 @@
-// kvoracle replay: runs one policy over a trace; per-step JSON Lines and a summary table.
+// kvoracle replay: runs one policy over a trace; per-step JSON Lines and a summary table. The heads
+// go to every MPI rank under mpirun/srun (the --device scorer runs on rank 0).
 #include <chrono>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "distributed.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/progress.hpp"
@@ -85,7 +87,7 @@ int run_device_replay(const Trace& tr, const RunConfig& run, const Args& a, cons
 Runner add_replay(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand("replay", "replay an eviction policy over a trace");
   struct Args {
-    std::string trace, policy = policy_name(PolicyId::H2O), out, device, budgets;
+    std::string trace, policy = policy_name(PolicyId::H2O), out, device, budgets, checkpoint;
     bool probs = false;
     RunArgs run;
   };
@@ -100,21 +102,35 @@ Runner add_replay(CLI::App& app, const Global& g) {
   cmd->add_option("--budgets", a->budgets,
                   "with --device: several budget totals in one pass, e.g. 5%,10%,20% (replaces --budget)");
   add_run_options(cmd, a->run);
-  return [a, &g] {
-    const PolicyId id = parse_policy(a->policy);
-    const Trace tr = read_trace(a->trace);
-    const RunConfig run = a->run.build(id, &tr);
-    if (!a->device.empty()) return run_device_replay(tr, run, *a, g);
+  cmd->add_option("--checkpoint", a->checkpoint,
+                  "store each finished head in this directory; a rerun with the same arguments resumes from it");
+  return [a, &g, cmd] {
+    const dist::Team& team = dist::Team::world();
+    if (!a->device.empty()) {  // the greedy scorer runs on rank 0 (its own threads or GPU)
+      if (!team.root()) return 0;
+      const Trace tr = read_trace(a->trace);
+      return run_device_replay(tr, a->run.build(parse_policy(a->policy), &tr), *a, g);
+    }
     require(a->budgets.empty(), "--budgets needs --device (the scorer replays several budgets in one pass)");
-    ReplayOptions o;
-    o.run = run;
-    o.threads = g.threads;
-    o.record_probs = a->probs;
-    o.record_sets = !a->out.empty();  // without --out, memory stays O(n·d) per head (docs/reliability.md)
-    Progress bar("replay " + a->policy, replay_units(tr, o), !g.quiet);
-    o.on_unit_done = [&] { bar.tick(); };
-    const ReplayResult r = replay(tr, o);
-    bar.finish();
+    const auto checkpoint = open_checkpoint(a->checkpoint, cmd, {"trace", "--out", "--checkpoint"}, {a->trace});
+    Trace tr;
+    std::unique_ptr<ReplayPlan> plan;
+    on_every_rank([&] {
+      tr = read_trace(a->trace);
+      ReplayOptions ro;
+      ro.run = a->run.build(parse_policy(a->policy), &tr);
+      ro.record_probs = a->probs;
+      ro.record_sets = !a->out.empty();  // without --out, memory stays O(n·d) per head (docs/reliability.md)
+      plan = std::make_unique<ReplayPlan>(tr, ro);
+    });
+    const ReplayOptions& o = plan->options();
+    const auto bytes = run_plan({"t0", "replay " + a->policy, plan->size(), [&](int u) { return plan->name(u); },
+                                 [&](int u) { return encode_heads(plan->run(u)); }, nullptr},
+                                g.threads, g.quiet, checkpoint.get());
+    if (!team.root()) return 0;
+    std::vector<std::vector<HeadReplay>> units;
+    for (const auto& b : bytes) units.push_back(decode_heads(b));
+    const ReplayResult r = plan->assemble(std::move(units));
     if (!a->out.empty()) {
       AtomicFile f(a->out);
       for (const auto& h : r.heads)

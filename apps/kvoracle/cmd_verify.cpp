@@ -9,16 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "distributed.hpp"
 #include "kvo/checks/report_writer.hpp"
 #include "kvo/checks/trace_checks.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
-#include "kvo/core/file_sha256.hpp"
-#include "kvo/core/progress.hpp"
 #include "kvo/core/trace_io.hpp"
-#include "kvo/dist/checkpoint.hpp"
-#include "kvo/dist/team.hpp"
-#include "kvo/dist/unit_runner.hpp"
 #include "options.hpp"
 #include "table.hpp"
 
@@ -27,6 +23,9 @@ namespace kvo::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Options that name outputs: they do not change results, so a checkpoint does not compare them.
+const std::vector<std::string> kOutputs = {"traces", "--report", "--json", "--plot", "--checkpoint"};
 
 // The trace files named on the command line: files as given, directories as their *.safetensors
 // in name order.
@@ -174,28 +173,13 @@ Runner add_verify(CLI::App& app, const Global& g) {
     require(!several || a->plot.empty(), "--plot takes one trace; with several, --report draws every trace's plots");
     const std::vector<std::string> names = trace_names(paths);
 
-    // Rank 0 opens the checkpoint (identity: the arguments and every trace's sha256) and the
-    // report's staging directory; every rank learns whether that worked.
+    // Rank 0 opens the checkpoint and the report's staging directory; every rank learns a failure.
     const dist::Team& team = dist::Team::world();
-    std::unique_ptr<dist::Checkpoint> checkpoint;
+    const auto checkpoint = open_checkpoint(a->checkpoint, cmd, kOutputs, paths);
     std::unique_ptr<StagedReport> staged;
-    std::string error;
-    if (team.root()) try {
-        if (!a->checkpoint.empty()) {
-          nlohmann::json sums = nlohmann::json::array();
-          for (const auto& p : paths) sums.push_back(file_sha256(p));
-          checkpoint = std::make_unique<dist::Checkpoint>(
-              a->checkpoint,
-              nlohmann::json{
-                  {"command", "verify"},
-                  {"arguments", option_values(cmd, {"traces", "--report", "--json", "--plot", "--checkpoint"})},
-                  {"traces_sha256", sums}});
-        }
-        if (several && !a->report.empty()) staged = std::make_unique<StagedReport>(a->report);
-      } catch (const Error& e) {
-        error = e.what();
-      }
-    team.agree(error);
+    on_every_rank([&] {
+      if (team.root() && several && !a->report.empty()) staged = std::make_unique<StagedReport>(a->report);
+    });
 
     std::vector<TraceReportEntry> entries;
     std::vector<nlohmann::json> jsons;
@@ -204,26 +188,17 @@ Runner add_verify(CLI::App& app, const Global& g) {
       Trace tr;
       TraceChecksOptions o = base;
       std::unique_ptr<TraceChecksPlan> plan;
-      error.clear();
-      try {
-        tr = read_trace(paths[t]);
-        o.run = a->run.build(o.policies.front(), &tr);  // the plan validates every policy's parameters
-        plan = std::make_unique<TraceChecksPlan>(tr, o);
-      } catch (const Error& e) {
-        error = several && std::string(e.what()).find(paths[t]) == std::string::npos ? "'" + paths[t] + "': " + e.what()
-                                                                                     : std::string(e.what());
-      }
-      team.agree(error);  // a bad trace: one line from rank 0, every rank exits non-zero
-
-      dist::UnitPlan units{"t" + std::to_string(t), {}, {}};
-      for (int u = 0; u < plan->size(); ++u) {
-        units.names.push_back("'" + paths[t] + "' " + plan->name(u));
-        units.cost.push_back(plan->cost(u));
-      }
-      Progress bar(several ? "verify " + names[t] : std::string("verify"), plan->size(), !g.quiet);
-      const auto results = dist::run_units(units, [&](int u) { return plan->run(u); },
-                                           {g.threads, checkpoint.get(), [&] { bar.tick(); }});
-      bar.finish();
+      on_every_rank(  // a bad trace: one line from rank 0, every rank exits non-zero
+          [&] {
+            tr = read_trace(paths[t]);
+            o.run = a->run.build(o.policies.front(), &tr);  // the plan validates every policy's parameters
+            plan = std::make_unique<TraceChecksPlan>(tr, o);
+          },
+          several ? paths[t] : "");
+      const auto results = run_plan({"t" + std::to_string(t), several ? "verify " + names[t] : "verify", plan->size(),
+                                     [&](int u) { return "'" + paths[t] + "' " + plan->name(u); },
+                                     [&](int u) { return plan->run(u); }, [&](int u) { return plan->cost(u); }},
+                                    g.threads, g.quiet, checkpoint.get());
       if (!team.root()) continue;
       const TraceChecksResult res = plan->assemble(results);
 

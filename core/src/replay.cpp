@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <numeric>
+#include <tuple>
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/lane_sum.hpp"
 #include "kvo/core/memory_limit.hpp"
 #include "kvo/core/parallel.hpp"
+#include "kvo/core/unit_bytes.hpp"
 #include "kvo/core/unit_stepper.hpp"
 
 namespace kvo {
@@ -109,26 +113,47 @@ int replay_units(const Trace& trace, const ReplayOptions& options) {
   return static_cast<int>(make_units(trace, options.run).size());
 }
 
-ReplayResult replay(const Trace& trace, const ReplayOptions& o) {
-  // A bad prompt, layer, head or budget fails here, before any work; so do bad policy parameters.
-  o.run.validate(trace);
-  const auto units = make_units(trace, o.run);
-  auto probe = make_policy(o.run.policy);
+struct ReplayPlan::Units {
+  std::vector<Unit> list;
+};
 
-  std::vector<std::vector<HeadReplay>> per_unit(units.size());
-  parallel_for(static_cast<int>(units.size()), o.threads, [&](int x) {
-    per_unit[x].resize(units[x].heads.size());
-    run_unit(trace, o, units[x], o.run.seed + static_cast<std::uint64_t>(x), per_unit[x]);
-    if (o.on_unit_done) o.on_unit_done();
-  });
+ReplayPlan::ReplayPlan(const Trace& trace, ReplayOptions o) : trace_(trace), o_(std::move(o)) {
+  // A bad prompt, layer, head or budget fails here, before any work; so do bad policy parameters.
+  o_.run.validate(trace);
+  auto probe = make_policy(o_.run.policy);
+  name_ = probe->name();
+  nested_ = probe->nested();
+  auto units = std::make_shared<Units>();
+  units->list = make_units(trace, o_.run);
+  units_ = std::move(units);
+}
+
+int ReplayPlan::size() const { return static_cast<int>(units_->list.size()); }
+
+std::string ReplayPlan::name(int unit) const {
+  const Unit& u = units_->list.at(static_cast<size_t>(unit));
+  return "layer " + std::to_string(u.layer) +
+         (u.heads.size() == 1 ? " head " + std::to_string(u.heads.front())
+                              : " kv head " + std::to_string(u.budget_head));
+}
+
+std::vector<HeadReplay> ReplayPlan::run(int unit) const {
+  const Unit& u = units_->list.at(static_cast<size_t>(unit));
+  std::vector<HeadReplay> out(u.heads.size());
+  run_unit(trace_, o_, u, o_.run.seed + static_cast<std::uint64_t>(unit), out);
+  return out;
+}
+
+ReplayResult ReplayPlan::assemble(std::vector<std::vector<HeadReplay>> units) const {
+  require(static_cast<int>(units.size()) == size(), "internal: replay needs one result per unit");
   ReplayResult r;
-  r.id = o.run.policy.id;
-  r.policy = probe->name();
-  r.nested = probe->nested();
-  r.gqa = o.run.gqa;
-  for (auto& v : per_unit)
+  r.id = o_.run.policy.id;
+  r.policy = name_;
+  r.nested = nested_;
+  r.gqa = o_.run.gqa;
+  for (auto& v : units)
     for (auto& h : v) r.heads.push_back(std::move(h));
-  std::sort(r.heads.begin(), r.heads.end(), [](const HeadReplay& a, const HeadReplay& b) {
+  std::stable_sort(r.heads.begin(), r.heads.end(), [](const HeadReplay& a, const HeadReplay& b) {
     return std::tie(a.layer, a.head) < std::tie(b.layer, b.head);
   });
   return r;
@@ -138,6 +163,71 @@ std::vector<std::vector<int>> HeadReplay::kept_sets() const {
   std::vector<std::vector<int>> out;
   out.reserve(steps.size());
   for (const StepRecord& s : steps) out.push_back(s.kept);
+  return out;
+}
+
+ReplayResult replay(const Trace& trace, const ReplayOptions& o) {
+  const ReplayPlan plan(trace, o);
+  std::vector<std::vector<HeadReplay>> per_unit(static_cast<size_t>(plan.size()));
+  parallel_for(plan.size(), o.threads, [&](int x) {
+    per_unit[static_cast<size_t>(x)] = plan.run(x);
+    if (o.on_unit_done) o.on_unit_done();
+  });
+  return plan.assemble(std::move(per_unit));
+}
+
+namespace {
+nlohmann::json step_json(const StepRecord& s) {
+  return {{"a", s.attended}, {"k", s.kept},          {"e", s.evicted},    {"r", s.reentered},
+          {"p", s.probs},    {"m", s.retained_mass}, {"c", s.accumulated}};
+}
+}  // namespace
+
+std::string encode_heads(const std::vector<HeadReplay>& heads) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& h : heads) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& s : h.steps) steps.push_back(step_json(s));
+    a.push_back({{"layer", h.layer},
+                 {"head", h.head},
+                 {"budget", {h.budget.total, h.budget.heavy, h.budget.recent}},
+                 {"steps", steps},
+                 {"reentries", h.reentries},
+                 {"evictions", h.evictions},
+                 {"mean_retained_mass", h.mean_retained_mass}});
+  }
+  return to_unit_bytes(a);
+}
+
+std::vector<HeadReplay> decode_heads(const std::string& bytes) {
+  std::vector<HeadReplay> out;
+  try {
+    const nlohmann::json a = from_unit_bytes(bytes, "a replay result");
+    for (const auto& j : a) {
+      HeadReplay h;
+      h.layer = j.at("layer").get<int>();
+      h.head = j.at("head").get<int>();
+      const auto& b = j.at("budget");
+      h.budget = {b.at(0).get<int>(), b.at(1).get<int>(), b.at(2).get<int>()};
+      for (const auto& s : j.at("steps")) {
+        StepRecord r;
+        s.at("a").get_to(r.attended);
+        s.at("k").get_to(r.kept);
+        s.at("e").get_to(r.evicted);
+        s.at("r").get_to(r.reentered);
+        for (const auto& p : s.at("p")) r.probs.push_back(json_number(p));
+        r.retained_mass = json_number(s.at("m"));
+        r.accumulated = json_number(s.at("c"));
+        h.steps.push_back(std::move(r));
+      }
+      h.reentries = j.at("reentries").get<long>();
+      h.evictions = j.at("evictions").get<long>();
+      h.mean_retained_mass = json_number(j.at("mean_retained_mass"));
+      out.push_back(std::move(h));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("a replay result is not readable: ") + e.what());
+  }
   return out;
 }
 

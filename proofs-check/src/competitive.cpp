@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/parallel.hpp"
+#include "kvo/core/unit_bytes.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 
 namespace kvo {
@@ -50,35 +53,109 @@ OfflineOrdering order_against_optimum(const OfflineProblem& p, const OfflineSolu
   return o;
 }
 
-std::vector<HeadCompetitive> competitive_ratios(const Trace& trace, const CompetitiveOptions& o) {
-  require(!o.policies.empty(), "competitive ratios need at least one policy");
-  std::vector<ReplayResult> replays;
-  for (ReplayOptions ro : o.policies) {
+CompetitivePlan::CompetitivePlan(const Trace& trace, CompetitiveOptions o) : trace_(trace), o_(std::move(o)) {
+  require(!o_.policies.empty(), "competitive ratios need at least one policy");
+  for (ReplayOptions ro : o_.policies) {
     ro.record_sets = true;
-    ro.threads = o.threads;
-    replays.push_back(replay(trace, ro));
+    ro.threads = 1;
+    plans_.emplace_back(trace, std::move(ro));
   }
-  const auto& heads = replays.front().heads;
-  std::vector<HeadCompetitive> out(heads.size());
-  parallel_for(static_cast<int>(heads.size()), o.threads, [&](int x) {
-    HeadCompetitive& hc = out[static_cast<size_t>(x)];
-    hc.layer = heads[static_cast<size_t>(x)].layer;
-    hc.head = heads[static_cast<size_t>(x)].head;
-    hc.k = heads[static_cast<size_t>(x)].budget.total;
+}
+
+int CompetitivePlan::size() const { return plans_.front().size(); }
+
+std::string CompetitivePlan::name(int unit) const { return plans_.front().name(unit); }
+
+std::vector<HeadCompetitive> CompetitivePlan::run(int unit) const {
+  std::vector<std::vector<HeadReplay>> replays;  // per policy, the unit's heads
+  for (const auto& plan : plans_) replays.push_back(plan.run(unit));
+  std::vector<HeadCompetitive> out(replays.front().size());
+  for (size_t x = 0; x < out.size(); ++x) {
+    HeadCompetitive& hc = out[x];
+    const HeadReplay& first = replays.front()[x];
+    hc.layer = first.layer;
+    hc.head = first.head;
+    hc.k = first.budget.total;
     OfflineProblem p;
-    p.w = dense_attention(HeadView(trace, hc.layer, hc.head));
+    p.w = dense_attention(HeadView(trace_, hc.layer, hc.head));
     p.budget = hc.k;
-    p.recent = std::min(o.forced_window, hc.k);
+    p.recent = std::min(o_.forced_window, hc.k);
     std::vector<ScheduleRun> runs;
-    for (const auto& r : replays) runs.push_back({r.policy, r.nested, r.heads[static_cast<size_t>(x)].kept_sets()});
+    for (size_t q = 0; q < plans_.size(); ++q) {
+      const ReplayOptions& ro = plans_[q].options();
+      const auto probe = make_policy(ro.run.policy);
+      runs.push_back({probe->name(), probe->nested(), replays[q][x].kept_sets()});
+    }
     OfflineOrdering ord = order_against_optimum(p, solve_offline(p), runs);
     hc.opt_dyn = ord.opt;
     hc.dual_bound = ord.certificate;
     hc.static_sum = ord.static_sum;
     hc.policies = std::move(ord.policies);
     hc.violations = std::move(ord.violations);
+  }
+  return out;
+}
+
+std::vector<HeadCompetitive> CompetitivePlan::assemble(std::vector<std::vector<HeadCompetitive>> units) const {
+  require(static_cast<int>(units.size()) == size(), "internal: the offline oracle needs one result per unit");
+  std::vector<HeadCompetitive> out;
+  for (auto& v : units)
+    for (auto& h : v) out.push_back(std::move(h));
+  std::stable_sort(out.begin(), out.end(), [](const HeadCompetitive& a, const HeadCompetitive& b) {
+    return std::tie(a.layer, a.head) < std::tie(b.layer, b.head);
+  });
+  return out;
+}
+
+std::vector<HeadCompetitive> competitive_ratios(const Trace& trace, const CompetitiveOptions& o) {
+  const CompetitivePlan plan(trace, o);
+  std::vector<std::vector<HeadCompetitive>> units(static_cast<size_t>(plan.size()));
+  parallel_for(plan.size(), o.threads, [&](int u) {
+    units[static_cast<size_t>(u)] = plan.run(u);
     if (o.on_head_done) o.on_head_done();
   });
+  return plan.assemble(std::move(units));
+}
+
+std::string encode_competitive(const std::vector<HeadCompetitive>& heads) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& h : heads) {
+    nlohmann::json ps = nlohmann::json::array();
+    for (const auto& p : h.policies)
+      ps.push_back(
+          {{"policy", p.policy}, {"nested", p.nested}, {"value", p.value}, {"ratio", p.ratio}, {"outside", p.outside}});
+    a.push_back({{"layer", h.layer},
+                 {"head", h.head},
+                 {"k", h.k},
+                 {"opt_dyn", h.opt_dyn},
+                 {"dual_bound", h.dual_bound},
+                 {"static_sum", h.static_sum},
+                 {"policies", ps},
+                 {"violations", h.violations}});
+  }
+  return to_unit_bytes(a);
+}
+
+std::vector<HeadCompetitive> decode_competitive(const std::string& bytes) {
+  std::vector<HeadCompetitive> out;
+  try {
+    for (const auto& j : from_unit_bytes(bytes, "an offline-oracle result")) {
+      HeadCompetitive h;
+      h.layer = j.at("layer").get<int>();
+      h.head = j.at("head").get<int>();
+      h.k = j.at("k").get<int>();
+      h.opt_dyn = json_number(j.at("opt_dyn"));
+      h.dual_bound = json_number(j.at("dual_bound"));
+      h.static_sum = json_number(j.at("static_sum"));
+      for (const auto& p : j.at("policies"))
+        h.policies.push_back({p.at("policy").get<std::string>(), p.at("nested").get<bool>(), json_number(p.at("value")),
+                              json_number(p.at("ratio")), p.at("outside").get<std::string>()});
+      j.at("violations").get_to(h.violations);
+      out.push_back(std::move(h));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("an offline-oracle result is not readable: ") + e.what());
+  }
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "kvo/core/error.hpp"
 #include "kvo/core/memory_limit.hpp"
 #include "kvo/core/parallel.hpp"
+#include "kvo/core/unit_bytes.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 
 namespace kvo {
@@ -121,19 +122,6 @@ std::vector<CheckRecord> run_loss_job(const LossJob& j, int x, const TraceChecks
   return out;
 }
 
-// A unit's result travels as CBOR, which keeps every double bit for bit (NaN included).
-std::string to_bytes(const nlohmann::json& j) {
-  const std::vector<std::uint8_t> b = nlohmann::json::to_cbor(j);
-  return std::string(b.begin(), b.end());
-}
-nlohmann::json from_bytes(const std::string& s, const std::string& what) {
-  try {
-    return nlohmann::json::from_cbor(s);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("the result of " + what + " is not readable: " + e.what());
-  }
-}
-double number(const nlohmann::json& v) { return v.is_null() ? NAN : v.get<double>(); }
 nlohmann::json records_json(const std::vector<CheckRecord>& rs) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& r : rs) a.push_back(record_to_json(r));
@@ -226,7 +214,7 @@ std::string TraceChecksPlan::run(int u) const {
     case UnitKind::Head: {
       const auto [layer, head] = lists_->heads[static_cast<size_t>(x.index)];
       const detail::HeadResult hr = detail::check_head(trace_, layer, head, o_);
-      return to_bytes({{"records", records_json(hr.records)},
+      return to_unit_bytes({{"records", records_json(hr.records)},
                        {"rho", hr.extras.rho},
                        {"rho_min", hr.extras.rho_min},
                        {"gamma_proof", hr.extras.gamma_proof},
@@ -237,10 +225,10 @@ std::string TraceChecksPlan::run(int u) const {
       TraceChecksOptions so = o_;
       so.run.budget = o_.run.budget.with_total(Amount{true, o_.sweep[static_cast<size_t>(x.index) % o_.sweep.size()]});
       const detail::SweepCell c = detail::sweep_head(trace_, layer, head, so);
-      return to_bytes({{"policy", c.policy}, {"stat", c.stat}, {"dyn", c.dyn}});
+      return to_unit_bytes({{"policy", c.policy}, {"stat", c.stat}, {"dyn", c.dyn}});
     }
     case UnitKind::Loss:
-      return to_bytes(
+      return to_unit_bytes(
           {{"records", records_json(run_loss_job(lists_->loss[static_cast<size_t>(x.index)], x.index, o_))}});
   }
   return {};
@@ -259,23 +247,23 @@ TraceChecksResult TraceChecksPlan::assemble(const std::vector<std::string>& resu
   std::vector<CheckRecord> loss_records;
   for (int u = 0; u < size(); ++u) {
     const Unit x = unit(u);
-    const nlohmann::json j = from_bytes(results[static_cast<size_t>(u)], name(u));
+    const nlohmann::json j = from_unit_bytes(results[static_cast<size_t>(u)], "the result of " + name(u));
     try {
       if (x.kind == UnitKind::Head) {
         res.report.append(records_from(j.at("records")));
         detail::HeadExtras& e = extras[static_cast<size_t>(x.index)];
         for (const auto& [p, v] : j.at("rho").items()) {
           auto& dst = e.rho[p];
-          for (const auto& val : v) dst.push_back(number(val));
+          for (const auto& val : v) dst.push_back(json_number(val));
         }
         j.at("rho_min").get_to(e.rho_min);
-        e.gamma_proof = number(j.at("gamma_proof"));
-        e.theta_b = number(j.at("theta_b"));
+        e.gamma_proof = json_number(j.at("gamma_proof"));
+        e.theta_b = json_number(j.at("theta_b"));
       } else if (x.kind == UnitKind::Sweep) {
         detail::SweepCell& c = cells[static_cast<size_t>(x.index)];
         j.at("policy").get_to(c.policy);
-        c.stat = number(j.at("stat"));
-        c.dyn = number(j.at("dyn"));
+        c.stat = json_number(j.at("stat"));
+        c.dyn = json_number(j.at("dyn"));
       } else {
         for (auto& r : records_from(j.at("records"))) loss_records.push_back(std::move(r));
       }

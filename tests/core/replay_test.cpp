@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
@@ -60,6 +61,39 @@ TEST(Replay, DeterministicAcrossThreadCounts) {
   const auto b = replay(tr, o);
   for (size_t x = 0; x < a.heads.size(); ++x)
     for (int i = 0; i < 40; ++i) ASSERT_EQ(a.heads[x].steps[i].kept, b.heads[x].steps[i].kept);
+}
+
+// What `kvoracle replay` over MPI ranks relies on: units computed alone, in any order, sent as bytes
+// and assembled give replay()'s result bit for bit.
+TEST(Replay, UnitsThroughBytesAssembleIntoTheSameResult) {
+  const Trace tr = random_trace(2, 4, 2, 40, 8, 44);
+  for (const char* gqa : {"query", "kv-max"}) {
+    ReplayOptions o;
+    o.run.policy = PolicySpec::named("random");
+    o.run.budget = Budget(Amount::parse("0.25"));
+    o.run.gqa = parse_gqa(gqa);
+    o.record_probs = true;
+    const ReplayResult whole = replay(tr, o);
+    const ReplayPlan plan(tr, o);
+    std::vector<std::vector<HeadReplay>> units(static_cast<size_t>(plan.size()));
+    for (int u = plan.size() - 1; u >= 0; --u) units[static_cast<size_t>(u)] = decode_heads(encode_heads(plan.run(u)));
+    const ReplayResult parts = plan.assemble(std::move(units));
+    ASSERT_EQ(parts.heads.size(), whole.heads.size()) << gqa;
+    EXPECT_EQ(parts.policy, whole.policy);
+    for (size_t x = 0; x < whole.heads.size(); ++x) {
+      const HeadReplay &a = whole.heads[x], &b = parts.heads[x];
+      EXPECT_EQ(std::tie(a.layer, a.head, a.evictions, a.reentries),
+                std::tie(b.layer, b.head, b.evictions, b.reentries));
+      EXPECT_EQ(a.mean_retained_mass, b.mean_retained_mass);
+      ASSERT_EQ(a.steps.size(), b.steps.size());
+      for (size_t i = 0; i < a.steps.size(); ++i) {
+        EXPECT_EQ(a.steps[i].kept, b.steps[i].kept);
+        EXPECT_EQ(a.steps[i].probs, b.steps[i].probs);
+        EXPECT_EQ(a.steps[i].accumulated, b.steps[i].accumulated);
+      }
+    }
+  }
+  EXPECT_THROW(decode_heads("not cbor"), Error);
 }
 
 TEST(Replay, DenseOnlyTracesReplayLikeQKTraces) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,32 @@ struct ReplayResult {
   std::vector<HeadReplay> heads;  // ordered by (layer, head)
 };
 
+// replay's work as independent units (one query head, or one KV group when heads share a cache),
+// unit u seeded with run.seed + u: what `kvoracle replay` and the offline oracle spread over MPI
+// ranks (dist/unit_runner.hpp). replay() runs every unit on threads, then assemble().
+class ReplayPlan {
+ public:
+  ReplayPlan(const Trace& trace, ReplayOptions options);  // validates; the trace must outlive it
+  int size() const;
+  std::string name(int unit) const;  // "layer 3 head 5"
+  std::vector<HeadReplay> run(int unit) const;
+  ReplayResult assemble(std::vector<std::vector<HeadReplay>> units) const;  // heads by (layer, head)
+  const ReplayOptions& options() const { return o_; }
+
+ private:
+  struct Units;
+  const Trace& trace_;
+  ReplayOptions o_;
+  std::string name_;
+  bool nested_ = true;
+  std::shared_ptr<const Units> units_;
+};
+
 ReplayResult replay(const Trace& trace, const ReplayOptions& options);
+
+// A unit's heads as bytes (CBOR, every double bit for bit) and back; kvo::Error when malformed.
+std::string encode_heads(const std::vector<HeadReplay>& heads);
+std::vector<HeadReplay> decode_heads(const std::string& bytes);
 
 // Number of cache units replay() will run (for progress bars).
 int replay_units(const Trace& trace, const ReplayOptions& options);

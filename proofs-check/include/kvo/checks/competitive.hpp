@@ -60,6 +60,28 @@ struct CompetitiveOptions {
   std::function<void()> on_head_done;
 };
 
+// The work as independent units (replay units of the first policy: a query head each under
+// --gqa query), every policy replayed on the unit with the unit's seed and the unit's heads solved:
+// what `kvoracle oracle --offline` spreads over MPI ranks. competitive_ratios() runs every unit on
+// threads (on_head_done after each unit), then assemble() (heads by layer, head).
+class CompetitivePlan {
+ public:
+  CompetitivePlan(const Trace& trace, CompetitiveOptions options);  // the trace must outlive it
+  int size() const;
+  std::string name(int unit) const;
+  std::vector<HeadCompetitive> run(int unit) const;
+  std::vector<HeadCompetitive> assemble(std::vector<std::vector<HeadCompetitive>> units) const;
+
+ private:
+  const Trace& trace_;
+  CompetitiveOptions o_;
+  std::vector<ReplayPlan> plans_;  // one per policy
+};
+
 std::vector<HeadCompetitive> competitive_ratios(const Trace& trace, const CompetitiveOptions& options);
+
+// A unit's results as bytes (CBOR, every double bit for bit) and back; kvo::Error when malformed.
+std::string encode_competitive(const std::vector<HeadCompetitive>& heads);
+std::vector<HeadCompetitive> decode_competitive(const std::string& bytes);
 
 }  // namespace kvo
