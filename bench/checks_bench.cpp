@@ -4,10 +4,13 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <map>
+#include <memory>
 
 #include "bench_inputs.hpp"
 #include "kvo/checks/trace_checks.hpp"
 #include "kvo/core/exp_fp64.hpp"
+#include "kvo/core/unit_bytes.hpp"
 
 using namespace kvo;
 
@@ -57,6 +60,45 @@ void BM_VerifyHead(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * n);
 }
 
+// What spreading verify over MPI ranks adds per unit (issue 18): rank 0 receives each head's
+// results as bytes (CBOR) and assembles the report from them; a rank encodes its results. Both per
+// record, on one head's real unit of verify/head/n, next to that unit's compute (verify/head/n).
+struct HeadUnit {
+  TraceChecksOptions o;
+  std::unique_ptr<TraceChecksPlan> plan;
+  std::vector<std::string> results;
+  long records = 0;
+};
+const HeadUnit& head_unit(int n) {
+  static std::map<int, HeadUnit> cache;
+  HeadUnit& u = cache[n];
+  if (!u.plan) {
+    u.o.run.budget = Budget(Amount::parse("0.2"));
+    u.o.sweep.clear();
+    u.o.loss_heads = 0;
+    u.o.loss_random = 0;
+    u.plan = std::make_unique<TraceChecksPlan>(bench::trace(n, 64), u.o);
+    for (int x = 0; x < u.plan->size(); ++x) u.results.push_back(u.plan->run(x));
+    u.records = static_cast<long>(u.plan->assemble(u.results).report.records().size());
+  }
+  return u;
+}
+
+void BM_UnitAssemble(benchmark::State& st) {
+  const HeadUnit& u = head_unit(static_cast<int>(st.range(0)));
+  for (auto _ : st) benchmark::DoNotOptimize(u.plan->assemble(u.results).report.records().size());
+  st.SetItemsProcessed(st.iterations() * u.records);
+  st.counters["bytes"] = static_cast<double>(u.results.front().size());
+  st.counters["records"] = static_cast<double>(u.records);
+}
+
+void BM_UnitEncode(benchmark::State& st) {
+  const HeadUnit& u = head_unit(static_cast<int>(st.range(0)));
+  const nlohmann::json j = from_unit_bytes(u.results.front(), "the unit");
+  for (auto _ : st) benchmark::DoNotOptimize(to_unit_bytes(j).size());
+  st.SetItemsProcessed(st.iterations() * u.records);
+}
+
 // n = 256, then 1024 .. 8192 by doubling (the long-context scaling of issue 17).
 void long_context_sizes(benchmark::internal::Benchmark* b) {
   b->Arg(256);
@@ -68,3 +110,5 @@ void long_context_sizes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_DenseAttention)->Name("attention/dense")->Apply(long_context_sizes);
 BENCHMARK(BM_VerifyHead)->Name("verify/head")->Apply(long_context_sizes);
+BENCHMARK(BM_UnitAssemble)->Name("gather/assemble")->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_UnitEncode)->Name("gather/encode")->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond);

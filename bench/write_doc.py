@@ -84,6 +84,11 @@ def targets(run, peers):
         fit = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
     add("issue 17: verify time grows no faster than n^2.1 from 1k to 8k", fit, fit is not None and fit <= 2.1,
         f"n^{fit:.2f}" if fit is not None else "")
+    a, e, v = ms("gather/assemble/8192"), ms("gather/encode/8192"), ms("verify/head/8192")
+    q = (a + e) / v if a and e and v else None
+    add("issue 18: encoding and assembling one verify head's results (what MPI adds per unit), n = 8 192, "
+        "under 1% of the head's compute", q, q is not None and q < 0.01,
+        f"{100 * q:.2f}% ({a + e:.3g} ms against {v / 1000:.3g} s)" if q else "")
     v = ms("model/prefill/1024/0/real_time")
     tps = 1024 / (v / 1000) if v else None
     add("issue 3: prefill of 1 024 tokens at >= 200 tokens/s", v, tps is not None and tps >= 200,
@@ -135,7 +140,7 @@ def log_log(ax, xlabel, ylabel, title):
 
 
 def plot_scaling(run, path):
-    keep = ("replay/full", "replay/h2o", "scorer/cpu", "offline/assignment", "offline/ssp", "offline/bgl", "attention/dense", "static/topk", "verify/head",
+    keep = ("replay/full", "replay/h2o", "scorer/cpu", "offline/assignment", "offline/ssp", "offline/bgl", "attention/dense", "static/topk", "verify/head", "gather",
             "io/read-trace")
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for fam, pos, xs, fixed, b, pts in report.scaling_fits(run):
