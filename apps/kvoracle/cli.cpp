@@ -59,22 +59,30 @@ int run_cli(int argc, const char* const* argv) {
       }
     }
   }
-  int code = 0;
-  auto fail = [&](const char* what, int status) {
-    if (team.root()) {
-      std::cerr << "kvoracle: error: " << what << '\n';
-    } else {
-      // An error no collective step has reported: rank 0 may be waiting for this rank, so the
-      // whole job ends here.
-      std::cerr << "kvoracle: rank " << team.rank() << ": error: " << what << '\n';
-      dist::Session::abort_job(status);
+  const bool spread = team.distributed() && distributed_command(sub->get_name());
+  auto say = [&](const std::string& what) { std::cerr << "kvoracle: error: " << what << '\n'; };
+  auto fail = [&](const std::string& what, int status) {
+    if (!spread) {
+      say(what);
+      return status;
     }
-    return status;
+    // The other ranks most often fail in the same way (same arguments, same files): agree on it, so
+    // rank 0 prints one line. A rank that fails alone while the others wait elsewhere ends the job.
+    try {
+      if (team.agree_within(what, 30.0)) return status;  // unreachable: an error was given
+    } catch (const dist::TeamError& e) {
+      if (team.root()) say(e.what());
+      return team.root() ? status : 0;
+    }
+    std::cerr << "kvoracle: rank " << team.rank() << ": error: " << what << '\n';
+    dist::Session::abort_job(status);
   };
+  int code = 0;
   try {
     code = cli.runners.at(sub)();
-  } catch (const dist::ReportedError&) {
-    code = 0;  // rank 0 has printed it and ends the job non-zero; one failing status, not one per rank
+  } catch (const dist::TeamError& e) {
+    if (team.root()) say(e.what());  // every rank knows; rank 0 alone says it and ends the job non-zero
+    code = team.root() ? 2 : 0;
   } catch (const Error& e) {
     code = fail(e.what(), 2);
   } catch (const std::exception& e) {

@@ -55,11 +55,15 @@ int Team::default_threads() const {
 #ifdef KVO_WITH_MPI
 // Waits for a non-blocking collective by polling with short sleeps: Open MPI's blocking calls spin
 // a core, which slows the ranks still working when ranks outnumber cores.
-static void wait_for(MPI_Request& req) {
+// seconds < 0: no deadline. Returns false when the deadline passed first.
+static bool wait_for(MPI_Request& req, double seconds = -1) {
+  const auto start = std::chrono::steady_clock::now();
   int done = 0;
   for (;;) {
     MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (done) return;
+    if (done) return true;
+    if (seconds >= 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > seconds)
+      return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
@@ -74,26 +78,29 @@ void Team::barrier() const {
 #endif
 }
 
-void Team::agree(const std::string& error) const {
+void Team::agree(const std::string& error) const { agree_within(error, -1); }
+
+bool Team::agree_within(const std::string& error, double seconds) const {
   if (!distributed()) {
-    if (!error.empty()) throw Error(error);
-    return;
+    if (!error.empty()) throw TeamError(error);
+    return true;
   }
 #ifdef KVO_WITH_MPI
   // The lowest failing rank, then its message broadcast from it.
   int mine = error.empty() ? size_ : rank_, first = size_;
   MPI_Request req;
   MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req);
-  wait_for(req);
-  if (first == size_) return;
+  if (!wait_for(req, seconds)) return false;
+  if (first == size_) return true;
   std::string text = error;
   int len = static_cast<int>(text.size());
   MPI_Bcast(&len, 1, MPI_INT, first, MPI_COMM_WORLD);
   text.resize(static_cast<size_t>(len));
   MPI_Bcast(text.data(), len, MPI_CHAR, first, MPI_COMM_WORLD);
-  if (first != 0) text = "rank " + std::to_string(first) + ": " + text;
-  if (root()) throw Error(text);
-  throw ReportedError(text);
+  throw TeamError(first == 0 ? text : "rank " + std::to_string(first) + ": " + text);
+#else
+  (void)seconds;
+  return true;
 #endif
 }
 

@@ -250,7 +250,7 @@ std::vector<std::string> run_root(const UnitPlan& plan, const UnitWork& work, co
       for (int w = 1; w < team.size(); ++w) detail::send(w, detail::kDone, {});
     }
   }  // the pool's threads finish their units in flight here
-  if (failure) throw Error(*failure);
+  if (failure) throw TeamError(*failure);
   return results;
 }
 
@@ -285,7 +285,7 @@ void run_worker(const UnitWork& work, const UnitRunOptions& o, std::uint64_t pri
       }
     }
   }
-  if (stop) throw ReportedError(*stop);
+  if (stop) throw TeamError(*stop);
 }
 
 }  // namespace

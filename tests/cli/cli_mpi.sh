@@ -2,7 +2,8 @@
 # verify across MPI ranks (docs/scale-out.md): the report of `mpirun -n 3` equals one process's,
 # record for record; a run killed mid-way (rank 0, a worker rank, or the whole job by SIGTERM)
 # resumes from its checkpoint to the same report; a checkpoint of other arguments is refused; a
-# bad trace or a failing unit ends the job non-zero with one kvoracle line and no report.
+# bad option, a bad trace or a failing unit ends the job non-zero with one kvoracle line and no
+# report.
 # Usage: cli_mpi.sh KVORACLE MPIEXEC
 set -uo pipefail
 k=$1
@@ -80,6 +81,10 @@ cmp -s "$w/c1.json" "$w/c2.json" || fail "the report resumed after SIGTERM diffe
 run 2 "$k" -q "${args[@]}" --checkpoint "$w/ck0" --budget 10% >/dev/null 2>"$w/arg.err" && fail "other arguments accepted"
 [ "$(grep -c '^kvoracle' "$w/arg.err")" -eq 1 ] && grep -q "belongs to another run (arguments.--budget" "$w/arg.err" ||
   fail "refusal of other arguments: $(cat "$w/arg.err")"
+
+# A bad option, found by every rank: one line from rank 0, not one per rank, and no MPI abort.
+run 3 "$k" -q verify "$w/a.safetensors" --ground 20 >/dev/null 2>"$w/v.err" && fail "a bad option exited 0"
+[ "$(grep -c '^kvoracle' "$w/v.err")" -eq 1 ] && ! grep -q MPI_ABORT "$w/v.err" || fail "a bad option: $(cat "$w/v.err")"
 
 # A bad trace (a NaN in q) and a failing unit: one line from rank 0, non-zero, no report.
 cp "$w/a.safetensors" "$w/bad.safetensors"

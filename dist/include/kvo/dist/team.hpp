@@ -8,10 +8,11 @@
 
 namespace kvo::dist {
 
-// An error already printed by rank 0 for the whole team: the other ranks exit non-zero silently.
-class ReportedError : public Error {
+// An error every rank of the team knows of (agree(), run_units()), thrown on every rank: rank 0
+// prints it and ends the job non-zero, the other ranks stay silent.
+class TeamError : public Error {
  public:
-  explicit ReportedError(const std::string& what) : Error(what) {}
+  explicit TeamError(const std::string& what) : Error(what) {}
 };
 
 class Team {
@@ -26,9 +27,13 @@ class Team {
   // mask), divided by the ranks of this node that share them when the launcher did not bind ranks.
   int default_threads() const;
   // Collective: every rank passes its error ("" when it has none). When any rank has one, every
-  // rank throws: rank 0 an Error naming the lowest failing rank's message (printed by the CLI), the
-  // others a ReportedError. Ranks that fail in the same way report one line, not one per rank.
+  // rank throws TeamError with the lowest failing rank's message ("rank R: " before it when R > 0).
+  // Ranks that fail in the same way report one line, not one per rank. In one process: throws
+  // TeamError when `error` is not empty.
   void agree(const std::string& error) const;
+  // The same, giving up after `seconds` when some rank does not join (it is busy elsewhere: the
+  // error was this rank's alone); returns false then, having thrown nothing.
+  bool agree_within(const std::string& error, double seconds) const;
   // Collective: returns when every rank has called it (waiting without spinning a core).
   void barrier() const;
 

@@ -28,8 +28,8 @@ using UnitWork = std::function<std::string(int unit)>;
 
 // Collective over Team::world(): every rank calls it with the same plan. Returns, on rank 0, every
 // unit's result in unit order; on the other ranks, an empty vector. A unit that throws ends the
-// call on every rank after the units in flight finish: rank 0 throws kvo::Error
-// "rank R, <unit name>: <what>", the others ReportedError.
+// call on every rank after the units in flight finish: every rank throws TeamError
+// "rank R, <unit name>: <what>" (team.hpp), which rank 0 alone prints.
 std::vector<std::string> run_units(const UnitPlan& plan, const UnitWork& work, const UnitRunOptions& options);
 
 }  // namespace kvo::dist
