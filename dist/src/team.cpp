@@ -16,6 +16,7 @@ namespace kvo::dist {
 namespace {
 
 Team g_world;
+#ifdef KVO_WITH_MPI
 bool g_mpi_active = false;
 
 bool launched_by_mpi() {
@@ -25,6 +26,7 @@ bool launched_by_mpi() {
     if (std::getenv(var)) return true;
   return false;
 }
+#endif
 
 int affinity_cpus() {
   cpu_set_t set;
