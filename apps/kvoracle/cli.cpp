@@ -28,6 +28,7 @@ Cli::Cli() {
   reg(add_oracle);
   reg(add_verify);
   reg(add_policies);
+  reg(add_presses);
   reg(add_record);
   reg(add_generate);
   reg(add_perplexity);

@@ -15,6 +15,7 @@
 #include "kvo/core/trace_io.hpp"
 #include "kvo/oracle/static_oracle.hpp"
 #include "options.hpp"
+#include "press_options.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
@@ -126,6 +127,8 @@ Runner add_oracle(CLI::App& app, const Global& g) {
     std::string trace, out, checkpoint;
     int every = 1;
     long long node_limit = 200000;
+    int prefill = 0;
+    PressArgs press;
   };
   auto a = std::make_shared<Args>();
   a->run.objective = "dense-acc";  // the static objective; also the greedy policy's under --offline
@@ -146,9 +149,19 @@ Runner add_oracle(CLI::App& app, const Global& g) {
   cmd->add_option("--json", a->json, "--offline: write per-head results as JSON");
   cmd->add_option("--checkpoint", a->checkpoint,
                   "--offline: store each finished head in this directory; a rerun with the same arguments resumes");
+  cmd->add_option("--prefill", a->prefill,
+                  "prompt length P: the exact optimum of compressing the prompt once to k keys per KV head (the "
+                  "following queries' retained mass) and kvpress's presses against it")
+      ->check(CLI::PositiveNumber);
+  add_press_options(cmd, a->press);
   // --objective (dense-acc, mass or fl here), --h and --window set the static objective.
   add_run_options(cmd, a->run);
   return [a, &g, cmd] {
+    if (a->prefill > 0) {
+      require(!a->offline && a->checkpoint.empty() && a->out.empty(),
+              "--prefill takes --json for its records; it does not combine with --offline, --checkpoint or --out");
+      return run_prefill_oracle({a->trace, a->json, a->prefill, a->run.layers, a->press}, g);
+    }
     if (a->offline) return run_offline(*a, g, cmd);
     require(a->checkpoint.empty(), "--checkpoint needs --offline (the static oracle is not resumable)");
     if (!dist::Team::world().root()) return 0;  // the static oracle runs on rank 0

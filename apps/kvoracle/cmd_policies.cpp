@@ -3,6 +3,7 @@
 
 #include "commands.hpp"
 #include "kvo/core/policy_registry.hpp"
+#include "kvo/core/press.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
@@ -20,6 +21,18 @@ Runner add_policies(CLI::App& app, const Global&) {
       t.row({std::string(p.name), yes(tr.nested), dense, yes(tr.decoder), yes(tr.scorer != ScorerVariant::None),
              yes(tr.seeded), std::string(p.reads), std::string(p.summary)});
     }
+    t.print(std::cout);
+    return 0;
+  };
+}
+
+Runner add_presses(CLI::App& app, const Global&) {
+  app.add_subcommand("presses", "list kvpress's presses that kvoracle computes (oracle --prefill)");
+  return [] {
+    Table t({"press", "kvpress class", "values", "reads", "score"});
+    for (const auto& p : press_table())
+      t.row({std::string(p.name), std::string(p.kvpress_class), p.needs_values ? "yes" : "-", std::string(p.reads),
+             std::string(p.score)});
     t.print(std::cout);
     return 0;
   };

@@ -16,6 +16,7 @@ Runner add_replay(CLI::App& app, const Global& g);
 Runner add_oracle(CLI::App& app, const Global& g);
 Runner add_verify(CLI::App& app, const Global& g);
 Runner add_policies(CLI::App& app, const Global& g);
+Runner add_presses(CLI::App& app, const Global& g);
 Runner add_record(CLI::App& app, const Global& g);
 Runner add_generate(CLI::App& app, const Global& g);
 Runner add_perplexity(CLI::App& app, const Global& g);

@@ -3,7 +3,8 @@
 The C++ library through pybind11 on numpy arrays: trace I/O (``read_trace``, ``write_trace``,
 ``Trace.from_arrays``), ``policies``, ``replay``, the oracles (``topk_optimum``,
 ``facility_location_optimum``, ``greedy_facility_location``, ``offline_optimum``), the claim
-checks (``verify``), the greedy scorer's CPU twin (``score``) and the decoder-facing ``KvEvictionManager``. ``kvoracle.hf`` brings
+checks (``verify``), the greedy scorer's CPU twin (``score``), kvpress's presses (``run_press``,
+``press_names``) with the exact ``prefill_optimum``, and the decoder-facing ``KvEvictionManager``. ``kvoracle.hf`` brings
 Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` of ``generate``
 (docs/python.md).
 """
@@ -15,6 +16,9 @@ from ._core import (  # noqa: F401
     facility_location_optimum,
     greedy_facility_location,
     policies,
+    prefill_optimum,
+    press_names,
+    run_press,
     read_trace,
     replay,
     score,

@@ -14,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
   bind_oracles(m);
   bind_checks(m);
   bind_manager(m);
+  bind_presses(m);
 }

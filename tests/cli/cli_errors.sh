@@ -46,6 +46,11 @@ expect_error "fractions of n" verify "$dir/ok.safetensors" --sweep 0.1,12
 expect_error "unknown concave" verify "$dir/ok.safetensors" --h cube
 expect_error "not in the trace" replay "$dir/ok.safetensors" --layers 7 --out "$dir/out.jsonl"
 expect_error "larger than the sequence" oracle "$dir/ok.safetensors" --budget 1000 --out "$dir/out.jsonl"
+expect_error "unknown press 'h2o'" oracle "$dir/ok.safetensors" --prefill 32 --presses h2o --json "$dir/out.jsonl"
+expect_error "--prefill must be in \[1, 63\]" oracle "$dir/ok.safetensors" --prefill 64 --json "$dir/out.jsonl"
+expect_error "outside \[0, 1)" oracle "$dir/ok.safetensors" --prefill 32 --compression-ratio 1 --json "$dir/out.jsonl"
+expect_error "must be longer than window_size (64)" oracle "$dir/ok.safetensors" --prefill 32 --presses snapkv --json "$dir/out.jsonl"
+expect_error "does not combine with --offline" oracle "$dir/ok.safetensors" --prefill 32 --offline
 expect_error "larger than the sequence" verify "$dir/ok.safetensors" --budget 1000
 expect_error "cannot write" synth --out "$dir/no/such/dir/x.safetensors"
 expect_error "unknown GQA mode" replay "$dir/ok.safetensors" --gqa sideways --out "$dir/out.jsonl"

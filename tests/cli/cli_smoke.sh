@@ -14,6 +14,11 @@ grep -q "^device: " "$dir/s.txt"
 # OPT_dyn's ordering is checked on a decode-only run (--prompt-len 0) and reported unchecked otherwise.
 "$K" -q oracle --offline "$dir/t.safetensors" --budget 12 --prompt-len 0 --json "$dir/d.json" | grep -q "0 violations"
 "$K" -q oracle --offline "$dir/t.safetensors" --budget 12 | grep -q "not checked: holds 13 > k tokens at step 12"
+# the prefill optimum and every press against it: no press above the optimum
+"$K" -q oracle "$dir/t.safetensors" --prefill 40 --window-size 8 --lag-size 8 --compression-ratio 0.5,0.8 \
+  --json "$dir/p.json" | grep -q "lagkv"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"records\"]; assert len(r) == 10 * 2 * 2, len(r); assert all(x[\"value\"] <= x[\"optimum\"] * (1 + 1e-12) for x in r)" "$dir/p.json"
+"$K" presses | grep -q "ObservedAttentionPress"
 "$K" -q verify "$dir/t.safetensors" --budget 0.25 --json "$dir/v.json" --plot "$dir/v.svg" --report "$dir/rep" \
   --sweep 0.1,0.3 --loss-random 2
 grep -q "<polyline" "$dir/v.svg"

@@ -1,0 +1,32 @@
+// kvpress's presses on the command line: the press list, compression ratios and press parameters
+// (kvpress's names and defaults), and `kvoracle oracle --prefill P`, which measures each press
+// against the exact prefill optimum.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "kvo/core/press.hpp"
+
+namespace kvo::cli {
+
+struct PressArgs {
+  std::string presses = "all";
+  std::vector<double> ratios = {0.5, 0.8, 0.9};
+  PressOptions defaults;  // window_size, kernel_size, beta, n_sink, lag_size, local_window_size, seed
+
+  // Every press at every compression ratio (kvo::Error for an unknown press or a ratio outside [0, 1)).
+  std::vector<PressOptions> build() const;
+};
+void add_press_options(CLI::App* cmd, PressArgs& a);
+
+struct PrefillArgs {
+  std::string trace, json;
+  int prompt_len = 0;
+  std::vector<int> layers;
+  PressArgs press;
+};
+int run_prefill_oracle(const PrefillArgs& a, const Global& g);
+
+}  // namespace kvo::cli

@@ -1,0 +1,71 @@
+// kvoracle._core: kvpress's presses computed by kvoracle (scores and kept sets) and the exact
+// prefill optimum, on a Trace.
+#include "bindings_support.hpp"
+#include "kvo/core/press.hpp"
+#include "kvo/oracle/prefill_oracle.hpp"
+
+namespace kvo::python {
+
+void bind_presses(py::module_& m) {
+  m.def(
+      "press_names",
+      [] {
+        py::list out;
+        for (const PressEntry& e : press_table())
+          out.append(py::make_tuple(std::string(e.name), std::string(e.kvpress_class)));
+        return out;
+      },
+      "(registry key, kvpress class) of every press kvoracle computes");
+  m.def(
+      "run_press",
+      [](const Trace& tr, int layer, int prompt_len, const std::string& press, double compression_ratio,
+         int window_size, int kernel_size, int beta, int n_sink, int lag_size, int local_window_size,
+         std::uint64_t seed) {
+        PressOptions o;
+        o.id = parse_press(press);
+        o.compression_ratio = compression_ratio;
+        o.window_size = window_size;
+        o.kernel_size = kernel_size;
+        o.beta = beta;
+        o.n_sink = n_sink;
+        o.lag_size = lag_size;
+        o.local_window_size = local_window_size;
+        o.seed = seed;
+        PressResult r;
+        {
+          py::gil_scoped_release release;
+          r = run_press(press_layer_of(tr, layer, prompt_len), o);
+        }
+        const py::ssize_t heads = static_cast<py::ssize_t>(r.scores.size());
+        py::array_t<double> scores({heads, static_cast<py::ssize_t>(prompt_len)});
+        for (py::ssize_t h = 0; h < heads; ++h)
+          std::copy(r.scores[static_cast<size_t>(h)].begin(), r.scores[static_cast<size_t>(h)].end(),
+                    scores.mutable_data(h, 0));
+        py::list kept;
+        for (const auto& k : r.kept) kept.append(to_array(k));
+        return py::dict(py::arg("scores") = scores, py::arg("kept") = kept, py::arg("n_kept") = r.n_kept);
+      },
+      py::arg("trace"), py::arg("layer"), py::arg("prompt_len"), py::arg("press"), py::arg("compression_ratio") = 0.5,
+      py::arg("window_size") = 64, py::arg("kernel_size") = 5, py::arg("beta") = 20, py::arg("n_sink") = 4,
+      py::arg("lag_size") = 128, py::arg("local_window_size") = 16, py::arg("seed") = 0,
+      "a kvpress press on one layer of the trace's first prompt_len tokens: scores [H_kv, P] and kept positions");
+  m.def(
+      "prefill_optimum",
+      [](const Trace& tr, int layer, int kv_head, int prompt_len, int k) {
+        PrefillUnit u;
+        PrefillOptimum o;
+        {
+          py::gil_scoped_release release;
+          u = prefill_unit(tr, layer, kv_head, prompt_len);
+          o = solve_prefill(u, k);
+        }
+        return py::dict(
+            py::arg("set") = to_array(o.set), py::arg("value") = o.value, py::arg("upper") = o.upper,
+            py::arg("weights") = py::array_t<double>(static_cast<py::ssize_t>(u.weight.size()), u.weight.data()),
+            py::arg("prompt_mass") = u.prompt_mass, py::arg("decoded_mass") = u.decoded_mass);
+      },
+      py::arg("trace"), py::arg("layer"), py::arg("kv_head"), py::arg("prompt_len"), py::arg("k"),
+      "the k prompt keys of one (layer, KV head) that keep the most attention mass of the queries after the prompt");
+}
+
+}  // namespace kvo::python
