@@ -1,5 +1,6 @@
-// Static exact oracles: branch and bound on facility location (target: n = 80, k = 10 under 1 s),
-// brute force, and top-k.
+// Exact oracles: branch and bound on facility location (target: n = 80, k = 10 under 1 s), brute
+// force, top-k, the offline optimum, and the prefill optimum with kvpress's presses (issue 19;
+// compare with attention/dense of checks_bench on the same trace).
 #include <benchmark/benchmark.h>
 
 #include <map>
@@ -8,6 +9,8 @@
 #include "bench_inputs.hpp"
 #include "kvo/core/facility_location.hpp"
 #include "kvo/core/modular_concave.hpp"
+#include "kvo/core/press.hpp"
+#include "kvo/oracle/prefill_oracle.hpp"
 #include "kvo/oracle/static_oracle.hpp"
 
 using namespace kvo;
@@ -93,3 +96,35 @@ void offline_sizes(benchmark::internal::Benchmark* b, int largest) {
 BENCHMARK(BM_Offline<solve_offline>)->Name("offline/assignment")->Apply([](auto* b) { offline_sizes(b, 8192); });
 BENCHMARK(BM_Offline<solve_offline_ssp>)->Name("offline/ssp")->Apply([](auto* b) { offline_sizes(b, 2048); });
 BENCHMARK(BM_Offline<solve_offline_bgl>)->Name("offline/bgl")->Apply([](auto* b) { offline_sizes(b, 512); });
+
+namespace {
+
+// The prefill optimum of one head: prompt n/2, the n/2 queries after it, k = 10% of the prompt.
+void BM_PrefillOptimum(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const Trace& tr = bench::trace(n, 64);
+  for (auto _ : st) benchmark::DoNotOptimize(solve_prefill(prefill_unit(tr, 0, 0, n / 2), n / 20).value);
+}
+
+// One press on one head's prompt of n tokens at compression ratio 0.8.
+void BM_Press(benchmark::State& st, PressId id) {
+  const int n = static_cast<int>(st.range(0));
+  const Trace& tr = bench::trace(n, 64);
+  PressOptions o;
+  o.id = id;
+  o.compression_ratio = 0.8;
+  for (auto _ : st) benchmark::DoNotOptimize(run_press(press_layer_of(tr, 0, n), o).n_kept);
+}
+
+const bool kPressBenches = [] {
+  for (const PressEntry& e : press_table())
+    benchmark::RegisterBenchmark(("press/" + std::string(e.name)).c_str(), BM_Press, e.id)
+        ->Arg(1024)
+        ->Arg(4096)
+        ->Unit(benchmark::kMillisecond);
+  return true;
+}();
+
+}  // namespace
+
+BENCHMARK(BM_PrefillOptimum)->Name("prefill/optimum")->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);

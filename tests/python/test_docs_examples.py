@@ -113,8 +113,27 @@ def test_trace_format_md_transformers_example(tmp_path, hf_smollm2, model_path):
     assert scope["meta"]["rope_layout"] == "half-split"
 
 
+@pytest.mark.transformers
+def test_presses_md_kvpress_example(hf_smollm2, kvoracle, tmp_path):
+    """KvoraclePress inside kvpress's hook and compare_presses, on 256 tokens of the Apache text."""
+    import torch
+    from transformers import DynamicCache
+
+    from kvoracle import read_trace
+
+    path = tmp_path / "ids.safetensors"
+    subprocess.run([kvoracle, "-q", "record", "--text", "/usr/share/common-licenses/Apache-2.0", "--tokens", "256",
+                    "--layers", "0", "--out", str(path)], check=True)
+    ids = torch.tensor(np.asarray(read_trace(str(path)).tokens), dtype=torch.long)[None]
+    scope = {"model": hf_smollm2, "input_ids": ids, "cache": DynamicCache()}
+    exec(blocks("presses.md", "python")[0], scope)  # noqa: S102
+    assert scope["cache"].layers[0].keys.shape[2] == 51  # int(256 * 0.2)
+    rows = scope["result"]["rows"]
+    assert {r["press"] for r in rows} >= {"snapkv", "h2o", "optimum"}
+
+
 def test_every_python_block_of_docs_is_run_here():
     """A new ```python block anywhere in docs/ must get a test above (and this count updated)."""
     pages = sorted(p for p in os.listdir(os.path.join(ROOT, "docs")) if p.endswith(".md"))
     counts = {p: len(blocks(p, "python")) for p in pages}
-    assert {p: c for p, c in counts.items() if c} == {"python.md": 3, "trace-format.md": 2}
+    assert {p: c for p, c in counts.items() if c} == {"python.md": 3, "trace-format.md": 2, "presses.md": 1}

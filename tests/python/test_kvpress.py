@@ -89,3 +89,44 @@ def test_press_keeps_what_kvpress_keeps(hf_smollm2, prompt, name, ratio):
     if name not in ("knorm", "lagkv"):  # the two with fp32 ties on this text (docs/presses.md)
         assert exact == units, (name, ratio, near_ties)
     assert rank_swaps <= 0.01 * units * P
+
+
+def test_kvoracle_press_runs_in_kvpress_pipeline(hf_smollm2, model_path):
+    """KvoraclePress through kvpress's own pipeline: computing kvpress's SnapKV itself it answers
+    exactly as SnapKVPress; kvoracle's h2o and tova run as presses too."""
+    import os
+
+    from transformers import AutoTokenizer, pipeline
+
+    from kvoracle.hf import KvoraclePress
+
+    tok = AutoTokenizer.from_pretrained(os.path.dirname(model_path), gguf_file=os.path.basename(model_path))
+    pipe = pipeline("kv-press-text-generation", model=hf_smollm2, tokenizer=tok)
+    context = open(APACHE).read()[:2500]
+    ask = {"question": "Which license is this?", "max_new_tokens": 12}
+    theirs = pipe(context, press=kvpress.SnapKVPress(compression_ratio=0.7), **ask)["answer"]
+    ours = pipe(context, press=KvoraclePress(compression_ratio=0.7, policy="snapkv"), **ask)["answer"]
+    assert ours == theirs and ours.strip()
+    for policy in ("h2o", "tova"):
+        assert pipe(context, press=KvoraclePress(compression_ratio=0.7, policy=policy), **ask)["answer"].strip()
+    with pytest.raises(kvo.KvoError, match="unknown policy 'lru'"):
+        KvoraclePress(compression_ratio=0.5, policy="lru")
+    with pytest.raises(kvo.KvoError, match="needs trace="):
+        KvoraclePress(compression_ratio=0.5, policy="optimum")
+
+
+def test_compare_presses_puts_the_optimum_on_top_of_the_mass(hf_smollm2, prompt):
+    from kvoracle.hf import compare_presses
+
+    ids, _ = prompt
+    r = compare_presses(hf_smollm2, ids[0, :160], 128, presses=["snapkv", "pyramidkv", "knorm"], ratios=(0.5, 0.8))
+    rows = {(x["press"], x["compression_ratio"]): x for x in r["rows"]}
+    assert set(p for p, _ in rows) == {"snapkv", "pyramidkv", "knorm", "h2o", "optimum"} and len(rows) == 10
+    for (press, ratio), x in rows.items():
+        assert 0 < x["mass_fraction"] <= 1 + 1e-9 and x["worst_fraction"] <= x["mass_fraction"] + 1e-12
+        assert np.isfinite(x["nll"]) and x["mean_kl"] >= 0
+    for ratio in (0.5, 0.8):
+        assert rows[("optimum", ratio)]["mass_fraction"] == pytest.approx(1.0)
+        assert rows[("knorm", ratio)]["mass_fraction"] < 1
+    # compressing less never keeps less of the optimum's mass share
+    assert rows[("optimum", 0.5)]["prompt_share"] >= rows[("optimum", 0.8)]["prompt_share"]

@@ -5,12 +5,16 @@
 - ``EvictingCache(model, policy, budget)``: a transformers Cache that evicts with a kvoracle policy
   inside ``model.generate``.
 - ``EvictionPress``: the numpy adapter for a hand-written generation loop (no torch needed).
+- ``KvoraclePress``: any kvoracle policy, press or the prefill optimum as a kvpress press.
+- ``compare_presses``: presses against the prefill optimum: retained mass and continuation NLL/KL.
 
-``record_trace`` and ``EvictingCache`` import torch and transformers when first used.
+``record_trace``, ``EvictingCache`` and ``compare_presses`` import torch and transformers when first
+used; ``KvoraclePress`` imports kvpress.
 """
 from .press import EvictionPress  # noqa: F401
 
-_LAZY = {"record_trace": ".record", "EvictingCache": ".cache", "route": ".attention"}
+_LAZY = {"record_trace": ".record", "EvictingCache": ".cache", "route": ".attention",
+         "KvoraclePress": ".kvpress_press", "compare_presses": ".press_compare"}
 
 
 def __getattr__(name):
