@@ -55,6 +55,9 @@ void add_press_options(CLI::App* cmd, PressArgs& a) {
   cmd->add_option("--local-window-size", a.defaults.local_window_size, "cur: local normalisation window")
       ->capture_default_str()
       ->group(group);
+  cmd->add_option("--chunk-size", a.defaults.chunk_size, "non_causal_attn: tile of the non-causal attention")
+      ->capture_default_str()
+      ->group(group);
   cmd->add_option("--press-seed", a.defaults.seed, "random: torch.manual_seed of RandomPress(seed=...)")
       ->capture_default_str()
       ->group(group);

@@ -42,6 +42,10 @@ constexpr std::array<PressEntry, kPressCount> kPresses = {{
     {CUR, "cur", "CURPress",
      "|k|^2 |v|^2, each normalised within local windows (CurDKV's local leverage approximation); sinks forced",
      "n_sink (num_sinks), local_window_size", true},
+    {NonCausalAttention, "non_causal_attn", "NonCausalAttnPress",
+     "column sums of a non-causal attention within chunk_size tiles (unscaled q.k), mean over the group, times "
+     "|v|, pooled over 3 keys, z-scored",
+     "chunk_size", true},
     {Random, "random", "RandomPress", "torch.rand with torch.manual_seed(seed) on the CPU", "seed", false},
 }};
 
@@ -169,7 +173,8 @@ PressResult run_press(const PressLayer& at, const PressOptions& o) {
           who + "layer " + std::to_string(at.layer) + " of the trace holds neither q/k nor attention");
   require(!e.needs_values || tr.has_values(at.layer),
           who + "needs values; layer " + std::to_string(at.layer) + " of the trace has none (record with values)");
-  require((o.id != Knorm && o.id != KeyDiff && o.id != LagKV && o.id != CUR) || tr.has_qk(at.layer),
+  require((o.id != Knorm && o.id != KeyDiff && o.id != LagKV && o.id != CUR && o.id != NonCausalAttention) ||
+              tr.has_qk(at.layer),
           who + "reads keys; layer " + std::to_string(at.layer) + " of the trace holds attention only");
   PressResult r;
   r.scores = press_scores::compute(at, o);

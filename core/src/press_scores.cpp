@@ -250,6 +250,68 @@ Scores cur(const PressLayer& at, const PressOptions& o) {
   return out;
 }
 
+// NonCausalAttnPress: per query head, the prompt cut into tiles of chunk_size; within a tile every
+// query attends every key of the tile (softmax of the unscaled q.k). The last tile is padded with
+// zero rows as kvpress pads it: padded queries score 0 against every key, padded keys -1e-9 (not
+// -inf), so they still take their share. Column sums, mean over the group, times |v|,
+// avg_pool1d(3, padding 1), z-scored over the whole layer (unbiased std, clamped at 1e-6).
+Scores non_causal_attn(const PressLayer& at, const PressOptions& o) {
+  const Trace& tr = *at.trace;
+  const int P = at.prompt_len, cs = o.chunk_size, g = tr.group_size(), d = tr.head_dim;
+  require(cs >= 1, "press non_causal_attn: chunk_size must be >= 1");
+  const int padded = (P + cs - 1) / cs * cs, pad = padded - P;
+  const int last_start = pad > 0 ? P / cs * cs : (P - 1) / cs * cs;
+  Scores out(static_cast<size_t>(tr.n_kv_heads), std::vector<double>(static_cast<size_t>(P), 0.0));
+  std::vector<double> dots(static_cast<size_t>(cs)), row(static_cast<size_t>(cs));
+  for (int kv = 0; kv < tr.n_kv_heads; ++kv) {
+    for (int h = kv * g; h < (kv + 1) * g; ++h) {
+      const float* q = tr.q[at.layer].data() + static_cast<size_t>(h) * tr.n_tokens * d;
+      const float* k = tr.k[at.layer].data() + static_cast<size_t>(kv) * tr.n_tokens * d;
+      std::vector<double> col(static_cast<size_t>(padded), 0.0);
+      for (int start = 0; start < padded; start += cs) {
+        const bool last = start == last_start;
+        for (int i = start; i < start + cs; ++i) {
+          for (int j = start; j < start + cs; ++j) {
+            double dot = 0.0;
+            if (i < P && j < P)
+              for (int x = 0; x < d; ++x)
+                dot += static_cast<double>(q[static_cast<size_t>(i) * d + x]) * k[static_cast<size_t>(j) * d + x];
+            if (last && j >= P) dot = -1e-9;  // key_mask
+            dots[static_cast<size_t>(j - start)] = dot;
+          }
+          softmax(dots, row);
+          for (int j = start; j < start + cs; ++j) col[static_cast<size_t>(j)] += row[static_cast<size_t>(j - start)];
+        }
+      }
+      for (int j = 0; j < P; ++j)
+        out[static_cast<size_t>(kv)][static_cast<size_t>(j)] += col[static_cast<size_t>(j)] / g;
+    }
+    for (int j = 0; j < P; ++j) {
+      const std::vector<double> v = kv_row(tr.v[at.layer], tr, kv, j);
+      out[static_cast<size_t>(kv)][static_cast<size_t>(j)] *= std::sqrt(norm2(v));
+    }
+    std::vector<double> pooled(static_cast<size_t>(P));
+    for (int j = 0; j < P; ++j) {
+      double s = 0.0;
+      for (int u = std::max(0, j - 1); u <= std::min(P - 1, j + 1); ++u)
+        s += out[static_cast<size_t>(kv)][static_cast<size_t>(u)];
+      pooled[static_cast<size_t>(j)] = s / 3;
+    }
+    out[static_cast<size_t>(kv)] = std::move(pooled);
+  }
+  double sum = 0.0, count = 0.0;
+  for (const auto& s : out)
+    for (double x : s) sum += x, count += 1;
+  const double mean = sum / count;
+  double ss = 0.0;
+  for (const auto& s : out)
+    for (double x : s) ss += (x - mean) * (x - mean);
+  const double sd = std::max(count > 1 ? std::sqrt(ss / (count - 1)) : 0.0, 1e-6);
+  for (auto& s : out)
+    for (double& x : s) x = (x - mean) / sd;
+  return out;
+}
+
 // RandomPress(seed): torch.rand(b, H_kv, n) after manual_seed(seed), one generator per call.
 Scores random_scores(const PressLayer& at, const PressOptions& o) {
   const Trace& tr = *at.trace;
@@ -283,6 +345,8 @@ std::vector<std::vector<double>> compute(const PressLayer& at, const PressOption
       return lagkv(at, o);
     case PressId::CUR:
       return cur(at, o);
+    case PressId::NonCausalAttention:
+      return non_causal_attn(at, o);
     case PressId::Random:
       return random_scores(at, o);
     case PressId::Count:

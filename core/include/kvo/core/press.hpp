@@ -24,6 +24,7 @@ enum class PressId : int {
   StreamingLLM,
   LagKV,
   CUR,
+  NonCausalAttention,
   Random,
   Count
 };
@@ -48,6 +49,7 @@ struct PressOptions {
   int n_sink = 4;                  // streaming_llm, lagkv, cur (num_sinks): first tokens kept
   int lag_size = 128;              // lagkv: partition length
   int local_window_size = 16;      // cur: the local normalisation window
+  int chunk_size = 256;            // non_causal_attn: the tiles of the non-causal attention
   std::uint64_t seed = 0;          // random: torch.manual_seed of kvpress's RandomPress(seed=...)
 };
 
