@@ -61,3 +61,4 @@ def hf_smollm2(model_path):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "transformers: runs a Hugging Face transformers model (kvoracle.hf)")
+    config.addinivalue_line("markers", "kvpress: runs kvpress's presses on the real model (ctest python_kvpress)")

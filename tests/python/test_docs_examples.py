@@ -114,6 +114,7 @@ def test_trace_format_md_transformers_example(tmp_path, hf_smollm2, model_path):
 
 
 @pytest.mark.transformers
+@pytest.mark.kvpress
 def test_presses_md_kvpress_example(hf_smollm2, kvoracle, tmp_path):
     """KvoraclePress inside kvpress's hook and compare_presses, on 256 tokens of the Apache text."""
     import torch

@@ -11,7 +11,7 @@ from kvoracle.hf import record_trace
 kvpress = pytest.importorskip("kvpress", reason="kvpress is installed by scripts/setup-deps")
 from transformers import DynamicCache  # noqa: E402
 
-pytestmark = pytest.mark.transformers
+pytestmark = [pytest.mark.transformers, pytest.mark.kvpress]
 
 APACHE = "/usr/share/common-licenses/Apache-2.0"
 P = 512
