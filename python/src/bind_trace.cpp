@@ -13,7 +13,7 @@ void bind_trace(py::module_& m) {
       .def_readonly("head_dim", &Trace::head_dim)
       .def_readonly("attn_scale", &Trace::attn_scale)
       .def_readonly("prompt_len", &Trace::prompt_len)
-      .def_readonly("metadata", &Trace::metadata)
+      .def_readwrite("metadata", &Trace::metadata)
       .def_readonly("tokens", &Trace::tokens)
       .def(
           "q", [](const Trace& t, int l) { return layer_tensor(t.q, l, t.n_heads, t.n_tokens, t.head_dim); },

@@ -131,3 +131,16 @@ def test_compare_presses_puts_the_optimum_on_top_of_the_mass(hf_smollm2, prompt)
         assert rows[("knorm", ratio)]["mass_fraction"] < 1
     # compressing less never keeps less of the optimum's mass share
     assert rows[("optimum", 0.5)]["prompt_share"] >= rows[("optimum", 0.8)]["prompt_share"]
+
+
+def test_kvoracle_pyramidkv_keeps_kvpress_layer_budgets(hf_smollm2, prompt):
+    from kvoracle.hf import KvoraclePress
+
+    ids, trace = prompt
+    lengths = []
+    for press in (kvpress.PyramidKVPress(compression_ratio=0.5), KvoraclePress(compression_ratio=0.5, policy="pyramidkv")):
+        cache = DynamicCache()
+        with torch.no_grad(), press(hf_smollm2):
+            hf_smollm2(ids, past_key_values=cache)
+        lengths.append([cache.layers[layer].keys.shape[2] for layer in range(trace.n_layers)])
+    assert lengths[0] == lengths[1] and lengths[0][0] > lengths[0][-1]  # 448 falling to 64

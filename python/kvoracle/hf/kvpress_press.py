@@ -64,6 +64,8 @@ class KvoraclePress(BasePress):
         q = q * cos[:, -P:].unsqueeze(1) + rotate_half(q) * sin[:, -P:].unsqueeze(1)
         arrays = [[t[0].detach().float().cpu().numpy()] for t in (q, keys, values)]
         one = _core.Trace.from_arrays(*arrays, attn_scale=float(module.scaling), prompt_len=P)
+        # The model layer this one is (pyramidkv's budget falls with it).
+        one.metadata = {"model_layers": str(layer), "model_n_layers": str(module.config.num_hidden_layers)}
         if self.policy in {name for name, _ in _core.press_names()}:
             return np.stack(_core.run_press(one, 0, P, self.policy, compression_ratio=self.compression_ratio,
                                             **self.options)["kept"])
