@@ -80,6 +80,16 @@ void softmax(std::span<const double> logits, std::span<double> out) {
   for (double& x : out) x /= s;
 }
 
+void prefix_attention(const HeadView& head, int i, std::vector<int>& keys, std::vector<double>& logits,
+                      std::vector<double>& probs) {
+  keys.resize(static_cast<size_t>(i) + 1);
+  std::iota(keys.begin(), keys.end(), 0);
+  logits.resize(keys.size());
+  probs.resize(keys.size());
+  head.logits(i, keys, logits);
+  softmax(logits, probs);
+}
+
 Eigen::MatrixXd dense_attention(const HeadView& head) {
   const int n = head.n();
   Eigen::MatrixXd a = Eigen::MatrixXd::Zero(n, n);

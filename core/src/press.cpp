@@ -12,56 +12,6 @@
 namespace kvo {
 namespace {
 
-using enum PressId;
-
-constexpr std::array<PressEntry, kPressCount> kPresses = {{
-    {ObservedAttention, "observed_attention", "ObservedAttentionPress",
-     "attention a key received from the prompt's queries / the number of queries that saw it, mean over the "
-     "KV head's query group (H2O's accumulated score, normalised)",
-     "", false},
-    {Tova, "tova", "TOVAPress",
-     "the last prompt query's attention, mean over every query head of the layer (one set for all KV heads); "
-     "the last token forced",
-     "", false},
-    {SnapKV, "snapkv", "SnapKVPress",
-     "attention of the last window_size queries (mean), average-pooled over kernel_size keys, mean over the "
-     "group; the window forced",
-     "window_size, kernel_size", false},
-    {PyramidKV, "pyramidkv", "PyramidKVPress",
-     "SnapKV's score with a per-layer budget falling linearly from the first layer to the last (beta)",
-     "window_size, kernel_size, beta", false},
-    {Knorm, "knorm", "KnormPress", "minus the key's L2 norm", "", false},
-    {KeyDiff, "keydiff", "KeyDiffPress", "minus the cosine similarity of the key to the mean normalised key", "",
-     false},
-    {StreamingLLM, "streaming_llm", "StreamingLLMPress", "the first n_sink tokens and the most recent ones", "n_sink",
-     false},
-    {LagKV, "lagkv", "LagKVPress",
-     "rank within its lag_size partition of the spread (std) of its key and value, min-max normalised by the "
-     "next partition; sinks and the last partitions forced",
-     "n_sink, lag_size", true},
-    {CUR, "cur", "CURPress",
-     "|k|^2 |v|^2, each normalised within local windows (CurDKV's local leverage approximation); sinks forced",
-     "n_sink (num_sinks), local_window_size", true},
-    {NonCausalAttention, "non_causal_attn", "NonCausalAttnPress",
-     "column sums of a non-causal attention within chunk_size tiles (unscaled q.k), mean over the group, times "
-     "|v|, pooled over 3 keys, z-scored",
-     "chunk_size", true},
-    {Random, "random", "RandomPress", "torch.rand with torch.manual_seed(seed) on the CPU", "seed", false},
-}};
-
-constexpr bool table_in_id_order() {
-  for (std::size_t i = 0; i < kPresses.size(); ++i)
-    if (static_cast<std::size_t>(kPresses[i].id) != i) return false;
-  return true;
-}
-static_assert(table_in_id_order(), "press table must list every PressId once, in enum order");
-
-std::string known_presses() {
-  std::string s;
-  for (const PressEntry& e : kPresses) s += (s.empty() ? "" : ", ") + std::string(e.name);
-  return s;
-}
-
 // Positions of the k highest scores, ascending; equal scores keep the earlier position.
 std::vector<int> top_k(const std::vector<double>& scores, int k) {
   std::vector<int> order(scores.size());
@@ -90,39 +40,6 @@ int pyramid_layer_budget(const PressLayer& at, const PressOptions& o) {
 }
 
 }  // namespace
-
-std::span<const PressEntry> press_table() { return kPresses; }
-
-const PressEntry& press_entry(PressId id) {
-  require(id >= PressId::ObservedAttention && id < PressId::Count, "press id out of range (a kvoracle bug)");
-  return kPresses[static_cast<std::size_t>(id)];
-}
-
-PressId parse_press(std::string_view name) {
-  for (const PressEntry& e : kPresses)
-    if (name == e.name || name == e.kvpress_class) return e.id;
-  throw Error("unknown press '" + std::string(name) + "' (known: " + known_presses() + ")");
-}
-
-std::vector<PressId> parse_press_list(std::string_view names) {
-  std::vector<PressId> out;
-  if (names == "all") {
-    for (const PressEntry& e : kPresses) out.push_back(e.id);
-    return out;
-  }
-  std::size_t start = 0;
-  while (start <= names.size()) {
-    const std::size_t comma = std::min(names.find(',', start), names.size());
-    const std::string_view item = names.substr(start, comma - start);
-    require(!item.empty(), "empty press name in '" + std::string(names) + "'");
-    const PressId id = parse_press(item);
-    require(std::find(out.begin(), out.end(), id) == out.end(), "press '" + std::string(item) + "' listed twice");
-    out.push_back(id);
-    start = comma + 1;
-  }
-  require(!out.empty(), "no press named");
-  return out;
-}
 
 int press_n_kept(int prompt_len, double compression_ratio) {
   if (compression_ratio >= 1.0) return 0;
@@ -173,12 +90,12 @@ PressResult run_press(const PressLayer& at, const PressOptions& o) {
           who + "layer " + std::to_string(at.layer) + " of the trace holds neither q/k nor attention");
   require(!e.needs_values || tr.has_values(at.layer),
           who + "needs values; layer " + std::to_string(at.layer) + " of the trace has none (record with values)");
-  require((o.id != Knorm && o.id != KeyDiff && o.id != LagKV && o.id != CUR && o.id != NonCausalAttention) ||
-              tr.has_qk(at.layer),
+  require(!e.needs_keys || tr.has_qk(at.layer),
           who + "reads keys; layer " + std::to_string(at.layer) + " of the trace holds attention only");
   PressResult r;
   r.scores = press_scores::compute(at, o);
-  r.n_kept = o.id == PyramidKV ? pyramid_layer_budget(at, o) : press_n_kept(at.prompt_len, o.compression_ratio);
+  r.n_kept =
+      o.id == PressId::PyramidKV ? pyramid_layer_budget(at, o) : press_n_kept(at.prompt_len, o.compression_ratio);
   if (o.compression_ratio == 0) r.n_kept = at.prompt_len;  // kvpress returns the cache untouched
   r.n_kept = std::min(r.n_kept, at.prompt_len);
   for (const auto& s : r.scores) r.kept.push_back(top_k(s, r.n_kept));

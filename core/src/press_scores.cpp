@@ -17,11 +17,9 @@ using Scores = std::vector<std::vector<double>>;
 
 // Row t of the causal attention over the prompt: a(t, j) for j <= t (softmax over keys 0..t).
 std::vector<double> attention_row(const HeadView& head, int t) {
-  std::vector<int> keys(static_cast<size_t>(t) + 1);
-  std::iota(keys.begin(), keys.end(), 0);
-  std::vector<double> logits(keys.size()), row(keys.size());
-  head.logits(t, keys, logits);
-  softmax(logits, row);
+  std::vector<int> keys;
+  std::vector<double> logits, row;
+  prefix_attention(head, t, keys, logits, row);
   return row;
 }
 

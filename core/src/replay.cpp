@@ -43,18 +43,6 @@ std::vector<Unit> make_units(const Trace& tr, const RunConfig& o) {
   return units;
 }
 
-// Logits of query i over the whole prefix [0, i] into row, and the dense probabilities of that
-// prefix into dense (uniform when every logit is -inf).
-void prefix_attention(const HeadView& hv, int i, std::vector<int>& keys, std::vector<double>& row,
-                      std::vector<double>& dense) {
-  keys.resize(static_cast<size_t>(i) + 1);
-  std::iota(keys.begin(), keys.end(), 0);
-  row.resize(keys.size());
-  dense.resize(keys.size());
-  hv.logits(i, keys, row);
-  softmax(row, dense);
-}
-
 void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint64_t seed,
               std::vector<HeadReplay>& out) {
   const int n = tr.n_tokens;

@@ -26,12 +26,7 @@ PrefillUnit prefill_unit(const Trace& tr, int layer, int kv_head, int prompt_len
   for (int h = kv_head * g; h < (kv_head + 1) * g; ++h) {
     const HeadView head(tr, layer, h);
     for (int t = prompt_len; t < tr.n_tokens; ++t) {
-      keys.resize(static_cast<size_t>(t) + 1);
-      std::iota(keys.begin(), keys.end(), 0);
-      logits.resize(keys.size());
-      row.resize(keys.size());
-      head.logits(t, keys, logits);
-      softmax(logits, row);
+      prefix_attention(head, t, keys, logits, row);
       for (int j = 0; j < prompt_len; ++j) u.weight[static_cast<size_t>(j)] += row[static_cast<size_t>(j)] / g;
       for (int j = prompt_len; j <= t; ++j) u.decoded_mass += row[static_cast<size_t>(j)] / g;
     }

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/policy_registry.hpp"
 #include "kvo/core/synth.hpp"
 
 using namespace kvo;
@@ -65,11 +66,13 @@ TEST(Press, NamesAreKvpressRegistryKeysOrClasses) {
   EXPECT_EQ(parse_press("ObservedAttentionPress"), PressId::ObservedAttention);
   EXPECT_EQ(parse_press_list("all").size(), kPressCount);
   EXPECT_EQ(parse_press_list("tova,knorm"), (std::vector<PressId>{PressId::Tova, PressId::Knorm}));
+  const std::string policy = policy_name(PolicyId::H2O);  // a policy is not a press
   try {
-    parse_press("h2o");
+    parse_press(policy);
     FAIL() << "an unknown press must be refused";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown press 'h2o' (known: observed_attention,"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("unknown press '" + policy + "' (known: observed_attention,"),
+              std::string::npos);
   }
   EXPECT_THROW(parse_press_list("tova,tova"), Error);
   EXPECT_THROW(parse_press_list("tova,"), Error);

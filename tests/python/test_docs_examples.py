@@ -120,6 +120,7 @@ def test_presses_md_kvpress_example(hf_smollm2, kvoracle, tmp_path):
     import torch
     from transformers import DynamicCache
 
+    from kvoracle import policies as read_policies
     from kvoracle import read_trace
 
     path = tmp_path / "ids.safetensors"
@@ -130,7 +131,7 @@ def test_presses_md_kvpress_example(hf_smollm2, kvoracle, tmp_path):
     exec(blocks("presses.md", "python")[0], scope)  # noqa: S102
     assert scope["cache"].layers[0].keys.shape[2] == 51  # int(256 * 0.2)
     rows = scope["result"]["rows"]
-    assert {r["press"] for r in rows} >= {"snapkv", "h2o", "optimum"}
+    assert {r["press"] for r in rows} >= {"snapkv", read_policies()[0]["name"], "optimum"}
 
 
 def test_every_python_block_of_docs_is_run_here():

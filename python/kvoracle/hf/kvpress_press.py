@@ -9,7 +9,7 @@ keeps per KV head the k = kvpress's compute_n_kept(P, compression_ratio) positio
   keys (kvoracle.prefill_optimum on ``trace``, a recording of prompt + continuation: look-ahead,
   a what-if reference no online press can reach on that objective);
 - a press name of ``kvoracle.press_names()`` (``"snapkv"``...): kvoracle's computation of it;
-- a policy name of ``kvoracle.policies()`` (``"h2o"``, ``"tova"``...): the policy replayed over
+- a policy name of ``kvoracle.policies()`` (default: the registry's first, H2O): the policy replayed over
   the prompt on KV-head units (the group's mean attention) with the prompt held whole and cut to k
   once after its last token (kvoracle's prompt semantics), i.e. the cache it holds after the prompt.
 """
@@ -24,21 +24,26 @@ from transformers.models.llama.modeling_llama import rotate_half
 from .. import _core
 
 
+def _press_names():
+    return {name for name, _ in _core.press_names()}
+
+
 @dataclass
 class KvoraclePress(BasePress):
     """kvpress press running a kvoracle policy; see the module docstring."""
 
     compression_ratio: float = 0.0
-    policy: str = "h2o"
+    policy: str = field(default_factory=lambda: _core.policies()[0]["name"])
     trace: str = ""  # policy="optimum": a kvoracle trace of the prompt and its continuation
     options: dict = field(default_factory=dict)  # press parameters (window_size, ...) or policy seed
     _recorded: object = field(default=None, init=False, repr=False)
+    # The positions kept per layer by the last compression, [H_kv, k] each (compare_presses reads them).
+    kept_by_layer: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self):
         if not 0 <= self.compression_ratio < 1:
             raise _core.KvoError(f"KvoraclePress: compression_ratio {self.compression_ratio} is outside [0, 1)")
-        presses = {name for name, _ in _core.press_names()}
-        policies = {p["name"] for p in _core.policies()}
+        presses, policies = _press_names(), {p["name"] for p in _core.policies()}
         if self.policy == "optimum":
             if not self.trace:
                 raise _core.KvoError("KvoraclePress: policy 'optimum' needs trace= (a recording of prompt + continuation)")
@@ -66,7 +71,7 @@ class KvoraclePress(BasePress):
         one = _core.Trace.from_arrays(*arrays, attn_scale=float(module.scaling), prompt_len=P)
         # The model layer this one is (pyramidkv's budget falls with it).
         one.metadata = {"model_layers": str(layer), "model_n_layers": str(module.config.num_hidden_layers)}
-        if self.policy in {name for name, _ in _core.press_names()}:
+        if self.policy in _press_names():
             return np.stack(_core.run_press(one, 0, P, self.policy, compression_ratio=self.compression_ratio,
                                             **self.options)["kept"])
         heads = _core.replay(one, policy=self.policy, budget=str(k), gqa="kv-mean", prompt_len=P,
@@ -79,7 +84,8 @@ class KvoraclePress(BasePress):
     def compress(self, module, hidden_states, keys, values, attentions, kwargs):
         if self.compression_ratio == 0:
             return keys, values
-        idx = torch.as_tensor(self.kept(module, hidden_states, keys, values, kwargs), device=keys.device,
-                              dtype=torch.long)
+        kept = self.kept(module, hidden_states, keys, values, kwargs)
+        self.kept_by_layer[module.layer_idx] = kept
+        idx = torch.as_tensor(kept, device=keys.device, dtype=torch.long)
         idx = idx[None, :, :, None].expand(keys.shape[0], -1, -1, keys.shape[-1])
         return keys.gather(2, idx).contiguous(), values.gather(2, idx).contiguous()

@@ -30,7 +30,8 @@ def _press(name, ratio, trace_path, seed):
     classes = dict(_core.press_names())
     if name in classes:
         cls = getattr(kvpress, classes[name])
-        return cls(compression_ratio=ratio, **({"seed": seed} if name == "random" else {}))
+        seeded = "seed" in cls.__dataclass_fields__  # RandomPress
+        return cls(compression_ratio=ratio, **({"seed": seed} if seeded else {}))
     if name == "optimum":
         return KvoraclePress(compression_ratio=ratio, policy="optimum", trace=trace_path)
     return KvoraclePress(compression_ratio=ratio, policy=name, options={"seed": seed})
@@ -76,17 +77,20 @@ def _kept_sets(name, ratio, trace, layer, P, seed):
     return None
 
 
-def compare_presses(model, input_ids, prompt_len, presses=None, ratios=(0.5, 0.8, 0.9, 0.95), policies=("h2o",),
+def compare_presses(model, input_ids, prompt_len, presses=None, ratios=(0.5, 0.8, 0.9, 0.95), policies=None,
                     seed=0, progress=None):
     """Records per (press or policy, ratio): mass fraction of the optimum (mean, worst), prompt mass
     kept, continuation NLL and mean KL to the full cache. ``presses``: kvpress registry names
-    (default: every press kvoracle computes); ``policies``: kvoracle policies run as KvoraclePress;
+    (default: every press kvoracle computes); ``policies``: kvoracle policies run as KvoraclePress
+    (default: the registry's first, H2O);
     an ``optimum`` row is always added. ``progress``: called once per finished row."""
     ids = torch.as_tensor(np.asarray(input_ids) if not torch.is_tensor(input_ids) else input_ids).reshape(1, -1)
     n, P = ids.shape[1], int(prompt_len)
     if not 1 <= P < n - 1:
         raise _core.KvoError(f"compare_presses: prompt_len must be in [1, {n - 2}] (a continuation of 2+ tokens)")
     names = list(presses) if presses is not None else [name for name, _ in _core.press_names()]
+    if policies is None:
+        policies = [_core.policies()[0]["name"]]
     names += [p for p in policies if p not in names] + ["optimum"]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "text.safetensors")
@@ -94,7 +98,8 @@ def compare_presses(model, input_ids, prompt_len, presses=None, ratios=(0.5, 0.8
         trace = _core.read_trace(path)
         L, n_kv = trace.n_layers, trace.n_kv_heads
         units = [(layer, kv) for layer in range(L) for kv in range(n_kv)]
-        weights = {u: _core.prefill_optimum(trace, u[0], u[1], P, 0) for u in units}
+        weights = {u: np.asarray(_core.prefill_optimum(trace, u[0], u[1], P, 0)["weights"]) for u in units}
+        best = {u: np.cumsum(np.sort(w)[::-1]) for u, w in weights.items()}  # optimum at k: best[u][k - 1]
         full = _log_probs(_prefill_then_continue(model, ids, P, None))
         target = ids[0, P:n]
         full_nll = float(-full[torch.arange(n - P), target].mean())
@@ -102,16 +107,6 @@ def compare_presses(model, input_ids, prompt_len, presses=None, ratios=(0.5, 0.8
         for name in names:
             for ratio in ratios:
                 press = _press(name, ratio, path, seed)
-                kept_by_press = {}
-                if isinstance(press, KvoraclePress):
-                    kept_of = press.kept
-
-                    def remember(module, hidden_states, keys, values, kwargs, _kept_of=kept_of, _store=kept_by_press):
-                        out = _kept_of(module, hidden_states, keys, values, kwargs)
-                        _store[module.layer_idx] = out
-                        return out
-
-                    press.kept = remember
                 lp = _log_probs(_prefill_then_continue(model, ids, P, press))
                 nll = float(-lp[torch.arange(n - P), target].mean())
                 kl = float((full.exp() * (full - lp)).sum(-1).clamp_min(0).mean())
@@ -119,16 +114,13 @@ def compare_presses(model, input_ids, prompt_len, presses=None, ratios=(0.5, 0.8
                 for layer in range(L):
                     kept = _kept_sets(name, ratio, trace, layer, P, seed)
                     if kept is None:
-                        kept = kept_by_press[layer]
+                        kept = press.kept_by_layer[layer]
                     for kv in range(n_kv):
-                        w = np.asarray(weights[(layer, kv)]["weights"])
-                        S = np.asarray(kept[kv])
-                        k = len(S)
-                        opt = np.sort(w)[::-1][:k].sum()
-                        value = w[S].sum()
+                        w, S = weights[(layer, kv)], np.asarray(kept[kv])
+                        opt, value, mass = best[(layer, kv)][len(S) - 1], w[S].sum(), best[(layer, kv)][-1]
                         fractions.append(value / opt if opt > 0 else 1.0)
-                        shares.append(value / w.sum() if w.sum() > 0 else 1.0)
-                        ks.append(k)
+                        shares.append(value / mass if mass > 0 else 1.0)
+                        ks.append(len(S))
                 rows.append({"press": name, "compression_ratio": ratio, "k": float(np.mean(ks)),
                              "mass_fraction": float(np.mean(fractions)), "worst_fraction": float(np.min(fractions)),
                              "prompt_share": float(np.mean(shares)), "nll": nll, "mean_kl": kl})

@@ -4,6 +4,7 @@
 #pragma once
 #include <Eigen/Dense>
 #include <span>
+#include <vector>
 
 #include "kvo/core/trace.hpp"
 
@@ -37,6 +38,11 @@ class HeadView {
 // out = softmax(logits) with the max subtracted (exp_fp64, normalised by lane_sum: the order every
 // softmax of kvoracle shares); all -inf gives the uniform distribution.
 void softmax(std::span<const double> logits, std::span<double> out);
+
+// Query i over its whole prefix [0, i]: keys = 0..i, logits into `logits` and the causal
+// probabilities into `probs` (uniform when every logit is -inf). The buffers are reused.
+void prefix_attention(const HeadView& head, int i, std::vector<int>& keys, std::vector<double>& logits,
+                      std::vector<double>& probs);
 
 // Dense causal attention a(i, j) for j <= i (zeros above the diagonal), fp64.
 Eigen::MatrixXd dense_attention(const HeadView& head);
