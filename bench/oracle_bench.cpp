@@ -58,10 +58,12 @@ BENCHMARK(BM_BranchAndBound)
 BENCHMARK(BM_BruteForce)->Name("static/brute-force-fl")->Args({20, 5})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TopK)->Name("static/topk")->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);
 
-// The offline (nested) oracle on one head's dense attention, k = 20% of n: the specialised
-// flow solver (default) against Boost Graph's min-cost flow on the chain network.
+// The offline (nested) oracle on one head's dense attention, k = 20% of n: the assignment solver
+// (dense w), column generation from rows recomputed out of q and k, the time-node flow solver and
+// Boost Graph's min-cost flow on the chain network.
 #include "kvo/core/attention.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/oracle/offline_streaming.hpp"
 
 namespace {
 
@@ -91,8 +93,33 @@ void offline_sizes(benchmark::internal::Benchmark* b, int largest) {
   b->Unit(benchmark::kMillisecond);
 }
 
+// Column generation from rows recomputed out of q and k (attention included, no n x n matrix).
+void BM_OfflineStreaming(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const HeadView head(bench::trace(n, 64), 0, 0);
+  StreamingOfflineOptions o;
+  o.threads = static_cast<int>(st.range(1));
+  OfflineSolution s;
+  bench::reset_peak_rss();
+  const auto before = bench::rss_bytes();
+  for (auto _ : st) s = solve_offline_streaming(AttentionWeightRows(head), n / 5, 0, o);
+  st.counters["value"] = s.value;
+  st.counters["rounds"] = s.rounds;
+  st.counters["pairs_per_step"] = static_cast<double>(s.pairs) / std::max(1, n - n / 5);
+  st.counters["extra_MiB"] =
+      static_cast<double>(bench::peak_rss_bytes() - std::min(before, bench::peak_rss_bytes())) / 1048576.0;
+}
+
 }  // namespace
 
+BENCHMARK(BM_OfflineStreaming)
+    ->Name("offline/streaming")
+    ->ArgsProduct({{256, 512, 1024, 2048, 4096, 8192}, {1}})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OfflineStreaming)
+    ->Name("offline/streaming-2threads")
+    ->ArgsProduct({{2048, 8192}, {2}})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Offline<solve_offline>)->Name("offline/assignment")->Apply([](auto* b) { offline_sizes(b, 8192); });
 BENCHMARK(BM_Offline<solve_offline_ssp>)->Name("offline/ssp")->Apply([](auto* b) { offline_sizes(b, 2048); });
 BENCHMARK(BM_Offline<solve_offline_bgl>)->Name("offline/bgl")->Apply([](auto* b) { offline_sizes(b, 512); });

@@ -13,6 +13,7 @@
 
 #include "kvo/core/error.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/oracle/offline_streaming.hpp"
 
 namespace kvo {
 
@@ -112,23 +113,16 @@ OfflineSolution solve_offline(const OfflineProblem& p) {
   // Token j evicted at step t keeps its heavy slot through t - 1; unmatched tokens stay to the end.
   sol.end.assign(static_cast<size_t>(n), n - 1);
   for (int i = 0; i < rows; ++i) sol.end[static_cast<size_t>(col_of[static_cast<size_t>(i)])] = first + i - 1;
-  // The value summed as the flow solver sums it (window, then each token's heavy gain in order).
-  double window = 0.0;
-  for (int j = 0; j < n; ++j)
-    for (int t = j; t < std::min(n, j + r); ++t) window += p.w(t, j);
-  sol.value = window;
-  for (int j = 0; j < m; ++j) {
-    double g = 0.0;
-    for (int t = j + r; t <= sol.end[static_cast<size_t>(j)]; ++t) g += p.w(t, j);
-    sol.value += g;
-  }
   // lambda_t = u_t - u_{t+1} on the eviction steps (u_n = 0), 0 before the pool is full.
   sol.price.assign(static_cast<size_t>(n), 0.0);
   for (int i = 0; i < rows; ++i) {
     const double next = i + 1 < rows ? u[static_cast<size_t>(i) + 1] : 0.0;
     sol.price[static_cast<size_t>(first + i)] = std::max(0.0, u[static_cast<size_t>(i)] - next);
   }
-  sol.upper = dual_bound(p, sol.end, sol.price);
+  // The value and the certificate summed as every solver sums them (ScheduleEvaluator).
+  const ScheduleCheck check = evaluate_schedule(DenseWeightRows(p.w), p.budget, p.recent, sol.end, sol.price);
+  sol.value = check.value;
+  sol.upper = check.upper;
   return sol;
 }
 

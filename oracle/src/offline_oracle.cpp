@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "kvo/core/error.hpp"
+#include "kvo/oracle/offline_streaming.hpp"
 #include "offline_common.hpp"
 
 namespace kvo {
@@ -19,7 +20,9 @@ HeavyView::HeavyView(const OfflineProblem& p) : n(p.n()), h(p.heavy()), r(p.rece
   gain.resize(static_cast<size_t>(n));
   for (int j = 0; j < n; ++j) {
     arrival[j] = j + r;
-    for (int i = j; i < std::min(n, j + r); ++i) window += p.w(i, j);
+    double own = 0.0;  // per token, then summed in token order (as ScheduleEvaluator sums it)
+    for (int i = j; i < std::min(n, j + r); ++i) own += p.w(i, j);
+    window += own;
     auto& g = gain[static_cast<size_t>(j)];
     g.assign(1, 0.0);
     for (int i = arrival[j]; i < n; ++i) g.push_back(g.back() + p.w(i, j));
@@ -39,9 +42,7 @@ std::vector<std::vector<int>> OfflineSolution::schedule() const {
 void validate(const OfflineProblem& p) {
   const int n = p.n();
   require(n >= 1 && p.w.cols() == n, "offline problem: w must be a non-empty square matrix");
-  require(p.recent >= 0 && p.recent <= p.budget && p.budget <= n,
-          "offline problem: need 0 <= recent <= budget <= n (got recent " + std::to_string(p.recent) + ", budget " +
-              std::to_string(p.budget) + ", n " + std::to_string(n) + ")");
+  validate_offline_sizes(n, p.budget, p.recent);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j <= i; ++j)
       require(std::isfinite(p.w(i, j)) && p.w(i, j) >= 0.0,
@@ -77,35 +78,7 @@ std::vector<double> top_k_row_sums(const Eigen::MatrixXd& w, int k) {
 
 double dual_bound(const OfflineProblem& p, const std::vector<int>& end, const std::vector<double>& price) {
   validate(p);
-  const detail::HeavyView hv(p);
-  const int n = hv.n;
-  require(static_cast<int>(end.size()) == n && static_cast<int>(price.size()) == n,
-          "certificate: the schedule or the prices have the wrong length");
-  // Primal feasibility: ends in range, the window kept, at most h heavy tokens per step.
-  std::vector<int> heavy(static_cast<size_t>(n), 0);
-  for (int j = 0; j < n; ++j) {
-    require(end[j] >= std::min(hv.arrival[j] - 1, n - 1) && end[j] <= n - 1,
-            "certificate: token " + std::to_string(j) + " has an end outside its window..n");
-    for (int i = hv.arrival[j]; i <= end[j]; ++i) ++heavy[i];
-  }
-  for (int i = 0; i < n; ++i)
-    require(heavy[i] <= hv.h, "certificate: step " + std::to_string(i) + " holds more than the heavy budget");
-  // Dual feasibility by construction of mu; objective h * sum(price) + sum(mu) + window.
-  double dual = hv.window;
-  for (int i = 0; i < n; ++i) {
-    require(price[i] >= 0.0 && std::isfinite(price[i]), "certificate: a dual price is negative");
-    dual += hv.h * price[i];
-  }
-  for (int j = 0; j < n; ++j) {
-    const auto& g = hv.gain[static_cast<size_t>(j)];
-    double mu = 0.0, paid = 0.0;
-    for (size_t x = 1; x < g.size(); ++x) {
-      paid += price[static_cast<size_t>(hv.arrival[j]) + x - 1];
-      mu = std::max(mu, g[x] - paid);
-    }
-    dual += mu;
-  }
-  return dual;
+  return evaluate_schedule(DenseWeightRows(p.w), p.budget, p.recent, end, price).upper;
 }
 
 OfflineSolution solve_offline_ssp(const OfflineProblem& p) {

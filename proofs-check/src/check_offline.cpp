@@ -22,7 +22,7 @@ class OfflineCheck final : public StepCheck {
     if (!check_enabled(o, "C19") && !check_enabled(o, "D10")) return;
     prefix_.emplace(h, o);
     for (const RunInfo& ri : h.runs)
-      if (policy_traits(ri.id).budgeted) runs_.push_back({ri.name, ri.nested, {}});
+      if (policy_traits(ri.id).budgeted) runs_.push_back({ri.name, ri.nested, {}, {}});
   }
 
   void step(const HeadStep& s) override {

@@ -4,53 +4,118 @@
 #include <cmath>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <tuple>
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/memory_limit.hpp"
 #include "kvo/core/parallel.hpp"
 #include "kvo/core/unit_bytes.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/oracle/offline_streaming.hpp"
 
 namespace kvo {
 
-std::string outside_problem(const std::vector<std::vector<int>>& kept, bool nested, int k, int r) {
-  if (!nested) return "re-enters evicted tokens";
-  for (size_t i = 0; i < kept.size(); ++i) {
-    const auto& s = kept[i];
-    if (static_cast<int>(s.size()) > k)
-      return "holds " + std::to_string(s.size()) + " > k tokens at step " + std::to_string(i);
-    for (int j = std::max(0, static_cast<int>(i) - r + 1); j <= static_cast<int>(i); ++j)
-      if (!std::binary_search(s.begin(), s.end(), j))
-        return "drops token " + std::to_string(j) + " of the forced window at step " + std::to_string(i);
+ScheduleRun compact_run(ScheduleRun run) {
+  const int n = static_cast<int>(run.kept.size());
+  if (!run.end.empty() || n == 0) return run;
+  std::vector<int> end(static_cast<size_t>(n)), count(static_cast<size_t>(n), 0);
+  for (int j = 0; j < n; ++j) end[static_cast<size_t>(j)] = j - 1;
+  for (int i = 0; i < n; ++i)
+    for (int j : run.kept[static_cast<size_t>(i)]) {
+      if (j < 0 || j > i) return run;
+      end[static_cast<size_t>(j)] = i;
+      ++count[static_cast<size_t>(j)];
+    }
+  for (int j = 0; j < n; ++j)
+    if (count[static_cast<size_t>(j)] != end[static_cast<size_t>(j)] - j + 1) return run;  // not one interval from j
+  run.kept.clear();
+  run.kept.shrink_to_fit();
+  run.end = std::move(end);
+  return run;
+}
+
+std::string outside_problem(const ScheduleRun& run, int n, int k, int r) {
+  if (!run.nested) return "re-enters evicted tokens";
+  const bool by_end = run.kept.empty();
+  std::vector<int> change(static_cast<size_t>(n) + 1, 0);  // cache sizes of an end-time schedule
+  if (by_end)
+    for (int j = 0; j < n; ++j)
+      if (run.end[static_cast<size_t>(j)] >= j) {
+        ++change[static_cast<size_t>(j)];
+        --change[static_cast<size_t>(run.end[static_cast<size_t>(j)]) + 1];
+      }
+  int size = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto* s = by_end ? nullptr : &run.kept[static_cast<size_t>(i)];
+    size = by_end ? size + change[static_cast<size_t>(i)] : static_cast<int>(s->size());
+    if (size > k) return "holds " + std::to_string(size) + " > k tokens at step " + std::to_string(i);
+    for (int j = std::max(0, i - r + 1); j <= i; ++j) {
+      const bool held = by_end ? run.end[static_cast<size_t>(j)] >= i : std::binary_search(s->begin(), s->end(), j);
+      if (!held) return "drops token " + std::to_string(j) + " of the forced window at step " + std::to_string(i);
+    }
   }
   return "";
 }
 
-OfflineOrdering order_against_optimum(const OfflineProblem& p, const OfflineSolution& opt,
+OfflineOrdering order_against_optimum(const WeightRows& w, int budget, int recent, const OfflineSolution& opt,
                                       const std::vector<ScheduleRun>& runs) {
+  const int n = w.n();
   OfflineOrdering o;
   o.opt = opt.value;
-  for (double v : top_k_row_sums(p.w, p.budget)) o.static_sum += v;
-  const double tol = 1e-9 * std::max(1.0, o.static_sum);
+  std::optional<ScheduleEvaluator> certificate;
+  std::string invalid;
   try {
-    o.certificate = dual_bound(p, opt.end, opt.price);
+    certificate.emplace(n, budget, recent, opt.end, opt.price);
+  } catch (const Error& e) {
+    invalid = e.what();
+  }
+  std::vector<double> values(runs.size(), 0.0), copy;
+  for (const ScheduleRun& r : runs)
+    require(static_cast<int>(r.kept.empty() ? r.end.size() : r.kept.size()) == n,
+            "offline ordering: policy " + r.policy + " has a schedule of the wrong length");
+  // One pass: the static optimum of each row, each schedule's retained weight, the certificate.
+  for_each_row(w, 0, n, false, 1, [&](int i, std::span<const double> row) {
+    copy.assign(row.begin(), row.end());
+    o.static_sum += top_k_sum(copy, budget);
+    for (size_t q = 0; q < runs.size(); ++q) {
+      const ScheduleRun& r = runs[q];
+      double& v = values[q];
+      if (r.kept.empty()) {
+        for (int j = 0; j <= i; ++j)
+          if (r.end[static_cast<size_t>(j)] >= i) v += row[static_cast<size_t>(j)];
+      } else {
+        for (int j : r.kept[static_cast<size_t>(i)]) v += row[static_cast<size_t>(j)];
+      }
+    }
+    if (certificate) certificate->add(i, row);
+  });
+  const double tol = 1e-9 * std::max(1.0, o.static_sum);
+  if (certificate) {
+    o.certificate = certificate->upper();
     if (std::fabs(o.certificate - opt.value) > tol)
       o.violations.push_back("certificate gap " + std::to_string(o.certificate - opt.value));
-  } catch (const Error& e) {
+  } else {
     o.certificate = NAN;
-    o.violations.push_back(std::string("invalid certificate: ") + e.what());
+    o.violations.push_back("invalid certificate: " + invalid);
   }
   if (opt.value > o.static_sum + tol) o.violations.push_back("OPT_dyn > sum opt_i");
-  for (const ScheduleRun& r : runs) {
-    PolicyRatio pr{r.policy, r.nested, schedule_value(p, r.kept), 0.0,
-                   outside_problem(r.kept, r.nested, p.budget, p.recent)};
+  for (size_t q = 0; q < runs.size(); ++q) {
+    const ScheduleRun& r = runs[q];
+    PolicyRatio pr{r.policy, r.nested, values[q], 0.0, outside_problem(r, n, budget, recent)};
     pr.ratio = opt.value > 0 ? pr.value / opt.value : 1.0;
     if (pr.outside.empty() && pr.value > opt.value + tol)
       o.violations.push_back(r.policy + " beats OPT_dyn by " + std::to_string(pr.value - opt.value));
     o.policies.push_back(std::move(pr));
   }
   return o;
+}
+
+OfflineOrdering order_against_optimum(const OfflineProblem& p, const OfflineSolution& opt,
+                                      const std::vector<ScheduleRun>& runs) {
+  validate(p);
+  return order_against_optimum(DenseWeightRows(p.w), p.budget, p.recent, opt, runs);
 }
 
 CompetitivePlan::CompetitivePlan(const Trace& trace, CompetitiveOptions o) : trace_(trace), o_(std::move(o)) {
@@ -60,6 +125,17 @@ CompetitivePlan::CompetitivePlan(const Trace& trace, CompetitiveOptions o) : tra
     ro.threads = 1;
     plans_.emplace_back(trace, std::move(ro));
   }
+  // A unit holds one policy's replay records at a time (each step's attended and kept sets, about
+  // 2 (k + 1) ints and 4 vector headers per step and head) beside O(n) per head for the rest.
+  const int n = trace.n_tokens;
+  int k = 0;
+  for (int layer = 0; layer < trace.n_layers; ++layer)
+    for (int head = 0; head < trace.n_heads; ++head)
+      k = std::max(k, o_.policies.front().run.unit_budget(n, layer, head).total);
+  const std::uint64_t per_head = static_cast<std::uint64_t>(n) * (2 * (static_cast<std::uint64_t>(k) + 1) * 4 + 160);
+  const std::uint64_t heads = static_cast<std::uint64_t>(trace.group_size());
+  require_memory(per_head * heads * static_cast<std::uint64_t>(worker_count(o_.threads, size())),
+                 "the offline oracle (each running unit's replay records)");
 }
 
 int CompetitivePlan::size() const { return plans_.front().size(); }
@@ -67,26 +143,34 @@ int CompetitivePlan::size() const { return plans_.front().size(); }
 std::string CompetitivePlan::name(int unit) const { return plans_.front().name(unit); }
 
 std::vector<HeadCompetitive> CompetitivePlan::run(int unit) const {
-  std::vector<std::vector<HeadReplay>> replays;  // per policy, the unit's heads
-  for (const auto& plan : plans_) replays.push_back(plan.run(unit));
-  std::vector<HeadCompetitive> out(replays.front().size());
+  // Each policy is replayed on the unit in turn and kept only as its compact schedules, so a unit
+  // holds one replay's records at a time; the optimum and the ordering then read rows of attention
+  // recomputed from q and k (no n x n matrix).
+  std::vector<HeadCompetitive> out;
+  std::vector<std::vector<ScheduleRun>> runs;  // per head of the unit, per policy
+  for (size_t q = 0; q < plans_.size(); ++q) {
+    std::vector<HeadReplay> heads = plans_[q].run(unit);
+    if (q == 0) {
+      out.resize(heads.size());
+      runs.resize(heads.size());
+      for (size_t x = 0; x < heads.size(); ++x) {
+        out[x].layer = heads[x].layer;
+        out[x].head = heads[x].head;
+        out[x].k = heads[x].budget.total;
+      }
+    }
+    const auto probe = make_policy(plans_[q].options().run.policy);
+    for (size_t x = 0; x < heads.size(); ++x) {
+      runs[x].push_back(compact_run({probe->name(), probe->nested(), heads[x].kept_sets(), {}}));
+      heads[x].steps = {};
+    }
+  }
   for (size_t x = 0; x < out.size(); ++x) {
     HeadCompetitive& hc = out[x];
-    const HeadReplay& first = replays.front()[x];
-    hc.layer = first.layer;
-    hc.head = first.head;
-    hc.k = first.budget.total;
-    OfflineProblem p;
-    p.w = dense_attention(HeadView(trace_, hc.layer, hc.head));
-    p.budget = hc.k;
-    p.recent = std::min(o_.forced_window, hc.k);
-    std::vector<ScheduleRun> runs;
-    for (size_t q = 0; q < plans_.size(); ++q) {
-      const ReplayOptions& ro = plans_[q].options();
-      const auto probe = make_policy(ro.run.policy);
-      runs.push_back({probe->name(), probe->nested(), replays[q][x].kept_sets()});
-    }
-    OfflineOrdering ord = order_against_optimum(p, solve_offline(p), runs);
+    const AttentionWeightRows rows(HeadView(trace_, hc.layer, hc.head));
+    const int recent = std::min(o_.forced_window, hc.k);
+    OfflineOrdering ord =
+        order_against_optimum(rows, hc.k, recent, solve_offline_streaming(rows, hc.k, recent), runs[x]);
     hc.opt_dyn = ord.opt;
     hc.dual_bound = ord.certificate;
     hc.static_sum = ord.static_sum;

@@ -442,7 +442,7 @@ TEST(ClaimCanFail, C19_NestedPolicyThatReadmits) {
   p.w = t.dense();
   p.budget = t.h.k();
   // Flagged nested, but each cache is that step's top-k: tokens come back, and the value exceeds OPT_dyn.
-  ScheduleRun cheat{"cheat", true, {}};
+  ScheduleRun cheat{"cheat", true, {}, {}};
   for (int i = 0; i < t.h.n; ++i) {
     std::vector<int> order(static_cast<size_t>(i) + 1);
     std::iota(order.begin(), order.end(), 0);

@@ -14,22 +14,14 @@
 #include "kvo/core/modular_concave.hpp"
 #include "kvo/core/replay.hpp"
 #include "kvo/core/synth.hpp"
+#include "offline_problems.hpp"
 #include "test_support.hpp"
 
 using namespace kvo;
 
 namespace {
 
-OfflineProblem random_problem(std::mt19937_64& g, int n, bool ties) {
-  std::exponential_distribution<double> E(1.0);
-  OfflineProblem p;
-  p.w = Eigen::MatrixXd::Zero(n, n);
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j <= i; ++j) p.w(i, j) = ties ? static_cast<double>(g() % 3) : (g() % 6 == 0 ? 0.0 : E(g));
-  p.budget = 1 + static_cast<int>(g() % static_cast<std::uint64_t>(n));
-  p.recent = static_cast<int>(g() % static_cast<std::uint64_t>(p.budget + 1));
-  return p;
-}
+using test::random_offline_problem;
 
 double feasible_value(const OfflineProblem& p, const OfflineSolution& s) {
   const auto sched = s.schedule();
@@ -52,7 +44,7 @@ TEST(DynamicOracle, FlowEqualsEnumerationAndDPWithACertificate) {
   int instances = 0;
   for (int t = 0; t < 3000; ++t, ++instances) {
     const int n = 1 + static_cast<int>(g() % 10);
-    const OfflineProblem p = random_problem(g, n, t % 3 == 0);
+    const OfflineProblem p = random_offline_problem(g, n, t % 3 == 0);
     const OfflineSolution flow = solve_offline(p);
     const OfflineSolution brute = solve_offline_brute(p);
     const double tol = 1e-9 * std::max(1.0, brute.value);
@@ -77,7 +69,7 @@ TEST(DynamicOracle, FlowEqualsEnumerationAndDPWithACertificate) {
 TEST(DynamicOracle, TwelveTokensAgainstEnumeration) {
   std::mt19937_64 g(72);
   for (int t = 0; t < 6; ++t) {
-    OfflineProblem p = random_problem(g, 12, false);
+    OfflineProblem p = random_offline_problem(g, 12, false);
     p.budget = 2 + static_cast<int>(g() % 2);
     p.recent = static_cast<int>(g() % 2);
     EXPECT_NEAR(solve_offline(p).value, solve_offline_brute(p).value, 1e-9);
@@ -87,7 +79,7 @@ TEST(DynamicOracle, TwelveTokensAgainstEnumeration) {
 TEST(DynamicOracle, BoostGraphMinCostFlowAgrees) {
   std::mt19937_64 g(73);
   for (int t = 0; t < 300; ++t) {
-    const OfflineProblem p = random_problem(g, 1 + static_cast<int>(g() % 25), false);
+    const OfflineProblem p = random_offline_problem(g, 1 + static_cast<int>(g() % 25), false);
     const auto a = solve_offline(p), b = solve_offline_bgl(p);
     ASSERT_NEAR(a.value, b.value, 1e-9 * std::max(1.0, a.value));
     ASSERT_NEAR(feasible_value(p, b), b.value, 1e-9 * std::max(1.0, a.value));
@@ -99,7 +91,7 @@ TEST(DynamicOracle, BoostGraphMinCostFlowAgrees) {
 TEST(DynamicOracle, AssignmentEqualsTheFlowSolver) {
   std::mt19937_64 g(75);
   for (int t = 0; t < 400; ++t) {
-    const OfflineProblem p = random_problem(g, 1 + static_cast<int>(g() % 60), t % 4 == 0);
+    const OfflineProblem p = random_offline_problem(g, 1 + static_cast<int>(g() % 60), t % 4 == 0);
     const auto a = solve_offline(p), b = solve_offline_ssp(p);
     const double tol = 1e-9 * std::max(1.0, b.value);
     ASSERT_EQ(a.method, "assignment");
@@ -122,7 +114,7 @@ TEST(DynamicOracle, AssignmentEqualsTheFlowSolver) {
 // and an infeasible schedule is refused.
 TEST(DynamicOracle, CertificateDetectsSuboptimalityAndInfeasibility) {
   std::mt19937_64 g(74);
-  OfflineProblem p = random_problem(g, 9, false);
+  OfflineProblem p = random_offline_problem(g, 9, false);
   p.budget = 3;
   p.recent = 0;
   const auto s = solve_offline(p);

@@ -35,6 +35,9 @@ struct OfflineSolution {
   std::vector<double> price;  // dual price of a heavy slot at each step (lambda_i >= 0)
   std::string method;
   long long work = 0;  // augmentations, DP states or enumerated schedules
+  // Column generation only: restricted solves, passes over the rows, candidate pairs in the last.
+  int rounds = 0, passes = 0;
+  long long pairs = 0;
   // S_i for every step, ascending.
   std::vector<std::vector<int>> schedule() const;
 };
@@ -42,8 +45,9 @@ struct OfflineSolution {
 // Validates the problem (square w, finite, w >= 0 on and below the diagonal, 0 <= r <= k <= n).
 void validate(const OfflineProblem& p);
 
-// The default exact solver: eviction steps assigned to tokens in time order by shortest augmenting
-// paths (Hungarian), O(n^2/2) doubles of memory, about (n - k)(settled columns) n/2 work.
+// The default exact solver on a dense w: eviction steps assigned to tokens in time order by shortest
+// augmenting paths (Hungarian), O(n^2/2) doubles of memory, about (n - k)(settled columns) n/2 work.
+// Without the matrix, in O(n) memory per candidate: solve_offline_streaming (offline_streaming.hpp).
 OfflineSolution solve_offline(const OfflineProblem& p);
 // Successive shortest paths for the flow on n + 1 time nodes (h augmentations of O(n^2) each):
 // the reference the default is tested against.

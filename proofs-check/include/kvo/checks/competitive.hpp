@@ -12,6 +12,7 @@
 
 #include "kvo/core/replay.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/oracle/weight_rows.hpp"
 
 namespace kvo {
 
@@ -23,17 +24,23 @@ struct PolicyRatio {
   std::string outside;  // why the ordering does not apply ("" when it is checked)
 };
 
-// Why a schedule lies outside the feasible set of the problem (budget k, forced window r), or ""
-// when it lies inside: "re-enters evicted tokens", "holds N > k tokens at step i", "drops token j
-// of the forced window at step i".
-std::string outside_problem(const std::vector<std::vector<int>>& kept, bool nested, int k, int r);
-
-// One schedule to order against the optimum: a policy's kept sets S_i.
+// One schedule to order against the optimum: a policy's kept sets S_i (ascending), or, for a
+// nested schedule, each token's last kept step (j - 1: never kept), in O(n) instead of O(n k).
 struct ScheduleRun {
   std::string policy;
   bool nested = true;
   std::vector<std::vector<int>> kept;
+  std::vector<int> end;  // used when `kept` is empty
 };
+
+// The run with its kept sets replaced by end times when every token is kept over one interval
+// starting at its own step (always so for a nested policy); otherwise unchanged.
+ScheduleRun compact_run(ScheduleRun run);
+
+// Why a schedule over n steps lies outside the feasible set of the problem (budget k, forced
+// window r), or "" when it lies inside: "re-enters evicted tokens", "holds N > k tokens at step i",
+// "drops token j of the forced window at step i".
+std::string outside_problem(const ScheduleRun& run, int n, int k, int r);
 
 // C19 on one head: the dual bound re-derived from the solution's end times and prices (the
 // solver's own upper bound is not trusted), OPT_dyn <= sum_i opt_i, and policy <= OPT_dyn for each
@@ -43,6 +50,9 @@ struct OfflineOrdering {
   std::vector<PolicyRatio> policies;    // in the order of `runs`
   std::vector<std::string> violations;  // ordering or certificate failures
 };
+// One pass over the rows of w (never the matrix); the dense form reads p.w's rows.
+OfflineOrdering order_against_optimum(const WeightRows& w, int budget, int recent, const OfflineSolution& opt,
+                                      const std::vector<ScheduleRun>& runs);
 OfflineOrdering order_against_optimum(const OfflineProblem& p, const OfflineSolution& opt,
                                       const std::vector<ScheduleRun>& runs);
 

@@ -1,0 +1,56 @@
+// The exact offline optimum without the n x n matrix (docs/oracle.md §3c): the assignment of
+// eviction steps to tokens solved by column generation over rows produced on demand, in
+// O(n (d + candidates)) memory; and the one-pass evaluation of a schedule and its certificate.
+#pragma once
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/oracle/weight_rows.hpp"
+
+namespace kvo {
+
+// 0 <= recent <= budget <= n and n >= 1, or a kvo::Error naming the sizes.
+void validate_offline_sizes(int n, int budget, int recent);
+
+// A schedule's value sum_j (window + heavy gain of token j) and the LP-dual objective of the given
+// prices (docs/oracle.md §4), from one pass over the rows 0..n-1 in order, summed in the order
+// every offline solver and dual_bound share.
+class ScheduleEvaluator {
+ public:
+  // kvo::Error when an end lies outside its token's window..n - 1, a step holds more than the heavy
+  // budget, or a price is negative or not finite.
+  ScheduleEvaluator(int n, int budget, int recent, std::vector<int> end, std::vector<double> price);
+  void add(int i, std::span<const double> row);  // w(i, 0..i), for i = 0, 1, ..., n - 1
+  double value() const;                          // after the last row
+  double upper() const;
+
+ private:
+  int n_, h_, r_;
+  std::vector<int> end_;
+  std::vector<double> price_;
+  std::vector<double> window_, gain_, kept_gain_, paid_, mu_;  // per token
+};
+
+// value and upper of a schedule over `w` (one pass).
+struct ScheduleCheck {
+  double value = 0.0, upper = 0.0;
+};
+ScheduleCheck evaluate_schedule(const WeightRows& w, int budget, int recent, const std::vector<int>& end,
+                                const std::vector<double>& price, int threads = 1);
+
+struct StreamingOfflineOptions {
+  int candidates = 8;  // per round, the most negative pairs added to each step's list (and each token's best)
+  int threads = 1;     // threads producing rows (<= 0: all cores)
+  std::function<void(int round, long long pairs)> on_round;  // after each restricted solve
+};
+
+// The optimum of solve_offline (same problem, same certificate) from rows produced on demand:
+// a restricted assignment over a few candidate tokens per step, priced against every (step, token)
+// pair by a backwards pass until no pair has a negative reduced cost. Each round is one pass over
+// the rows; the method is "column-generation", `work` the augmentations of every round.
+OfflineSolution solve_offline_streaming(const WeightRows& w, int budget, int recent,
+                                        const StreamingOfflineOptions& options = {});
+
+}  // namespace kvo

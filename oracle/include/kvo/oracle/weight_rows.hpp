@@ -1,0 +1,49 @@
+// The weights of an offline problem a row at a time, so that no solver or check has to hold the
+// n x n matrix: rows of a dense matrix, or a head's causal attention recomputed from q and k.
+#pragma once
+#include <Eigen/Dense>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "kvo/core/attention.hpp"
+
+namespace kvo {
+
+class WeightRows {
+ public:
+  virtual ~WeightRows() = default;
+  virtual int n() const = 0;
+  // w(i, 0..i) into out (out.size() == i + 1). Safe to call from several threads at once.
+  virtual void row(int i, std::span<double> out) const = 0;
+};
+
+// Row i of a lower-triangular matrix (entries above the diagonal are never read).
+class DenseWeightRows final : public WeightRows {
+ public:
+  explicit DenseWeightRows(const Eigen::MatrixXd& w) : w_(w) {}  // w must outlive this
+  int n() const override { return static_cast<int>(w_.rows()); }
+  void row(int i, std::span<double> out) const override;
+
+ private:
+  const Eigen::MatrixXd& w_;
+};
+
+// Row i of dense_attention(head), recomputed on every call (the same bits as the matrix's row).
+class AttentionWeightRows final : public WeightRows {
+ public:
+  explicit AttentionWeightRows(const HeadView& head) : head_(head) {}  // head must outlive this
+  int n() const override { return head_.n(); }
+  void row(int i, std::span<double> out) const override;
+
+ private:
+  HeadView head_;
+};
+
+// Calls consume(i, w(i, 0..i)) for i = from .. to - 1 (or to - 1 down to from when backwards), in
+// that order, producing blocks of rows on `threads` threads (<= 0: all cores) while only the
+// consumer sees them in sequence. A row that is negative or not finite is a kvo::Error.
+void for_each_row(const WeightRows& w, int from, int to, bool backwards, int threads,
+                  const std::function<void(int, std::span<const double>)>& consume);
+
+}  // namespace kvo

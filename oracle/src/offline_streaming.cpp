@@ -1,0 +1,239 @@
+// Column generation for the offline assignment (docs/oracle.md §3c). The restricted problem keeps,
+// per eviction step t, a short list of candidate tokens with their costs L_j(t); it is solved
+// exactly by shortest augmenting paths on that sparse graph, and its potentials (u_t, v_j) are
+// priced against every pair j <= t - r in one backwards pass over the rows (the suffix sums
+// L_j(t) built as solve_offline builds them). A pair with a negative reduced cost joins its step's
+// list, as does each token's most negative pair; when none does, (u, v) is feasible for the full dual and the
+// restricted optimum is the optimum. The step t evicting the newcomer t - r is always a candidate, so every restricted
+// problem is feasible.
+#include "kvo/oracle/offline_streaming.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kvo/core/error.hpp"
+
+namespace kvo {
+namespace {
+
+struct Candidate {
+  int token;
+  double cost;  // L_token(t)
+};
+
+// The restricted assignment: rows = eviction steps, columns = tokens, each row's candidate list,
+// solved from scratch by solve(): rows in time order, each matched by a shortest augmenting path
+// (Dijkstra on reduced costs c - u_t - v_j, which stay >= 0 on every listed pair, tight on matched
+// ones; v_j <= 0, and 0 on unmatched columns). Repairing the previous round's potentials instead
+// releases every row here (each new pair's column cascades), so no warm start is attempted.
+class RestrictedAssignment {
+ public:
+  RestrictedAssignment(int rows, int cols) : lists_(static_cast<size_t>(rows)), cols_(static_cast<size_t>(cols)) {}
+
+  const std::vector<Candidate>& list(int row) const { return lists_[static_cast<size_t>(row)]; }
+  double u(int row) const { return u_[static_cast<size_t>(row)]; }
+  double v(int col) const { return v_[static_cast<size_t>(col)]; }
+  int col_of(int row) const { return col_of_[static_cast<size_t>(row)]; }
+  long long augmentations() const { return augmentations_; }
+  void add(int row, Candidate c) { lists_[static_cast<size_t>(row)].push_back(c); }
+
+  void solve() {
+    const size_t R = lists_.size(), C = cols_;
+    u_.assign(R, 0.0);
+    v_.assign(C, 0.0);
+    col_of_.assign(R, -1);
+    row_of_.assign(C, -1);
+    key_.assign(C, inf_);
+    dist_.assign(C, inf_);
+    pred_.assign(C, -1);
+    settled_.assign(C, 0);
+    block_min_.assign(C / kBlock + 1, inf_);
+    for (size_t row = 0; row < R; ++row) augment(static_cast<int>(row));
+  }
+
+ private:
+  // Dijkstra from `cur` until an unmatched column is settled; the lowest key goes first (ties: the
+  // lowest token), found through per-block minima.
+  void augment(int cur) {
+    touched_.clear();
+    settled_cols_.clear();
+    rows_seen_.clear();
+    const size_t blocks = block_min_.size();
+    double reach = 0.0;  // distance to the row being scanned
+    int i = cur, sink = -1;
+    while (sink < 0) {
+      rows_seen_.push_back(i);
+      const double base = reach - u_[static_cast<size_t>(i)];
+      for (const Candidate& c : lists_[static_cast<size_t>(i)]) {
+        const size_t j = static_cast<size_t>(c.token);
+        const double d = std::max(base + c.cost - v_[j], reach);  // reduced costs are >= 0 up to rounding
+        if (d < dist_[j] && !settled_[j]) {
+          if (dist_[j] == inf_) touched_.push_back(c.token);
+          dist_[j] = key_[j] = d;
+          pred_[j] = i;
+          block_min_[j / kBlock] = std::min(block_min_[j / kBlock], d);
+        }
+      }
+      size_t best = 0;
+      for (size_t b = 1; b < blocks; ++b)
+        if (block_min_[b] < block_min_[best]) best = b;
+      require(block_min_[best] < inf_, "offline column generation: no augmenting path (a bug)");
+      size_t pick = best * kBlock;
+      while (key_[pick] != block_min_[best]) ++pick;
+      key_[pick] = inf_;
+      double lo = inf_;
+      for (size_t j = best * kBlock; j < std::min(key_.size(), (best + 1) * kBlock); ++j) lo = std::min(lo, key_[j]);
+      block_min_[best] = lo;
+      settled_[pick] = 1;
+      settled_cols_.push_back(static_cast<int>(pick));
+      reach = dist_[pick];
+      if (row_of_[pick] < 0)
+        sink = static_cast<int>(pick);
+      else
+        i = row_of_[pick];
+    }
+    // Potentials: the new row's by the path length, the tree's by how much shorter they were.
+    u_[static_cast<size_t>(cur)] += reach;
+    for (int x : rows_seen_)
+      if (x != cur) u_[static_cast<size_t>(x)] += reach - dist_[static_cast<size_t>(col_of_[static_cast<size_t>(x)])];
+    for (int j : settled_cols_) {
+      v_[static_cast<size_t>(j)] -= reach - dist_[static_cast<size_t>(j)];
+      settled_[static_cast<size_t>(j)] = 0;
+    }
+    for (int j : touched_) {
+      dist_[static_cast<size_t>(j)] = key_[static_cast<size_t>(j)] = inf_;
+      block_min_[static_cast<size_t>(j) / kBlock] = inf_;
+    }
+    for (int j = sink;;) {  // flip the path
+      const int x = pred_[static_cast<size_t>(j)];
+      row_of_[static_cast<size_t>(j)] = x;
+      std::swap(col_of_[static_cast<size_t>(x)], j);
+      if (x == cur) break;
+    }
+    ++augmentations_;
+  }
+
+  static constexpr size_t kBlock = 64;
+  static constexpr double inf_ = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<Candidate>> lists_;
+  size_t cols_;
+  std::vector<double> u_, v_;
+  std::vector<int> col_of_, row_of_;
+  std::vector<double> key_, dist_, block_min_;
+  std::vector<int> pred_, touched_, settled_cols_, rows_seen_;
+  std::vector<char> settled_;
+  long long augmentations_ = 0;
+};
+
+}  // namespace
+
+OfflineSolution solve_offline_streaming(const WeightRows& w, int budget, int recent, const StreamingOfflineOptions& o) {
+  const int n = w.n(), r = recent;
+  validate_offline_sizes(n, budget, recent);
+  require(o.candidates >= 1, "offline column generation: need at least one candidate per step");
+  const int h = budget - recent, m = n - r, first = h + r, R = n - first;
+  OfflineSolution sol;
+  sol.method = "column-generation";
+  RestrictedAssignment ra(std::max(R, 0), std::max(m, 0));
+  std::vector<double> suffix(static_cast<size_t>(std::max(m, 0)));
+  std::vector<int> listed(static_cast<size_t>(std::max(m, 0)), -1);  // the step whose list names j
+  std::vector<std::pair<double, int>> pool;
+  struct Best {  // a token's most negative pair of the pass
+    double reduced = 0.0;
+    int step = -1;
+    double cost = 0.0;
+  };
+  std::vector<Best> col_best(static_cast<size_t>(std::max(m, 0)));
+  double tolerance = 0.0;
+  const size_t c = static_cast<size_t>(o.candidates);
+  // One backwards pass: the suffix sums L_j(t) of every row; per step the (at most c) unlisted
+  // pairs that price in best, and per token its best pair over the pass (a token's pairs otherwise
+  // crowd out of every step's few). The first pass (no potentials yet) lists the c cheapest.
+  auto price_pass = [&](bool seed) {
+    std::fill(suffix.begin(), suffix.end(), 0.0);
+    long long added = 0;
+    for_each_row(w, first, n, true, o.threads, [&](int t, std::span<const double> row) {
+      const int width = t - r + 1;
+      for (int j = 0; j < width; ++j) suffix[static_cast<size_t>(j)] += row[static_cast<size_t>(j)];
+      const int row_index = t - first;
+      for (const Candidate& x : ra.list(row_index)) listed[static_cast<size_t>(x.token)] = t;
+      pool.clear();
+      if (seed) {
+        for (int j = 0; j < width; ++j) pool.push_back({suffix[static_cast<size_t>(j)], j});
+        if (listed[static_cast<size_t>(t - r)] != t) {  // the newcomer keeps every restricted problem feasible
+          ra.add(row_index, {t - r, suffix[static_cast<size_t>(t - r)]});
+          listed[static_cast<size_t>(t - r)] = t;
+          ++added;
+        }
+      } else {
+        const double ut = ra.u(row_index);
+        for (int j = 0; j < width; ++j) {
+          const double reduced = suffix[static_cast<size_t>(j)] - ut - ra.v(j);
+          if (reduced < -tolerance && listed[static_cast<size_t>(j)] != t) {
+            pool.push_back({reduced, j});
+            auto& b = col_best[static_cast<size_t>(j)];
+            if (reduced < b.reduced) b = {reduced, t, suffix[static_cast<size_t>(j)]};
+          }
+        }
+      }
+      if (seed) std::erase_if(pool, [&](const auto& x) { return listed[static_cast<size_t>(x.second)] == t; });
+      const size_t take = std::min(c, pool.size());
+      std::partial_sort(pool.begin(), pool.begin() + static_cast<long>(take), pool.end());
+      for (size_t x = 0; x < take; ++x) {
+        const int j = pool[x].second;
+        ra.add(row_index, {j, suffix[static_cast<size_t>(j)]});
+        listed[static_cast<size_t>(j)] = t;
+      }
+      added += static_cast<long long>(take);
+    });
+    if (!seed)
+      for (int j = 0; j < m; ++j) {
+        auto& b = col_best[static_cast<size_t>(j)];
+        if (b.step >= 0) {
+          const auto& list = ra.list(b.step - first);
+          if (std::none_of(list.begin(), list.end(), [&](const Candidate& x) { return x.token == j; })) {
+            ra.add(b.step - first, {j, b.cost});
+            ++added;
+          }
+        }
+        b = {0.0, -1, 0.0};
+      }
+    ++sol.passes;
+    return added;
+  };
+  long long pairs = 0;
+  if (R > 0) {
+    pairs = price_pass(true);
+    double largest = 0.0;  // suffix now holds L_j(first), each token's largest cost
+    for (double x : suffix) largest = std::max(largest, x);
+    tolerance = 1e-13 * std::max(1.0, largest);
+    for (;;) {
+      ra.solve();
+      ++sol.rounds;
+      if (o.on_round) o.on_round(sol.rounds, pairs);
+      const long long added = price_pass(false);
+      if (added == 0) break;
+      pairs += added;
+    }
+  }
+  sol.pairs = pairs;
+  sol.work = ra.augmentations();
+  // Token j evicted at step t keeps its heavy slot through t - 1; the others stay to the end.
+  sol.end.assign(static_cast<size_t>(n), n - 1);
+  for (int x = 0; x < R; ++x) sol.end[static_cast<size_t>(ra.col_of(x))] = first + x - 1;
+  // lambda_t = u_t - u_{t+1} on the eviction steps (u_n = 0), 0 before the pool is full.
+  sol.price.assign(static_cast<size_t>(n), 0.0);
+  for (int x = 0; x < R; ++x) {
+    const double next = x + 1 < R ? ra.u(x + 1) : 0.0;
+    sol.price[static_cast<size_t>(first + x)] = std::max(0.0, ra.u(x) - next);
+  }
+  const ScheduleCheck check = evaluate_schedule(w, budget, recent, sol.end, sol.price, o.threads);
+  ++sol.passes;
+  sol.value = check.value;
+  sol.upper = check.upper;
+  return sol;
+}
+
+}  // namespace kvo

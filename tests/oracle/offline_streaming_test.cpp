@@ -1,0 +1,141 @@
+// The offline oracle without the n x n matrix: column generation equals the dense assignment
+// solver and enumeration, its certificate closes, rows recomputed from q and k are the dense
+// attention's bits, and the one-pass evaluator equals dual_bound and schedule_value.
+#include "kvo/oracle/offline_streaming.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "kvo/core/attention.hpp"
+#include "kvo/core/error.hpp"
+#include "offline_problems.hpp"
+#include "test_support.hpp"
+
+using namespace kvo;
+
+namespace {
+
+using test::random_offline_problem;
+
+OfflineSolution streaming(const OfflineProblem& p, int candidates, int threads = 1) {
+  StreamingOfflineOptions o;
+  o.candidates = candidates;
+  o.threads = threads;
+  return solve_offline_streaming(DenseWeightRows(p.w), p.budget, p.recent, o);
+}
+
+}  // namespace
+
+TEST(StreamingOracle, EqualsEnumerationOnSmallProblems) {
+  std::mt19937_64 g(81);
+  for (int t = 0; t < 1000; ++t) {
+    const OfflineProblem p = random_offline_problem(g, 1 + static_cast<int>(g() % 10), t % 3 == 0);
+    const OfflineSolution s = streaming(p, 1 + t % 3), brute = solve_offline_brute(p);
+    const double tol = 1e-9 * std::max(1.0, brute.value);
+    ASSERT_NEAR(s.value, brute.value, tol) << "n=" << p.n() << " k=" << p.budget << " r=" << p.recent;
+    ASSERT_NEAR(s.upper, s.value, tol);
+    ASSERT_NEAR(schedule_value(p, s.schedule()), s.value, tol);
+    ASSERT_NEAR(dual_bound(p, s.end, s.price), s.upper, tol);
+  }
+}
+
+// One candidate per step forces many rounds; 16 few. Both reach the dense solver's optimum.
+TEST(StreamingOracle, EqualsTheDenseAssignmentSolver) {
+  std::mt19937_64 g(82);
+  int rounds_seen = 0;
+  for (int t = 0; t < 300; ++t) {
+    const OfflineProblem p = random_offline_problem(g, 1 + static_cast<int>(g() % 80), t % 4 == 0);
+    const OfflineSolution dense = solve_offline(p);
+    for (const int c : {1, 16}) {
+      const OfflineSolution s = streaming(p, c);
+      const double tol = 1e-9 * std::max(1.0, dense.value);
+      ASSERT_EQ(s.method, "column-generation");
+      ASSERT_NEAR(s.value, dense.value, tol) << "n=" << p.n() << " k=" << p.budget << " r=" << p.recent << " c=" << c;
+      ASSERT_NEAR(s.upper, s.value, tol);
+      ASSERT_EQ(s.passes, s.rounds > 0 ? s.rounds + 2 : 1);  // the seed, a pricing pass per round, the evaluation
+      rounds_seen = std::max(rounds_seen, s.rounds);
+    }
+  }
+  EXPECT_GT(rounds_seen, 1);  // pricing did add pairs somewhere
+}
+
+// On attention the optimum is unique: the same schedule and the same bits as the dense solver, from
+// rows recomputed out of q and k, on one thread or several.
+TEST(StreamingOracle, RecomputedAttentionGivesTheDenseSolversBits) {
+  for (const int r : {0, 4, 16}) {
+    const Trace tr = test::synthetic_layer(1, 1, 256, 16, 0, 9 + r);
+    const HeadView head(tr, 0, 0);
+    OfflineProblem p;
+    p.w = dense_attention(head);
+    p.budget = 51;
+    p.recent = r;
+    const OfflineSolution dense = solve_offline(p);
+    const AttentionWeightRows rows(head);
+    for (const int threads : {1, 2}) {
+      StreamingOfflineOptions o;
+      o.threads = threads;
+      const OfflineSolution s = solve_offline_streaming(rows, p.budget, p.recent, o);
+      EXPECT_EQ(s.end, dense.end) << "r=" << r;
+      EXPECT_EQ(s.value, dense.value) << "r=" << r;
+      EXPECT_NEAR(s.upper, s.value, 1e-9 * s.value) << "r=" << r;
+      EXPECT_EQ(dual_bound(p, s.end, s.price), s.upper);
+    }
+  }
+}
+
+TEST(StreamingOracle, RowsComeInOrderWithTheMatrixBits) {
+  const Trace tr = test::synthetic_layer(1, 1, 70, 16, 0, 3);
+  const HeadView head(tr, 0, 0);
+  const Eigen::MatrixXd a = dense_attention(head);
+  const AttentionWeightRows rows(head);
+  for (const bool backwards : {false, true})
+    for (const int threads : {1, 2, 3}) {
+      std::vector<int> order;
+      for_each_row(rows, 5, 70, backwards, threads, [&](int i, std::span<const double> row) {
+        order.push_back(i);
+        ASSERT_EQ(static_cast<int>(row.size()), i + 1);
+        for (int j = 0; j <= i; ++j) ASSERT_EQ(row[static_cast<size_t>(j)], a(i, j)) << i << "," << j;
+      });
+      ASSERT_EQ(order.size(), 65u);
+      for (size_t x = 0; x < order.size(); ++x)
+        EXPECT_EQ(order[x], backwards ? 69 - static_cast<int>(x) : 5 + static_cast<int>(x));
+    }
+}
+
+TEST(StreamingOracle, EvaluatorRefusesBadSchedulesPricesAndWeights) {
+  std::mt19937_64 g(83);
+  OfflineProblem p = random_offline_problem(g, 9, false);
+  p.budget = 3;
+  p.recent = 1;
+  const OfflineSolution s = streaming(p, 2);
+  const DenseWeightRows rows(p.w);
+  EXPECT_THROW(evaluate_schedule(rows, 3, 1, std::vector<int>(9, 8), s.price), Error);  // over budget
+  std::vector<double> negative = s.price;
+  negative[4] = -1.0;
+  EXPECT_THROW(evaluate_schedule(rows, 3, 1, s.end, negative), Error);
+  std::vector<int> early = s.end;
+  early[5] = 3;  // before its own step: outside the window
+  EXPECT_THROW(evaluate_schedule(rows, 3, 1, early, s.price), Error);
+  EXPECT_THROW(solve_offline_streaming(rows, 10, 0), Error);
+  EXPECT_THROW(solve_offline_streaming(rows, 3, 4), Error);
+  p.w(7, 2) = -0.5;
+  EXPECT_THROW(solve_offline_streaming(DenseWeightRows(p.w), 3, 1), Error);
+  p.w(7, 2) = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(solve_offline_streaming(DenseWeightRows(p.w), 3, 1), Error);
+}
+
+TEST(StreamingOracle, NoEvictionsAndAllWindow) {
+  std::mt19937_64 g(84);
+  OfflineProblem p = random_offline_problem(g, 12, false);
+  p.budget = 12;  // everything kept
+  const OfflineSolution all = streaming(p, 4);
+  EXPECT_EQ(all.rounds, 0);
+  EXPECT_NEAR(all.value, solve_offline(p).value, 1e-12);
+  p.budget = 5;
+  p.recent = 5;  // no heavy pool: the window alone
+  EXPECT_NEAR(streaming(p, 4).value, solve_offline(p).value, 1e-12);
+  p.recent = 0;
+  p.budget = 0;  // nothing kept
+  EXPECT_EQ(streaming(p, 4).value, 0.0);
+}
