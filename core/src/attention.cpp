@@ -93,14 +93,11 @@ void prefix_attention(const HeadView& head, int i, std::vector<int>& keys, std::
 Eigen::MatrixXd dense_attention(const HeadView& head) {
   const int n = head.n();
   Eigen::MatrixXd a = Eigen::MatrixXd::Zero(n, n);
-  std::vector<int> keys(static_cast<size_t>(n));
-  std::iota(keys.begin(), keys.end(), 0);
-  std::vector<double> lg(static_cast<size_t>(n)), p(static_cast<size_t>(n));
+  std::vector<int> keys;
+  std::vector<double> logits, p;
   for (int i = 0; i < n; ++i) {
-    const size_t len = static_cast<size_t>(i) + 1;
-    head.logits(i, std::span<const int>(keys.data(), len), std::span<double>(lg.data(), len));
-    softmax(std::span<const double>(lg.data(), len), std::span<double>(p.data(), len));
-    for (int j = 0; j <= i; ++j) a(i, j) = p[j];
+    prefix_attention(head, i, keys, logits, p);
+    for (int j = 0; j <= i; ++j) a(i, j) = p[static_cast<size_t>(j)];
   }
   return a;
 }

@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "assignment_steps.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 #include "kvo/oracle/offline_streaming.hpp"
@@ -93,32 +94,12 @@ OfflineSolution solve_offline(const OfflineProblem& p) {
       else
         i = row_of[static_cast<size_t>(pick)];
     }
-    // Potentials: the new step's by the path length, the tree's by how much shorter they were.
-    u[static_cast<size_t>(cur)] += min_val;
-    for (int x : rows_seen)
-      if (x != cur) u[static_cast<size_t>(x)] += min_val - dist[static_cast<size_t>(col_of[static_cast<size_t>(x)])];
-    for (int j : cols_seen) {
-      v[static_cast<size_t>(j)] -= min_val - dist[static_cast<size_t>(j)];
-      penalty[static_cast<size_t>(j)] = 0.0;
-    }
-    for (int j = sink;;) {  // augment
-      const int x = path[static_cast<size_t>(j)];
-      row_of[static_cast<size_t>(j)] = x;
-      std::swap(col_of[static_cast<size_t>(x)], j);
-      if (x == cur) break;
-    }
+    detail::settle_augmentation(cur, sink, min_val, rows_seen, cols_seen, dist, path, u, v, col_of, row_of);
+    for (int j : cols_seen) penalty[static_cast<size_t>(j)] = 0.0;
     ++sol.work;
   }
 
-  // Token j evicted at step t keeps its heavy slot through t - 1; unmatched tokens stay to the end.
-  sol.end.assign(static_cast<size_t>(n), n - 1);
-  for (int i = 0; i < rows; ++i) sol.end[static_cast<size_t>(col_of[static_cast<size_t>(i)])] = first + i - 1;
-  // lambda_t = u_t - u_{t+1} on the eviction steps (u_n = 0), 0 before the pool is full.
-  sol.price.assign(static_cast<size_t>(n), 0.0);
-  for (int i = 0; i < rows; ++i) {
-    const double next = i + 1 < rows ? u[static_cast<size_t>(i) + 1] : 0.0;
-    sol.price[static_cast<size_t>(first + i)] = std::max(0.0, u[static_cast<size_t>(i)] - next);
-  }
+  detail::schedule_from_assignment(n, first, col_of, u, sol);
   // The value and the certificate summed as every solver sums them (ScheduleEvaluator).
   const ScheduleCheck check = evaluate_schedule(DenseWeightRows(p.w), p.budget, p.recent, sol.end, sol.price);
   sol.value = check.value;

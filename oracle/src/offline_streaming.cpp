@@ -13,6 +13,7 @@
 #include <limits>
 #include <vector>
 
+#include "assignment_steps.hpp"
 #include "kvo/core/error.hpp"
 
 namespace kvo {
@@ -35,7 +36,8 @@ class RestrictedAssignment {
   const std::vector<Candidate>& list(int row) const { return lists_[static_cast<size_t>(row)]; }
   double u(int row) const { return u_[static_cast<size_t>(row)]; }
   double v(int col) const { return v_[static_cast<size_t>(col)]; }
-  int col_of(int row) const { return col_of_[static_cast<size_t>(row)]; }
+  const std::vector<int>& matching() const { return col_of_; }  // the token each step evicts
+  const std::vector<double>& row_potentials() const { return u_; }
   long long augmentations() const { return augmentations_; }
   void add(int row, Candidate c) { lists_[static_cast<size_t>(row)].push_back(c); }
 
@@ -94,23 +96,11 @@ class RestrictedAssignment {
       else
         i = row_of_[pick];
     }
-    // Potentials: the new row's by the path length, the tree's by how much shorter they were.
-    u_[static_cast<size_t>(cur)] += reach;
-    for (int x : rows_seen_)
-      if (x != cur) u_[static_cast<size_t>(x)] += reach - dist_[static_cast<size_t>(col_of_[static_cast<size_t>(x)])];
-    for (int j : settled_cols_) {
-      v_[static_cast<size_t>(j)] -= reach - dist_[static_cast<size_t>(j)];
-      settled_[static_cast<size_t>(j)] = 0;
-    }
+    detail::settle_augmentation(cur, sink, reach, rows_seen_, settled_cols_, dist_, pred_, u_, v_, col_of_, row_of_);
+    for (int j : settled_cols_) settled_[static_cast<size_t>(j)] = 0;
     for (int j : touched_) {
       dist_[static_cast<size_t>(j)] = key_[static_cast<size_t>(j)] = inf_;
       block_min_[static_cast<size_t>(j) / kBlock] = inf_;
-    }
-    for (int j = sink;;) {  // flip the path
-      const int x = pred_[static_cast<size_t>(j)];
-      row_of_[static_cast<size_t>(j)] = x;
-      std::swap(col_of_[static_cast<size_t>(x)], j);
-      if (x == cur) break;
     }
     ++augmentations_;
   }
@@ -161,12 +151,11 @@ OfflineSolution solve_offline_streaming(const WeightRows& w, int budget, int rec
       for (const Candidate& x : ra.list(row_index)) listed[static_cast<size_t>(x.token)] = t;
       pool.clear();
       if (seed) {
-        for (int j = 0; j < width; ++j) pool.push_back({suffix[static_cast<size_t>(j)], j});
-        if (listed[static_cast<size_t>(t - r)] != t) {  // the newcomer keeps every restricted problem feasible
-          ra.add(row_index, {t - r, suffix[static_cast<size_t>(t - r)]});
-          listed[static_cast<size_t>(t - r)] = t;
-          ++added;
-        }
+        ra.add(row_index,
+               {t - r, suffix[static_cast<size_t>(t - r)]});  // the newcomer keeps every restricted problem feasible
+        listed[static_cast<size_t>(t - r)] = t;
+        ++added;
+        for (int j = 0; j < t - r; ++j) pool.push_back({suffix[static_cast<size_t>(j)], j});
       } else {
         const double ut = ra.u(row_index);
         for (int j = 0; j < width; ++j) {
@@ -178,7 +167,6 @@ OfflineSolution solve_offline_streaming(const WeightRows& w, int budget, int rec
           }
         }
       }
-      if (seed) std::erase_if(pool, [&](const auto& x) { return listed[static_cast<size_t>(x.second)] == t; });
       const size_t take = std::min(c, pool.size());
       std::partial_sort(pool.begin(), pool.begin() + static_cast<long>(take), pool.end());
       for (size_t x = 0; x < take; ++x) {
@@ -220,15 +208,7 @@ OfflineSolution solve_offline_streaming(const WeightRows& w, int budget, int rec
   }
   sol.pairs = pairs;
   sol.work = ra.augmentations();
-  // Token j evicted at step t keeps its heavy slot through t - 1; the others stay to the end.
-  sol.end.assign(static_cast<size_t>(n), n - 1);
-  for (int x = 0; x < R; ++x) sol.end[static_cast<size_t>(ra.col_of(x))] = first + x - 1;
-  // lambda_t = u_t - u_{t+1} on the eviction steps (u_n = 0), 0 before the pool is full.
-  sol.price.assign(static_cast<size_t>(n), 0.0);
-  for (int x = 0; x < R; ++x) {
-    const double next = x + 1 < R ? ra.u(x + 1) : 0.0;
-    sol.price[static_cast<size_t>(first + x)] = std::max(0.0, ra.u(x) - next);
-  }
+  detail::schedule_from_assignment(n, first, ra.matching(), ra.row_potentials(), sol);
   const ScheduleCheck check = evaluate_schedule(w, budget, recent, sol.end, sol.price, o.threads);
   ++sol.passes;
   sol.value = check.value;

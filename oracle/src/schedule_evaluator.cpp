@@ -52,17 +52,20 @@ void ScheduleEvaluator::add(int i, std::span<const double> row) {
   }
 }
 
+double ScheduleEvaluator::window() const {
+  double total = 0.0;
+  for (double x : window_) total += x;
+  return total;
+}
+
 double ScheduleEvaluator::value() const {
-  double window = 0.0;
-  for (double x : window_) window += x;
-  double v = window;
+  double v = window();
   for (double g : kept_gain_) v += g;
   return v;
 }
 
 double ScheduleEvaluator::upper() const {
-  double dual = 0.0;
-  for (double x : window_) dual += x;
+  double dual = window();
   for (double p : price_) dual += h_ * p;
   for (double m : mu_) dual += m;
   return dual;

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <string>
 
 #include "kvo/core/error.hpp"
@@ -11,21 +10,19 @@
 
 namespace kvo {
 
+DenseWeightRows::DenseWeightRows(const Eigen::MatrixXd& w) : w_(w) {
+  require(w.rows() >= 1 && w.cols() == w.rows(), "offline problem: w must be a non-empty square matrix");
+}
+
 void DenseWeightRows::row(int i, std::span<double> out) const {
   for (int j = 0; j <= i; ++j) out[static_cast<size_t>(j)] = w_(i, j);
 }
 
 void AttentionWeightRows::row(int i, std::span<double> out) const {
   thread_local std::vector<int> keys;
-  thread_local std::vector<double> logits;
-  const size_t len = static_cast<size_t>(i) + 1;
-  if (keys.size() < len) {
-    keys.resize(len);
-    std::iota(keys.begin(), keys.end(), 0);
-  }
-  logits.resize(len);
-  head_.logits(i, std::span<const int>(keys.data(), len), logits);
-  softmax(logits, out.first(len));
+  thread_local std::vector<double> logits, probs;
+  prefix_attention(head_, i, keys, logits, probs);
+  std::copy(probs.begin(), probs.end(), out.begin());
 }
 
 void for_each_row(const WeightRows& w, int from, int to, bool backwards, int threads,

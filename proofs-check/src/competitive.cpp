@@ -114,7 +114,6 @@ OfflineOrdering order_against_optimum(const WeightRows& w, int budget, int recen
 
 OfflineOrdering order_against_optimum(const OfflineProblem& p, const OfflineSolution& opt,
                                       const std::vector<ScheduleRun>& runs) {
-  validate(p);
   return order_against_optimum(DenseWeightRows(p.w), p.budget, p.recent, opt, runs);
 }
 
@@ -161,8 +160,10 @@ std::vector<HeadCompetitive> CompetitivePlan::run(int unit) const {
     }
     const auto probe = make_policy(plans_[q].options().run.policy);
     for (size_t x = 0; x < heads.size(); ++x) {
-      runs[x].push_back(compact_run({probe->name(), probe->nested(), heads[x].kept_sets(), {}}));
+      std::vector<std::vector<int>> kept;  // moved out of the replay's records, which go next
+      for (StepRecord& s : heads[x].steps) kept.push_back(std::move(s.kept));
       heads[x].steps = {};
+      runs[x].push_back(compact_run({probe->name(), probe->nested(), std::move(kept), {}}));
     }
   }
   for (size_t x = 0; x < out.size(); ++x) {

@@ -27,6 +27,7 @@ class ScheduleEvaluator {
   double upper() const;
 
  private:
+  double window() const;  // the forced windows' reward, summed per token in token order
   int n_, h_, r_;
   std::vector<int> end_;
   std::vector<double> price_;

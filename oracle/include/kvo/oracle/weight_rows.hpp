@@ -21,7 +21,7 @@ class WeightRows {
 // Row i of a lower-triangular matrix (entries above the diagonal are never read).
 class DenseWeightRows final : public WeightRows {
  public:
-  explicit DenseWeightRows(const Eigen::MatrixXd& w) : w_(w) {}  // w must outlive this
+  explicit DenseWeightRows(const Eigen::MatrixXd& w);  // w must outlive this; kvo::Error unless square
   int n() const override { return static_cast<int>(w_.rows()); }
   void row(int i, std::span<double> out) const override;
 

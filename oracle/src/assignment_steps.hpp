@@ -1,0 +1,28 @@
+// Internal: what the two shortest-augmenting-path assignment solvers share (the dense one of
+// docs/oracle.md §3b and column generation's restricted one, §3c): the potential update and path
+// flip that end each augmentation, and how the matching and row potentials become a schedule and
+// its dual prices.
+#pragma once
+#include <span>
+#include <vector>
+
+#include "kvo/oracle/offline_oracle.hpp"
+
+namespace kvo::detail {
+
+// After Dijkstra from row `cur` settled the unmatched column `sink` at distance `reach`: the new
+// row's potential grows by the path length, every other row reached by how much shorter its path
+// was, each settled column's falls by the same; then the path (pred: the row a column was reached
+// from) is flipped into the matching.
+void settle_augmentation(int cur, int sink, double reach, std::span<const int> rows_seen,
+                         std::span<const int> cols_seen, std::span<const double> dist, std::span<const int> pred,
+                         std::vector<double>& u, std::vector<double>& v, std::vector<int>& col_of,
+                         std::vector<int>& row_of);
+
+// Row x is eviction step first + x: its token keeps the heavy slot through first + x - 1 and every
+// unmatched token stays to n - 1; lambda_t = max(0, u_t - u_{t+1}) on the eviction steps (u_n = 0),
+// 0 before the pool is full. Sets sol.end and sol.price.
+void schedule_from_assignment(int n, int first, const std::vector<int>& col_of, const std::vector<double>& u,
+                              OfflineSolution& sol);
+
+}  // namespace kvo::detail
