@@ -133,6 +133,17 @@ void BM_PrefillOptimum(benchmark::State& st) {
   for (auto _ : st) benchmark::DoNotOptimize(solve_prefill(prefill_unit(tr, 0, 0, n / 2), n / 20).value);
 }
 
+// Output fidelity of one KV head: E of `sets` kept sets of k = 10% of the prompt (prompt n/2), as
+// oracle --prefill measures every press's set and both references in one pass.
+void BM_PrefillOutput(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0)), P = n / 2, sets = static_cast<int>(st.range(1));
+  const Trace& tr = bench::trace(n, 64);
+  std::vector<std::vector<int>> kept(static_cast<size_t>(sets));
+  for (int s = 0; s < sets; ++s)
+    for (int j = s; j < P; j += 10) kept[static_cast<size_t>(s)].push_back(j);
+  for (auto _ : st) benchmark::DoNotOptimize(output_errors(tr, 0, 0, P, kept).front());
+}
+
 // One press on one head's prompt of n tokens at compression ratio 0.8.
 void BM_Press(benchmark::State& st, PressId id) {
   const int n = static_cast<int>(st.range(0));
@@ -155,3 +166,7 @@ const bool kPressBenches = [] {
 }  // namespace
 
 BENCHMARK(BM_PrefillOptimum)->Name("prefill/optimum")->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PrefillOutput)
+    ->Name("prefill/output")
+    ->ArgsProduct({{1024, 4096}, {1, 10}})
+    ->Unit(benchmark::kMillisecond);

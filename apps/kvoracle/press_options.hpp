@@ -14,7 +14,8 @@ namespace kvo::cli {
 struct PressArgs {
   std::string presses = "all";
   std::vector<double> ratios = {0.5, 0.8, 0.9};
-  PressOptions defaults;  // window_size, kernel_size, beta, n_sink, lag_size, local_window_size, seed
+  PressOptions defaults;        // window_size, kernel_size, beta, n_sink, lag_size, local_window_size, seed
+  bool output_fidelity = true;  // oracle --prefill: each set's output error and the output bound
 
   // Every press at every compression ratio (kvo::Error for an unknown press or a ratio outside [0, 1)).
   std::vector<PressOptions> build() const;

@@ -4,7 +4,7 @@ The C++ library through pybind11 on numpy arrays: trace I/O (``read_trace``, ``w
 ``Trace.from_arrays``), ``policies``, ``replay``, the oracles (``topk_optimum``,
 ``facility_location_optimum``, ``greedy_facility_location``, ``offline_optimum``), the claim
 checks (``verify``), the greedy scorer's CPU twin (``score``), kvpress's presses (``run_press``,
-``press_names``) with the exact ``prefill_optimum``, and the decoder-facing ``KvEvictionManager``. ``kvoracle.hf`` brings
+``press_names``) with the exact ``prefill_optimum`` and the attention-output error ``output_errors``, and the decoder-facing ``KvEvictionManager``. ``kvoracle.hf`` brings
 Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` of ``generate``
 (docs/python.md).
 """
@@ -13,6 +13,7 @@ from ._core import (  # noqa: F401
     KvoError,
     Trace,
     offline_optimum,
+    output_errors,
     facility_location_optimum,
     greedy_facility_location,
     policies,

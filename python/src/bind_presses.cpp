@@ -63,10 +63,23 @@ void bind_presses(py::module_& m) {
         return py::dict(
             py::arg("set") = to_array(o.set), py::arg("value") = o.value, py::arg("upper") = o.upper,
             py::arg("weights") = py::array_t<double>(static_cast<py::ssize_t>(u.weight.size()), u.weight.data()),
-            py::arg("prompt_mass") = u.prompt_mass, py::arg("decoded_mass") = u.decoded_mass);
+            py::arg("prompt_mass") = u.prompt_mass, py::arg("decoded_mass") = u.decoded_mass,
+            py::arg("bound_weights") =
+                py::array_t<double>(static_cast<py::ssize_t>(u.bound_weight.size()), u.bound_weight.data()),
+            py::arg("bound_total") = u.bound_total);
       },
       py::arg("trace"), py::arg("layer"), py::arg("kv_head"), py::arg("prompt_len"), py::arg("k"),
-      "the k prompt keys of one (layer, KV head) that keep the most attention mass of the queries after the prompt");
+      "the k prompt keys of one (layer, KV head) that keep the most attention mass of the queries after the prompt; "
+      "bound_weights: the output bound's u_j (empty without values)");
+  m.def(
+      "output_errors",
+      [](const Trace& tr, int layer, int kv_head, int prompt_len, const std::vector<std::vector<int>>& sets) {
+        py::gil_scoped_release release;
+        return output_errors(tr, layer, kv_head, prompt_len, sets);
+      },
+      py::arg("trace"), py::arg("layer"), py::arg("kv_head"), py::arg("prompt_len"), py::arg("sets"),
+      "E(S) per kept set (ascending prompt positions): sum over the following queries of |o_t(S) - o_t(full)|, "
+      "mean over the KV head's group");
 }
 
 }  // namespace kvo::python

@@ -17,7 +17,10 @@ grep -q "^device: " "$dir/s.txt"
 # the prefill optimum and every press against it: no press above the optimum
 "$K" -q oracle "$dir/t.safetensors" --prefill 40 --window-size 8 --lag-size 8 --compression-ratio 0.5,0.8 \
   --json "$dir/p.json" | grep -q "lagkv"
-python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"records\"]; assert len(r) == 11 * 2 * 2, len(r); assert all(x[\"value\"] <= x[\"optimum\"] * (1 + 1e-12) for x in r)" "$dir/p.json"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"records\"]; assert len(r) == 11 * 2 * 2, len(r); assert all(x[\"value\"] <= x[\"optimum\"] * (1 + 1e-12) for x in r); assert all(0 <= x[\"output_error\"] <= x[\"output_bound\"] * (1 + 1e-12) and x[\"bound_optimum_bound\"] <= x[\"output_bound\"] * (1 + 1e-12) for x in r)" "$dir/p.json"
+# without the output pass the records carry no output error
+"$K" -q oracle "$dir/t.safetensors" --prefill 40 --presses tova --no-output-fidelity --json "$dir/p2.json" >/dev/null
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"records\"]; assert r and all(x[\"output_error\"] is None for x in r)" "$dir/p2.json"
 "$K" presses | grep -q "ObservedAttentionPress"
 "$K" -q verify "$dir/t.safetensors" --budget 0.25 --json "$dir/v.json" --plot "$dir/v.svg" --report "$dir/rep" \
   --sweep 0.1,0.3 --loss-random 2

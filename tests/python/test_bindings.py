@@ -158,3 +158,27 @@ def test_scorer_twin_equals_replay():
                 mine = [j for j in range(i + 1) if ev[j] < 0 or ev[j] > i]
                 assert mine == list(kept)
 
+
+
+def test_output_errors_and_bound_equal_numpy():
+    """E(S) renormalises the kept keys as a decoder does; the bound weights give E(S) <= B(S)."""
+    t, q, k, v = random_trace(layers=1, n=24, seed=3)
+    P, kv, layer = 10, 1, 0
+    heads = [2, 3]  # the group of KV head 1
+    sets = [[], [0, 4, 9], list(range(P))]
+    errs = kvoracle.output_errors(t, layer, kv, P, sets)
+    u = kvoracle.prefill_optimum(t, layer, kv, P, 3)
+    for S, e in zip(sets, errs):
+        want = 0.0
+        for h in heads:
+            for i in range(P, 24):
+                logits = (q[layer][h, i].astype(np.float64) @ k[layer][kv, : i + 1].T.astype(np.float64)) * 0.5
+                p = np.exp(logits - logits.max())
+                full = (p / p.sum()) @ v[layer][kv, : i + 1].astype(np.float64)
+                keep = list(S) + list(range(P, i + 1))
+                pk = np.exp(logits[keep] - logits[keep].max())
+                want += np.linalg.norm((pk / pk.sum()) @ v[layer][kv, keep].astype(np.float64) - full) / 2
+        assert e == pytest.approx(want, rel=1e-9, abs=1e-12)
+        bound = u["bound_total"] - sum(u["bound_weights"][j] for j in S)
+        assert e <= bound * (1 + 1e-12) + 1e-12
+    assert errs[2] == pytest.approx(0, abs=1e-12)

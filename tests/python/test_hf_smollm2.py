@@ -43,7 +43,9 @@ def test_transformers_agrees_with_kvoracles_decoder(hf_smollm2, apache512, probe
     ours = load_file(str(tmp_path / "logits.safetensors"))
     assert list(ours["tokens"]) == ids[0].tolist()
     hf_ppl, kvo_ppl = perplexity(out.logits[0]), perplexity(ours["logits"])
-    assert abs(hf_ppl - kvo_ppl) < 1e-3 and round(hf_ppl, 3) == 15.946  # 15.9455 (docs/python.md)
+    # 15.9455 (docs/python.md); the last digits move with torch's CPU kernels (15.94549864 on one machine,
+    # 15.9455x on another), so compare with a tolerance, not by rounding at a .5 boundary.
+    assert abs(hf_ppl - kvo_ppl) < 1e-3 and abs(hf_ppl - 15.9455) < 5e-4
     top1 = 0
     for layer in range(30):
         p = causal_probs(trace.q(layer), trace.k(layer), trace.attn_scale)
