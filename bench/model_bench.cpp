@@ -1,5 +1,5 @@
 // The real model on 2 cores: prefill of 1024 tokens (target >= 200 tokens/s), with and without
-// the logits of every position, and one decode step with a full cache.
+// the logits of every position, one decode step with a full cache, and eval --prefill's rows.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
@@ -11,6 +11,7 @@
 #include "kvo/model/evicting_decoder.hpp"
 #include "kvo/model/llama.hpp"
 #include "kvo/model/model_path.hpp"
+#include "kvo/model/press_eval.hpp"
 
 using namespace kvo;
 
@@ -87,8 +88,30 @@ void BM_EvictingDecode(benchmark::State& st) {
   st.counters["peak_kv_bytes"] = static_cast<double>(bytes);
 }
 
+// eval --prefill on P = 512 of 640 GPL-3 tokens: the trace, the prefill units and their output
+// pass, one prefill, then a continuation per row; rows: snapkv at 0.8 and the two references.
+// Its baseline in the same run: model/prefill/640/1 (one forward pass of the same tokens).
+void BM_PressEval(benchmark::State& st) {
+  const model::Llama* m = shared();
+  if (!m) return st.SkipWithError("model missing: run scripts/fetch-model");
+  std::ifstream in("/usr/share/common-licenses/GPL-3");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  model::PressEvalOptions o;
+  o.tokens = 640;
+  o.prompt_len = 512;
+  PressOptions p;
+  p.id = PressId::SnapKV;
+  p.compression_ratio = 0.8;
+  o.presses = {p};
+  o.reference_ratios = {0.8};
+  for (auto _ : st) benchmark::DoNotOptimize(model::evaluate_presses(*m, ss.str(), o).full_nll);
+  st.counters["rows"] = static_cast<double>(model::press_eval_rows(o));
+}
+
 }  // namespace
 
+BENCHMARK(BM_PressEval)->Name("model/press-eval/640")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_EvictingDecode)
     ->Name("model/evicting-decode")
     ->Arg(25)
@@ -97,6 +120,7 @@ BENCHMARK(BM_EvictingDecode)
     ->UseRealTime();
 BENCHMARK(BM_Prefill)
     ->Name("model/prefill")
+    ->Args({640, 1})
     ->Args({1024, 0})
     ->Args({1024, 1})
     ->Unit(benchmark::kMillisecond)

@@ -12,6 +12,7 @@
 #include "kvo/model/eval.hpp"
 #include "model_options.hpp"
 #include "options.hpp"
+#include "press_eval_report.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
@@ -24,6 +25,8 @@ Runner add_eval(CLI::App& app, const Global& g) {
     std::string budgets = "5%,10%,20%,50%,100%";
     int tokens = 256;
     RunArgs run;
+    int prefill = 0;
+    PressArgs press;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--text,-t", a->text, "UTF-8 text file")->required()->check(CLI::ExistingFile);
@@ -38,7 +41,17 @@ Runner add_eval(CLI::App& app, const Global& g) {
   cmd->add_option("--plot", a->plot, "write an SVG plot of perplexity against budget");
   add_run_options(cmd, a->run, {.budget_total = false, .trace_selection = false});
   add_model_option(cmd, a->model);
-  return [a, &g] {
+  cmd->add_option("--prefill", a->prefill,
+                  "prompt length P: compress the first P of --tokens once with each press of --presses (and the "
+                  "prefill optimum's sets) and teacher-force the rest (kvpress's protocol)")
+      ->check(CLI::PositiveNumber);
+  add_press_options(cmd, a->press);
+  return [a, &g, cmd] {
+    if (a->prefill > 0) {
+      require(cmd->count("--policies") == 0 && cmd->count("--budgets") == 0,
+              "--prefill compresses with --presses and --compression-ratio; it does not take --policies or --budgets");
+      return run_press_eval({a->text, a->model, a->json, a->plot, a->tokens, a->prefill, a->press}, g);
+    }
     model::EvalOptions o;
     o.tokens = a->tokens;
     o.policies = parse_policy_list(a->policies);

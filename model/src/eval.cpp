@@ -10,20 +10,10 @@
 #include "kvo/model/evicting_decoder.hpp"
 #include "kvo/model/recorder.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "log_probs.hpp"
 
 namespace kvo::model {
 namespace {
-
-// log-softmax of a logits row in fp64.
-std::vector<double> log_softmax(const Eigen::RowVectorXf& row) {
-  const double m = row.maxCoeff();
-  double s = 0.0;
-  for (Eigen::Index t = 0; t < row.size(); ++t) s += std::exp(row(t) - m);
-  const double lse = m + std::log(s);
-  std::vector<double> out(static_cast<size_t>(row.size()));
-  for (Eigen::Index t = 0; t < row.size(); ++t) out[static_cast<size_t>(t)] = row(t) - lse;
-  return out;
-}
 
 // End times of the offline optimum per (layer, KV head) under each unit's budget: maximise
 // the retained attention mass (the group's mean dense attention) under nested eviction.
@@ -125,9 +115,7 @@ EvalResult evaluate_policies(const Llama& model, const std::string& text, const 
           const std::vector<double> lp = log_softmax(logits);
           const auto& f = full[static_cast<size_t>(t)];
           nll -= lp[static_cast<size_t>(ids[static_cast<size_t>(t) + 1])];
-          double d = 0.0;
-          for (size_t v = 0; v < lp.size(); ++v) d += std::exp(f[v]) * (f[v] - lp[v]);
-          kl += std::max(0.0, d);
+          kl += kl_divergence(f, lp);
         }
         if (o.on_token) o.on_token();
       }

@@ -137,6 +137,8 @@ MatrixRM Llama::forward(std::span<const int> tokens, KvCache& cache, bool want_l
   const int H = cfg_.n_heads, G = cfg_.n_heads / cfg_.n_kv_heads;
   const int pos0 = cache.length;
   require(pos0 + T <= cache.capacity, "KV cache capacity " + std::to_string(cache.capacity) + " exceeded");
+  require(cache.start.empty() || static_cast<int>(cache.start.size()) == cfg_.n_layers,
+          "KV cache: start rows must be given for every layer or none");
   MatrixRM x(T, d);
   for (int t = 0; t < T; ++t) {
     require(tokens[t] >= 0 && tokens[t] < cfg_.vocab,
@@ -147,19 +149,21 @@ MatrixRM Llama::forward(std::span<const int> tokens, KvCache& cache, bool want_l
   MatrixRM h, q, k, v, att(T, d), g, u;
   for (int l = 0; l < cfg_.n_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
-    project_qkv(L, x, pos0, h, q, k, v);
-    if (tap) tap->on_layer(l, pos0, q, k, v);
+    project_qkv(L, x, pos0 + cache.position_shift, h, q, k, v);
+    if (tap) tap->on_layer(l, pos0 + cache.position_shift, q, k, v);
     cache.k[static_cast<size_t>(l)].middleRows(pos0, T) = k;
     cache.v[static_cast<size_t>(l)].middleRows(pos0, T) = v;
-    const int len = pos0 + T;
+    const int first = cache.start.empty() ? 0 : cache.start[static_cast<size_t>(l)];
+    require(first >= 0 && first <= pos0, "KV cache: layer " + std::to_string(l) + " starts outside its rows");
+    const int len = pos0 + T - first;  // rows read: first .. pos0 + T - 1
 #pragma omp parallel for schedule(static)
     for (int hh = 0; hh < H; ++hh) {
       const int kvh = hh / G;
-      const auto K = cache.k[static_cast<size_t>(l)].block(0, kvh * hd, len, hd);
-      const auto V = cache.v[static_cast<size_t>(l)].block(0, kvh * hd, len, hd);
+      const auto K = cache.k[static_cast<size_t>(l)].block(first, kvh * hd, len, hd);
+      const auto V = cache.v[static_cast<size_t>(l)].block(first, kvh * hd, len, hd);
       MatrixRM s = (q.block(0, hh * hd, T, hd) * K.transpose()) * scale;  // [T, len]
       for (int t = 0; t < T; ++t) {
-        const int visible = pos0 + t + 1;  // causal
+        const int visible = pos0 - first + t + 1;  // causal
         auto row = s.row(t).head(visible);
         const float m = row.maxCoeff();
         row = (row.array() - m).exp();

@@ -31,6 +31,11 @@ grep -q "| \*\*C27\*\*" "$dir/rep/report.md"
 "$K" -q eval --text /usr/share/common-licenses/GPL-3 --tokens 12 --policies h2o,oracle --budgets 4,100% \
   --json "$dir/e.json" --plot "$dir/e.svg" >/dev/null
 grep -q "<polyline" "$dir/e.svg"
+# prefill compression in closed loop: at ratio 0 a press is the full cache
+"$K" -q eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 28 --presses tova,knorm \
+  --compression-ratio 0,0.5 --json "$dir/pe.json" --plot "$dir/pe.svg" >/dev/null
+grep -q "<polyline" "$dir/pe.svg"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; assert len(r) == 8, len(r); assert all(x[\"nll\"] == d[\"full_nll\"] and x[\"mean_kl\"] == 0 for x in r if x[\"compression_ratio\"] == 0)" "$dir/pe.json"
 "$K" policies | grep -q h2o-paper
 "$K" replay --help | grep -q -- --budget
 python3 - "$dir" <<'PY'

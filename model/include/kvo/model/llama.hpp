@@ -42,6 +42,11 @@ struct KvCache {
   int length = 0;
   int capacity = 0;
   std::vector<MatrixRM> k, v;  // per layer: [capacity, H_kv*hd]
+  // A compressed cache (kvpress-style, the same count per KV head of a layer): layer l's attention
+  // reads rows start[l].. only (empty: every row), and row r sits at RoPE position r + position_shift,
+  // so tokens appended after a pruned prompt of P tokens keep positions P, P+1, ...
+  std::vector<int> start;
+  int position_shift = 0;
   size_t bytes() const;
 };
 
@@ -56,8 +61,8 @@ class Llama {
   const std::string& path() const { return path_; }
 
   KvCache new_cache(int capacity) const;
-  // Runs tokens at positions cache.length.., appends their K/V, and returns logits [T, vocab]
-  // (an empty matrix when want_logits is false).
+  // Runs tokens at rows cache.length.. (positions + cache.position_shift), appends their K/V, and
+  // returns logits [T, vocab] (an empty matrix when want_logits is false).
   MatrixRM forward(std::span<const int> tokens, KvCache& cache, bool want_logits = true, LayerTap* tap = nullptr) const;
   // One token at position pos with attention (and so the KV cache) delegated to `attention`;
   // returns the logits [vocab].

@@ -1,0 +1,55 @@
+// Prefill compression in closed loop on the real model (kvoracle eval --prefill): the prompt is
+// prefilled with the full cache, compressed once to each kept set (kvpress's presses computed by
+// kvoracle on a trace of the same text recorded by this model, and the prefill optimum's sets),
+// and the continuation is teacher-forced with positions continuing after the prompt, as
+// kvpress's pipeline does. Per set: the continuation's NLL and mean KL(full || compressed) of the
+// next-token distributions, the retained mass as a fraction of the optimum and the attention
+// output error (oracle/prefill_oracle.hpp), and the K/V bytes held.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kvo/core/press.hpp"
+#include "kvo/model/llama.hpp"
+
+namespace kvo::model {
+
+struct PressEvalOptions {
+  int tokens = 640;                      // prompt + continuation
+  int prompt_len = 512;                  // P: 1 <= P <= tokens - 2
+  std::vector<PressOptions> presses;     // each with its compression ratio
+  std::vector<double> reference_ratios;  // the optimum's rows at these compression ratios
+  std::function<void()> on_row;          // progress: one call per finished row
+};
+
+// What a row kept: a press, or one of the look-ahead references at kvpress's k for the ratio.
+enum class PressEvalSet { Press, MassOptimum, OutputBoundOptimum };
+
+struct PressEvalRow {
+  PressEvalSet set = PressEvalSet::Press;
+  PressId press = PressId::SnapKV;  // set == Press
+  std::string name;                 // the press's name, or the reference's
+  double compression_ratio = 0.0;
+  double mean_k = 0.0;         // kept prompt keys per (layer, KV head)
+  double mass_fraction = 1.0;  // mean over units of the retained mass over the optimum's at the same k
+  double output_error = 0.0;   // mean over units of E(S) / (n - P): |o_t(S) - o_t(full)| per query
+  double nll = 0.0;            // mean over the n - P continuation tokens
+  double mean_kl = 0.0;        // KL(full || compressed), mean over the same predictions
+  size_t kv_bytes = 0;         // K/V rows held at the end: kept prompt keys + the n - P - 1 tokens fed after
+};
+
+struct PressEvalResult {
+  int tokens = 0, prompt_len = 0;
+  double full_nll = 0.0;
+  size_t full_bytes = 0;           // the full cache after the n - 1 tokens fed
+  std::vector<PressEvalRow> rows;  // presses in option order, then the references per ratio
+};
+
+// Rows for the progress bar.
+long press_eval_rows(const PressEvalOptions& options);
+// kvo::Error for a prompt outside [1, tokens - 2], a text shorter than `tokens`, or a press the
+// prompt cannot serve (before any decoding).
+PressEvalResult evaluate_presses(const Llama& model, const std::string& text, const PressEvalOptions& options);
+
+}  // namespace kvo::model

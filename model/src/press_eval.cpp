@@ -1,0 +1,163 @@
+#include "kvo/model/press_eval.hpp"
+
+#include <algorithm>
+
+#include "kvo/core/error.hpp"
+#include "kvo/model/recorder.hpp"
+#include "kvo/oracle/prefill_oracle.hpp"
+#include "log_probs.hpp"
+
+namespace kvo::model {
+namespace {
+
+using UnitSets = std::vector<std::vector<int>>;  // kept prompt positions per (layer, KV head)
+
+// Logits of the continuation `rest` after the prompt's cache is cut to `kept`: per layer, the kept
+// rows of each KV head are packed right-aligned below row kmax (every KV head of a layer keeps as
+// many, as kvpress's presses do) and attention reads rows start[l].. only; positions continue at P.
+MatrixRM continuation_logits(const Llama& m, const KvCache& prompt, std::span<const int> rest, const UnitSets& kept,
+                             int P) {
+  const LlamaConfig& c = m.config();
+  const int hd = c.head_dim, n_kv = c.n_kv_heads;
+  size_t kmax = 0;
+  for (const auto& s : kept) kmax = std::max(kmax, s.size());
+  KvCache pc = m.new_cache(static_cast<int>(kmax + rest.size()));
+  pc.start.assign(static_cast<size_t>(c.n_layers), 0);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const size_t k = kept[static_cast<size_t>(l * n_kv)].size();
+    pc.start[static_cast<size_t>(l)] = static_cast<int>(kmax - k);
+    for (int kv = 0; kv < n_kv; ++kv) {
+      const auto& s = kept[static_cast<size_t>(l * n_kv + kv)];
+      require(s.size() == k, "eval --prefill: the KV heads of layer " + std::to_string(l) + " keep different counts");
+      for (size_t x = 0; x < k; ++x) {
+        const int row = static_cast<int>(kmax - k + x);
+        pc.k[static_cast<size_t>(l)].block(row, kv * hd, 1, hd) =
+            prompt.k[static_cast<size_t>(l)].block(s[x], kv * hd, 1, hd);
+        pc.v[static_cast<size_t>(l)].block(row, kv * hd, 1, hd) =
+            prompt.v[static_cast<size_t>(l)].block(s[x], kv * hd, 1, hd);
+      }
+    }
+  }
+  pc.length = static_cast<int>(kmax);
+  pc.position_shift = P - static_cast<int>(kmax);
+  return m.forward(rest, pc, true);
+}
+
+struct PlannedRow {
+  PressEvalRow row;
+  UnitSets kept;
+};
+
+}  // namespace
+
+long press_eval_rows(const PressEvalOptions& o) {
+  return static_cast<long>(o.presses.size() + 2 * o.reference_ratios.size());
+}
+
+PressEvalResult evaluate_presses(const Llama& model, const std::string& text, const PressEvalOptions& o) {
+  const LlamaConfig& c = model.config();
+  const int n = o.tokens, P = o.prompt_len;
+  require(n >= 3 && n <= c.context, "eval --prefill: --tokens must be in [3, " + std::to_string(c.context) + "]");
+  require(P >= 1 && P <= n - 2, "eval --prefill: the prompt must be in [1, " + std::to_string(n - 2) +
+                                    "] tokens so that a continuation of 2 or more follows, got " + std::to_string(P));
+  require(!o.presses.empty() || !o.reference_ratios.empty(), "eval --prefill: no press and no reference to run");
+  for (double r : o.reference_ratios)
+    require(r >= 0 && r < 1, "eval --prefill: compression ratio " + std::to_string(r) + " is outside [0, 1)");
+  std::vector<int> ids = model.tokenizer().encode(text);
+  require(static_cast<int>(ids.size()) >= n, "eval --prefill: the text has " + std::to_string(ids.size()) +
+                                                 " tokens, fewer than the " + std::to_string(n) + " asked for");
+  ids.resize(static_cast<size_t>(n));
+  // The text's trace by this model: what the presses score and the optimum reads.
+  RecordOptions ro;
+  ro.tokens = n;
+  ro.prompt_len = P;
+  const Trace tr = record_trace(model, text, ro);
+  const int L = c.n_layers, n_kv = c.n_kv_heads, units = L * n_kv;
+  std::vector<PrefillUnit> unit;
+  for (int l = 0; l < L; ++l)
+    for (int kv = 0; kv < n_kv; ++kv) unit.push_back(prefill_unit(tr, l, kv, P));
+  // Every row's kept sets, before any decoding (a press the prompt cannot serve fails here).
+  std::vector<PlannedRow> plan;
+  for (const PressOptions& po : o.presses) {
+    PlannedRow pr;
+    pr.row.press = po.id;
+    pr.row.name = press_name(po.id);
+    pr.row.compression_ratio = po.compression_ratio;
+    for (int l = 0; l < L; ++l) {
+      PressResult r = run_press(press_layer_of(tr, l, P), po);
+      for (auto& s : r.kept) pr.kept.push_back(std::move(s));
+    }
+    plan.push_back(std::move(pr));
+  }
+  for (const PressEvalSet set : {PressEvalSet::MassOptimum, PressEvalSet::OutputBoundOptimum})
+    for (double ratio : o.reference_ratios) {
+      PlannedRow pr;
+      pr.row.set = set;
+      pr.row.name = set == PressEvalSet::MassOptimum ? "optimum" : "optimum_output_bound";
+      pr.row.compression_ratio = ratio;
+      const int k = press_n_kept(P, ratio);
+      for (const PrefillUnit& u : unit)
+        pr.kept.push_back(set == PressEvalSet::MassOptimum ? solve_prefill(u, k).set : solve_output_bound(u, k).set);
+      plan.push_back(std::move(pr));
+    }
+  for (PlannedRow& pr : plan) pr.row.mass_fraction = 0.0;  // a mean over the units, summed below
+  // Retained mass and output error per unit: one pass over the following queries per unit.
+  const double queries = n - P;
+  for (int x = 0; x < units; ++x) {
+    const PrefillUnit& u = unit[static_cast<size_t>(x)];
+    std::vector<std::vector<int>> sets;
+    for (const PlannedRow& pr : plan) sets.push_back(pr.kept[static_cast<size_t>(x)]);
+    const std::vector<double> e = output_errors(tr, u.layer, u.kv_head, P, sets);
+    for (size_t r = 0; r < plan.size(); ++r) {
+      PressEvalRow& row = plan[r].row;
+      const auto& s = sets[r];
+      const double opt = solve_prefill(u, static_cast<int>(s.size())).value;
+      row.mass_fraction += (opt > 0 ? prefill_value(u, s) / opt : 1.0) / units;
+      row.output_error += e[r] / queries / units;
+      row.mean_k += static_cast<double>(s.size()) / units;
+    }
+  }
+  // The full prefill, once; its last row predicts the first continuation token for every row.
+  PressEvalResult res;
+  res.tokens = n;
+  res.prompt_len = P;
+  const size_t row_bytes = static_cast<size_t>(c.head_dim) * 2 * sizeof(float);
+  res.full_bytes = static_cast<size_t>(n - 1) * units * row_bytes;  // every token fed
+  KvCache prompt = model.new_cache(P);
+  const MatrixRM prompt_logits = model.forward(std::span<const int>(ids).first(static_cast<size_t>(P)), prompt, true);
+  const std::vector<double> first = log_softmax(prompt_logits.row(P - 1));
+  const std::span<const int> rest =
+      std::span<const int>(ids).subspan(static_cast<size_t>(P), static_cast<size_t>(n - P - 1));
+  UnitSets whole(static_cast<size_t>(units), std::vector<int>(static_cast<size_t>(P)));
+  for (auto& s : whole)
+    for (int j = 0; j < P; ++j) s[static_cast<size_t>(j)] = j;
+  const MatrixRM full_logits = continuation_logits(model, prompt, rest, whole, P);
+  std::vector<std::vector<double>> full{first};
+  for (int t = 0; t + 1 < n - P; ++t) full.push_back(log_softmax(full_logits.row(t)));
+  auto nll_of = [&](const std::vector<std::vector<double>>& lp) {
+    double s = 0.0;
+    for (int t = 0; t < n - P; ++t)
+      s -= lp[static_cast<size_t>(t)][static_cast<size_t>(ids[static_cast<size_t>(P + t)])];
+    return s / (n - P);
+  };
+  res.full_nll = nll_of(full);
+  for (PlannedRow& pr : plan) {
+    const MatrixRM logits = continuation_logits(model, prompt, rest, pr.kept, P);
+    std::vector<std::vector<double>> lp{first};
+    double kl = 0.0;  // the first prediction is the full cache's: KL 0
+    for (int t = 0; t + 1 < n - P; ++t) {
+      lp.push_back(log_softmax(logits.row(t)));
+      kl += kl_divergence(full[static_cast<size_t>(t) + 1], lp.back());
+    }
+    pr.row.nll = nll_of(lp);
+    pr.row.mean_kl = kl / (n - P);
+    size_t rows = 0;
+    for (const auto& s : pr.kept) rows += s.size() + static_cast<size_t>(n - P - 1);
+    pr.row.kv_bytes = rows * row_bytes;
+    res.rows.push_back(pr.row);
+    if (o.on_row) o.on_row();
+  }
+  return res;
+}
+
+}  // namespace kvo::model

@@ -1,0 +1,133 @@
+// Prefill compression in closed loop (model/press_eval.hpp): a pruned KV cache with per-layer start
+// rows and shifted positions gives the logits of the evicting decoder holding the same keys; at
+// compression ratio 0 every row is the full cache; the references sit where they must.
+#include "kvo/model/press_eval.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kvo/core/error.hpp"
+#include "kvo/core/policies.hpp"
+#include "kvo/model/evicting_decoder.hpp"
+#include "model_fixture.hpp"
+
+using namespace kvo;
+
+namespace {
+
+// Kept prompt positions of (layer, KV head): a different subset per head, as many per head of a
+// layer (odd layers keep more), as kvpress's presses keep.
+std::vector<int> kept_of(int layer, int kv, int P) {
+  std::vector<int> s;
+  const int period = layer % 2 == 0 ? 3 : 4;
+  for (int j = 0; j < P; ++j)
+    if ((j + layer + kv) % period != 0) s.push_back(j);
+  return s;
+}
+
+}  // namespace
+
+TEST(PressEval, APrunedCacheEqualsTheEvictingDecoderHoldingTheSameKeys) {
+  const auto& m = test::shared_model();
+  const auto& c = m.config();
+  const int n = 36, P = 24;
+  const auto ids = test::gpl3_tokens(n);
+  // Path 1: the prompt prefilled at once, each layer's kept rows packed right-aligned below row
+  // kmax, the continuation in one forward call at positions P.. .
+  auto prompt = m.new_cache(P);
+  m.forward(std::span<const int>(ids).first(P), prompt, false);
+  const int kmax = static_cast<int>(kept_of(1, 0, P).size());
+  auto pruned = m.new_cache(kmax + n - P - 1);
+  pruned.start.assign(static_cast<size_t>(c.n_layers), 0);
+  const int hd = c.head_dim;
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int kv = 0; kv < c.n_kv_heads; ++kv) {
+      const auto s = kept_of(l, kv, P);
+      const int first = kmax - static_cast<int>(s.size());
+      pruned.start[static_cast<size_t>(l)] = first;
+      for (size_t x = 0; x < s.size(); ++x) {
+        pruned.k[static_cast<size_t>(l)].block(first + static_cast<int>(x), kv * hd, 1, hd) =
+            prompt.k[static_cast<size_t>(l)].block(s[x], kv * hd, 1, hd);
+        pruned.v[static_cast<size_t>(l)].block(first + static_cast<int>(x), kv * hd, 1, hd) =
+            prompt.v[static_cast<size_t>(l)].block(s[x], kv * hd, 1, hd);
+      }
+    }
+  pruned.length = kmax;
+  pruned.position_shift = P - kmax;
+  const model::MatrixRM batch = m.forward(std::span<const int>(ids).subspan(P, n - P - 1), pruned);
+  // Path 2: token by token through the evicting decoder; each unit's schedule drops the other
+  // prompt keys right after the last prompt query, as a prefill press does.
+  CacheManagerOptions o;
+  o.run.budget = Budget(Amount::parse("100%"));
+  o.n_layers = c.n_layers;
+  o.n_kv_heads = c.n_kv_heads;
+  o.max_len = n;
+  KvEvictionManager mgr(o, [&](int, int layer, int kv) {
+    std::vector<int> end(static_cast<size_t>(n), n - 1);
+    const auto s = kept_of(layer, kv, P);
+    for (int j = 0; j < P; ++j)
+      if (!std::binary_search(s.begin(), s.end(), j)) end[static_cast<size_t>(j)] = P - 2;
+    return std::make_unique<ScheduledPolicy>("kept-set", std::move(end));
+  });
+  model::EvictingDecoder dec(m, mgr, n + 1);
+  for (int t = 0; t + 1 < n; ++t) {
+    const Eigen::RowVectorXf one = dec.step(ids[static_cast<size_t>(t)]);
+    if (t < P) continue;
+    const float scale = batch.row(t - P).cwiseAbs().maxCoeff();
+    EXPECT_LT((one - batch.row(t - P)).cwiseAbs().maxCoeff(), 1e-4f * scale) << t;
+  }
+  EXPECT_EQ(mgr.held(0, 1, 2).size(), kept_of(1, 2, P).size() + (n - 1 - P));
+}
+
+TEST(PressEval, RatioZeroIsTheFullCacheAndTheReferencesAreWhereTheyMustBe) {
+  const auto& m = test::shared_model();
+  model::PressEvalOptions o;
+  o.tokens = 48;
+  o.prompt_len = 32;
+  for (const char* name : {"knorm", "tova"})
+    for (double r : {0.0, 0.5}) {
+      PressOptions p;
+      p.id = parse_press(name);
+      p.compression_ratio = r;
+      o.presses.push_back(p);
+    }
+  o.reference_ratios = {0.0, 0.5};
+  int calls = 0;
+  o.on_row = [&] { ++calls; };
+  const model::PressEvalResult res = model::evaluate_presses(m, test::gpl3_text(), o);
+  ASSERT_EQ(res.rows.size(), 8u);
+  EXPECT_EQ(calls, 8);
+  EXPECT_TRUE(std::isfinite(res.full_nll));
+  for (const model::PressEvalRow& r : res.rows) {
+    EXPECT_GE(r.mean_kl, 0.0) << r.name;
+    EXPECT_LE(r.mass_fraction, 1 + 1e-12) << r.name;
+    if (r.compression_ratio == 0.0) {  // nothing dropped: the full cache's numbers, bit for bit
+      EXPECT_EQ(r.nll, res.full_nll) << r.name;
+      EXPECT_EQ(r.mean_kl, 0.0) << r.name;
+      EXPECT_NEAR(r.output_error, 0.0, 1e-12) << r.name;  // the renormalisation rounds
+      EXPECT_EQ(r.kv_bytes, res.full_bytes) << r.name;
+    } else {
+      EXPECT_NEAR(r.mean_k, 16.0, 1e-9) << r.name;
+      EXPECT_LT(r.kv_bytes, res.full_bytes) << r.name;
+      EXPECT_GT(r.mean_kl, 0.0) << r.name;
+    }
+    if (r.set == model::PressEvalSet::MassOptimum) {
+      EXPECT_NEAR(r.mass_fraction, 1.0, 1e-12);
+    }
+  }
+}
+
+TEST(PressEval, RefusesPromptsWithoutAContinuation) {
+  const auto& m = test::shared_model();
+  model::PressEvalOptions o;
+  o.tokens = 40;
+  o.reference_ratios = {0.5};
+  for (int P : {0, 39, 40}) {
+    o.prompt_len = P;
+    EXPECT_THROW(model::evaluate_presses(m, test::gpl3_text(), o), Error) << P;
+  }
+  o.prompt_len = 20;
+  o.reference_ratios = {1.0};
+  EXPECT_THROW(model::evaluate_presses(m, test::gpl3_text(), o), Error);
+}
