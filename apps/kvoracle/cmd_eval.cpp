@@ -48,9 +48,14 @@ Runner add_eval(CLI::App& app, const Global& g) {
   add_press_options(cmd, a->press);
   return [a, &g, cmd] {
     if (a->prefill > 0) {
-      require(cmd->count("--policies") == 0 && cmd->count("--budgets") == 0,
-              "--prefill compresses with --presses and --compression-ratio; it does not take --policies or --budgets");
-      return run_press_eval({a->text, a->model, a->json, a->plot, a->tokens, a->prefill, a->press}, g);
+      require(cmd->count("--budgets") == 0,
+              "--prefill compresses with --presses, --policies and --compression-ratio; it does not take --budgets");
+      PressEvalArgs pa{a->text, a->model, a->json, a->plot, a->tokens, a->prefill, a->press, {}, {}};
+      if (cmd->count("--policies") > 0) {  // kvoracle's policies as prefill presses, only when asked
+        pa.policies = parse_policy_list(a->policies);
+        pa.run = a->run.build(pa.policies.front());
+      }
+      return run_press_eval(pa, g);
     }
     model::EvalOptions o;
     o.tokens = a->tokens;

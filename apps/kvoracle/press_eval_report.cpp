@@ -21,6 +21,9 @@ int run_press_eval(const PressEvalArgs& a, const Global& g) {
   o.prompt_len = a.prompt_len;
   o.presses = a.press.build();
   o.reference_ratios = a.press.ratios;
+  o.policies = a.policies;
+  o.policy_ratios = a.press.ratios;
+  o.run = a.run;
   const std::string text = read_text(a.text);
   const model::Llama m = load_model(a.model);
   Progress bar("eval --prefill", model::press_eval_rows(o), !g.quiet);

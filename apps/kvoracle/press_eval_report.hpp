@@ -4,6 +4,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "kvo/core/run_config.hpp"
 #include "press_options.hpp"
 
 namespace kvo::cli {
@@ -12,6 +13,8 @@ struct PressEvalArgs {
   std::string text, model, json, plot;
   int tokens = 0, prompt_len = 0;
   PressArgs press;
+  std::vector<PolicyId> policies;  // kvoracle's policies as prefill presses
+  RunConfig run;                   // their parameters
 };
 int run_press_eval(const PressEvalArgs& a, const Global& g);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/replay.hpp"
 #include "kvo/model/recorder.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
 #include "log_probs.hpp"
@@ -48,10 +49,31 @@ struct PlannedRow {
   UnitSets kept;
 };
 
+// A kvoracle policy as a prefill press: replayed on KV-head units with the prompt as its prefill
+// (full attention, one cut to k at step P - 1); the cache each unit holds after that step.
+UnitSets policy_kept(const Trace& tr, const RunConfig& base, PolicyId id, int P, int k) {
+  ReplayOptions ro;
+  ro.run = base.with_policy(id);
+  ro.run.budget = base.budget.with_total(Amount{false, static_cast<double>(k)});
+  ro.run.gqa = GqaMode::KvMean;
+  ro.run.prompt_len = P;
+  ro.run.layers.clear();
+  ro.run.heads.clear();
+  ro.record_sets = false;
+  UnitSets kept(static_cast<size_t>(tr.n_layers * tr.n_kv_heads));
+  ro.on_step = [&](int layer, int kv_head, int step, const EvictionPolicy& policy) {
+    if (step == P - 1) kept[static_cast<size_t>(layer * tr.n_kv_heads + kv_head)] = policy.cache();
+  };
+  replay(tr, ro);
+  for (auto& s : kept) std::sort(s.begin(), s.end());
+  return kept;
+}
+
 }  // namespace
 
 long press_eval_rows(const PressEvalOptions& o) {
-  return static_cast<long>(o.presses.size() + 2 * o.reference_ratios.size());
+  return static_cast<long>(o.presses.size() + o.policies.size() * o.policy_ratios.size() +
+                           2 * o.reference_ratios.size());
 }
 
 PressEvalResult evaluate_presses(const Llama& model, const std::string& text, const PressEvalOptions& o) {
@@ -61,8 +83,9 @@ PressEvalResult evaluate_presses(const Llama& model, const std::string& text, co
   require(P >= 1 && P <= n - 2, "eval --prefill: the prompt must be in [1, " + std::to_string(n - 2) +
                                     "] tokens so that a continuation of 2 or more follows, got " + std::to_string(P));
   require(!o.presses.empty() || !o.reference_ratios.empty(), "eval --prefill: no press and no reference to run");
-  for (double r : o.reference_ratios)
-    require(r >= 0 && r < 1, "eval --prefill: compression ratio " + std::to_string(r) + " is outside [0, 1)");
+  for (const auto* ratios : {&o.reference_ratios, &o.policy_ratios})
+    for (double r : *ratios)
+      require(r >= 0 && r < 1, "eval --prefill: compression ratio " + std::to_string(r) + " is outside [0, 1)");
   std::vector<int> ids = model.tokenizer().encode(text);
   require(static_cast<int>(ids.size()) >= n, "eval --prefill: the text has " + std::to_string(ids.size()) +
                                                  " tokens, fewer than the " + std::to_string(n) + " asked for");
@@ -89,6 +112,20 @@ PressEvalResult evaluate_presses(const Llama& model, const std::string& text, co
     }
     plan.push_back(std::move(pr));
   }
+  for (const PolicyId id : o.policies)
+    require(!policy_traits(id).offline, "eval --prefill: policy " + policy_name(id) +
+                                            " follows an offline schedule; the prefill optimum's rows are "
+                                            "the look-ahead references here");
+  for (const PolicyId id : o.policies)
+    for (double ratio : o.policy_ratios) {
+      PlannedRow pr;
+      pr.row.set = PressEvalSet::Policy;
+      pr.row.policy = id;
+      pr.row.name = policy_name(id);
+      pr.row.compression_ratio = ratio;
+      pr.kept = policy_kept(tr, o.run, id, P, press_n_kept(P, ratio));
+      plan.push_back(std::move(pr));
+    }
   for (const PressEvalSet set : {PressEvalSet::MassOptimum, PressEvalSet::OutputBoundOptimum})
     for (double ratio : o.reference_ratios) {
       PlannedRow pr;

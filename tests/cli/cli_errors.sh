@@ -43,7 +43,7 @@ expect_error "unknown device" replay "$dir/ok.safetensors" --device tpu
 expect_error "needs --device" replay "$dir/ok.safetensors" --budgets 10%,20%
 expect_error "unknown policy" eval --text /usr/share/common-licenses/GPL-3 --tokens 16 --policies nope
 expect_error "must be in" eval --text /usr/share/common-licenses/GPL-3 --tokens 1
-expect_error "does not take --policies" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --policies h2o
+expect_error "does not take --budgets" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --budgets 10
 expect_error "continuation of 2 or more" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 39 --json "$dir/out.jsonl"
 expect_error "must be longer than window_size" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --presses snapkv --json "$dir/out.jsonl"
 expect_error "unknown check id" verify "$dir/ok.safetensors" --checks C99

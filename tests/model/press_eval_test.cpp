@@ -1,6 +1,7 @@
 // Prefill compression in closed loop (model/press_eval.hpp): a pruned KV cache with per-layer start
 // rows and shifted positions gives the logits of the evicting decoder holding the same keys; at
-// compression ratio 0 every row is the full cache; the references sit where they must.
+// compression ratio 0 every row (press, policy or reference) is the full cache; the references sit
+// where they must.
 #include "kvo/model/press_eval.hpp"
 
 #include <gtest/gtest.h>
@@ -93,11 +94,13 @@ TEST(PressEval, RatioZeroIsTheFullCacheAndTheReferencesAreWhereTheyMustBe) {
       o.presses.push_back(p);
     }
   o.reference_ratios = {0.0, 0.5};
+  o.policies = {PolicyId::H2O};
+  o.policy_ratios = {0.0, 0.5};
   int calls = 0;
   o.on_row = [&] { ++calls; };
   const model::PressEvalResult res = model::evaluate_presses(m, test::gpl3_text(), o);
-  ASSERT_EQ(res.rows.size(), 8u);
-  EXPECT_EQ(calls, 8);
+  ASSERT_EQ(res.rows.size(), 10u);
+  EXPECT_EQ(calls, 10);
   EXPECT_TRUE(std::isfinite(res.full_nll));
   for (const model::PressEvalRow& r : res.rows) {
     EXPECT_GE(r.mean_kl, 0.0) << r.name;
@@ -129,5 +132,9 @@ TEST(PressEval, RefusesPromptsWithoutAContinuation) {
   }
   o.prompt_len = 20;
   o.reference_ratios = {1.0};
+  EXPECT_THROW(model::evaluate_presses(m, test::gpl3_text(), o), Error);
+  o.reference_ratios = {0.5};
+  o.policies = {PolicyId::Oracle};  // an offline schedule is not a prefill press
+  o.policy_ratios = {0.5};
   EXPECT_THROW(model::evaluate_presses(m, test::gpl3_text(), o), Error);
 }

@@ -139,7 +139,8 @@ def test_compare_presses_puts_the_optimum_on_top_of_the_mass(hf_smollm2, prompt,
     # The same protocol through kvoracle's own C++ model (eval --prefill): the same closed-loop
     # numbers as transformers up to the two implementations' rounding.
     subprocess.run([kvoracle, "-q", "eval", "--text", APACHE, "--tokens", "160", "--prefill", "128", "--presses",
-                    "snapkv,pyramidkv,knorm", "--compression-ratio", "0.5,0.8", "--json", str(tmp_path / "e.json")],
+                    "snapkv,pyramidkv,knorm", "--policies", first_policy, "--compression-ratio", "0.5,0.8", "--json",
+                    str(tmp_path / "e.json")],
                    check=True, stdout=subprocess.DEVNULL)
     ours = json.load(open(tmp_path / "e.json"))
     assert ours["full_nll"] == pytest.approx(r["full_nll"], abs=2e-4)
@@ -155,7 +156,8 @@ def test_compare_presses_puts_the_optimum_on_top_of_the_mass(hf_smollm2, prompt,
             continue
         assert x["nll"] == pytest.approx(want["nll"], abs=5e-4), x["set"]
         assert x["mean_kl"] == pytest.approx(want["mean_kl"], rel=1e-3, abs=1e-5), x["set"]
-    assert {x["set"] for x in ours["rows"]} == {"snapkv", "pyramidkv", "knorm", "optimum", "optimum_output_bound"}
+    assert {x["set"] for x in ours["rows"]} == {"snapkv", "pyramidkv", "knorm", first_policy, "optimum",
+                                               "optimum_output_bound"}
 
 
 def test_kvoracle_pyramidkv_keeps_kvpress_layer_budgets(hf_smollm2, prompt):

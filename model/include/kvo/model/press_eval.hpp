@@ -11,25 +11,33 @@
 #include <vector>
 
 #include "kvo/core/press.hpp"
+#include "kvo/core/run_config.hpp"
 #include "kvo/model/llama.hpp"
 
 namespace kvo::model {
 
 struct PressEvalOptions {
-  int tokens = 640;                      // prompt + continuation
-  int prompt_len = 512;                  // P: 1 <= P <= tokens - 2
-  std::vector<PressOptions> presses;     // each with its compression ratio
+  int tokens = 640;                   // prompt + continuation
+  int prompt_len = 512;               // P: 1 <= P <= tokens - 2
+  std::vector<PressOptions> presses;  // each with its compression ratio
+  // kvoracle's policies as prefill presses (KvoraclePress's rule): replayed over the prompt on
+  // KV-head units (the group's mean attention), the prompt cut to kvpress's k once after its last
+  // token; one row per policy and ratio of `policy_ratios`. `run` holds their parameters.
+  std::vector<PolicyId> policies;
+  std::vector<double> policy_ratios;
+  RunConfig run;
   std::vector<double> reference_ratios;  // the optimum's rows at these compression ratios
   std::function<void()> on_row;          // progress: one call per finished row
 };
 
 // What a row kept: a press, or one of the look-ahead references at kvpress's k for the ratio.
-enum class PressEvalSet { Press, MassOptimum, OutputBoundOptimum };
+enum class PressEvalSet { Press, Policy, MassOptimum, OutputBoundOptimum };
 
 struct PressEvalRow {
   PressEvalSet set = PressEvalSet::Press;
   PressId press = PressId::SnapKV;  // set == Press
-  std::string name;                 // the press's name, or the reference's
+  PolicyId policy = PolicyId::H2O;  // set == Policy
+  std::string name;                 // the press's or policy's name, or the reference's
   double compression_ratio = 0.0;
   double mean_k = 0.0;         // kept prompt keys per (layer, KV head)
   double mass_fraction = 1.0;  // mean over units of the retained mass over the optimum's at the same k
@@ -43,7 +51,7 @@ struct PressEvalResult {
   int tokens = 0, prompt_len = 0;
   double full_nll = 0.0;
   size_t full_bytes = 0;           // the full cache after the n - 1 tokens fed
-  std::vector<PressEvalRow> rows;  // presses in option order, then the references per ratio
+  std::vector<PressEvalRow> rows;  // presses in option order, policies, then the references per ratio
 };
 
 // Rows for the progress bar.
