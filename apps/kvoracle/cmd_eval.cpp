@@ -96,14 +96,7 @@ Runner add_eval(CLI::App& app, const Global& g) {
                                {"ppl", p.ppl},
                                {"mean_kl", p.mean_kl},
                                {"peak_bytes", p.peak_bytes}});
-      auto it =
-          std::find_if(plot.series.begin(), plot.series.end(), [&](const PlotSeries& s) { return s.name == p.policy; });
-      if (it == plot.series.end()) {
-        plot.series.push_back({p.policy, {}, {}, policy_traits(p.id).offline});
-        it = plot.series.end() - 1;
-      }
-      it->x.push_back(static_cast<double>(p.k) / r.tokens);
-      it->y.push_back(p.ppl);
+      plot.add_point(p.policy, static_cast<double>(p.k) / r.tokens, p.ppl, policy_traits(p.id).offline);
     }
     t.print(std::cout);
     if (!a->json.empty()) {

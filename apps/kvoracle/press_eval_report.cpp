@@ -56,14 +56,7 @@ int run_press_eval(const PressEvalArgs& a, const Global& g) {
                     {"nll", row.nll},
                     {"mean_kl", row.mean_kl},
                     {"kv_bytes", row.kv_bytes}});
-    auto it =
-        std::find_if(plot.series.begin(), plot.series.end(), [&](const PlotSeries& s) { return s.name == row.name; });
-    if (it == plot.series.end()) {
-      plot.series.push_back({row.name, {}, {}, row.set != model::PressEvalSet::Press});
-      it = plot.series.end() - 1;
-    }
-    it->x.push_back(row.mean_k / r.prompt_len);
-    it->y.push_back(row.mean_kl);
+    plot.add_point(row.name, row.mean_k / r.prompt_len, row.mean_kl, row.set != model::PressEvalSet::Press);
     plot.y_max = std::max(plot.y_max, row.mean_kl * 1.05);
   }
   if (plot.y_max <= 0) plot.y_max = 1.0;

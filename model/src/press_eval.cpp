@@ -13,34 +13,10 @@ namespace {
 
 using UnitSets = std::vector<std::vector<int>>;  // kept prompt positions per (layer, KV head)
 
-// Logits of the continuation `rest` after the prompt's cache is cut to `kept`: per layer, the kept
-// rows of each KV head are packed right-aligned below row kmax (every KV head of a layer keeps as
-// many, as kvpress's presses do) and attention reads rows start[l].. only; positions continue at P.
+// Logits of the continuation `rest` after the prompt's cache is cut to `kept`.
 MatrixRM continuation_logits(const Llama& m, const KvCache& prompt, std::span<const int> rest, const UnitSets& kept,
                              int P) {
-  const LlamaConfig& c = m.config();
-  const int hd = c.head_dim, n_kv = c.n_kv_heads;
-  size_t kmax = 0;
-  for (const auto& s : kept) kmax = std::max(kmax, s.size());
-  KvCache pc = m.new_cache(static_cast<int>(kmax + rest.size()));
-  pc.start.assign(static_cast<size_t>(c.n_layers), 0);
-  for (int l = 0; l < c.n_layers; ++l) {
-    const size_t k = kept[static_cast<size_t>(l * n_kv)].size();
-    pc.start[static_cast<size_t>(l)] = static_cast<int>(kmax - k);
-    for (int kv = 0; kv < n_kv; ++kv) {
-      const auto& s = kept[static_cast<size_t>(l * n_kv + kv)];
-      require(s.size() == k, "eval --prefill: the KV heads of layer " + std::to_string(l) + " keep different counts");
-      for (size_t x = 0; x < k; ++x) {
-        const int row = static_cast<int>(kmax - k + x);
-        pc.k[static_cast<size_t>(l)].block(row, kv * hd, 1, hd) =
-            prompt.k[static_cast<size_t>(l)].block(s[x], kv * hd, 1, hd);
-        pc.v[static_cast<size_t>(l)].block(row, kv * hd, 1, hd) =
-            prompt.v[static_cast<size_t>(l)].block(s[x], kv * hd, 1, hd);
-      }
-    }
-  }
-  pc.length = static_cast<int>(kmax);
-  pc.position_shift = P - static_cast<int>(kmax);
+  KvCache pc = compressed_cache(m, prompt, kept, P, static_cast<int>(rest.size()));
   return m.forward(rest, pc, true);
 }
 
@@ -70,6 +46,35 @@ UnitSets policy_kept(const Trace& tr, const RunConfig& base, PolicyId id, int P,
 }
 
 }  // namespace
+
+KvCache compressed_cache(const Llama& m, const KvCache& prompt, const std::vector<std::vector<int>>& kept, int P,
+                         int room) {
+  const LlamaConfig& c = m.config();
+  const int hd = c.head_dim, n_kv = c.n_kv_heads;
+  require(kept.size() == static_cast<size_t>(c.n_layers * n_kv), "compressed cache: one kept set per (layer, KV head)");
+  size_t kmax = 0;
+  for (const auto& s : kept) kmax = std::max(kmax, s.size());
+  KvCache pc = m.new_cache(static_cast<int>(kmax) + room);
+  pc.start.assign(static_cast<size_t>(c.n_layers), 0);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const size_t k = kept[static_cast<size_t>(l * n_kv)].size();
+    pc.start[static_cast<size_t>(l)] = static_cast<int>(kmax - k);
+    for (int kv = 0; kv < n_kv; ++kv) {
+      const auto& s = kept[static_cast<size_t>(l * n_kv + kv)];
+      require(s.size() == k, "eval --prefill: the KV heads of layer " + std::to_string(l) + " keep different counts");
+      for (size_t x = 0; x < k; ++x) {
+        const int row = static_cast<int>(kmax - k + x);
+        pc.k[static_cast<size_t>(l)].block(row, kv * hd, 1, hd) =
+            prompt.k[static_cast<size_t>(l)].block(s[x], kv * hd, 1, hd);
+        pc.v[static_cast<size_t>(l)].block(row, kv * hd, 1, hd) =
+            prompt.v[static_cast<size_t>(l)].block(s[x], kv * hd, 1, hd);
+      }
+    }
+  }
+  pc.length = static_cast<int>(kmax);
+  pc.position_shift = P - static_cast<int>(kmax);
+  return pc;
+}
 
 long press_eval_rows(const PressEvalOptions& o) {
   return static_cast<long>(o.presses.size() + o.policies.size() * o.policy_ratios.size() +
@@ -137,9 +142,9 @@ PressEvalResult evaluate_presses(const Llama& model, const std::string& text, co
         pr.kept.push_back(set == PressEvalSet::MassOptimum ? solve_prefill(u, k).set : solve_output_bound(u, k).set);
       plan.push_back(std::move(pr));
     }
-  for (PlannedRow& pr : plan) pr.row.mass_fraction = 0.0;  // a mean over the units, summed below
   // Retained mass and output error per unit: one pass over the following queries per unit.
   const double queries = n - P;
+  std::vector<double> fraction(plan.size(), 0.0);  // mean over the units of the mass over the optimum's
   for (int x = 0; x < units; ++x) {
     const PrefillUnit& u = unit[static_cast<size_t>(x)];
     std::vector<std::vector<int>> sets;
@@ -149,11 +154,12 @@ PressEvalResult evaluate_presses(const Llama& model, const std::string& text, co
       PressEvalRow& row = plan[r].row;
       const auto& s = sets[r];
       const double opt = solve_prefill(u, static_cast<int>(s.size())).value;
-      row.mass_fraction += (opt > 0 ? prefill_value(u, s) / opt : 1.0) / units;
+      fraction[r] += (opt > 0 ? prefill_value(u, s) / opt : 1.0) / units;
       row.output_error += e[r] / queries / units;
       row.mean_k += static_cast<double>(s.size()) / units;
     }
   }
+  for (size_t r = 0; r < plan.size(); ++r) plan[r].row.mass_fraction = fraction[r];
   // The full prefill, once; its last row predicts the first continuation token for every row.
   PressEvalResult res;
   res.tokens = n;

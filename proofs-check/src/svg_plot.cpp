@@ -51,6 +51,16 @@ std::string title_text(double x, double y, double font_size, const std::string& 
 
 }  // namespace
 
+void LinePlot::add_point(const std::string& name, double x, double y, bool dashed) {
+  auto it = std::find_if(series.begin(), series.end(), [&](const PlotSeries& s) { return s.name == name; });
+  if (it == series.end()) {
+    series.push_back({name, {}, {}, dashed});
+    it = series.end() - 1;
+  }
+  it->x.push_back(x);
+  it->y.push_back(y);
+}
+
 std::string LinePlot::svg(int width, int height) const {
   const double left = 60, right = 190, top = 36, bottom = 48;
   const double pw = width - left - right, ph = height - top - bottom;

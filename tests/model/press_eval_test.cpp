@@ -34,28 +34,14 @@ TEST(PressEval, APrunedCacheEqualsTheEvictingDecoderHoldingTheSameKeys) {
   const auto& c = m.config();
   const int n = 36, P = 24;
   const auto ids = test::gpl3_tokens(n);
-  // Path 1: the prompt prefilled at once, each layer's kept rows packed right-aligned below row
-  // kmax, the continuation in one forward call at positions P.. .
+  // Path 1: the prompt prefilled at once, cut by compressed_cache (each layer's kept rows packed,
+  // positions continuing at P), the continuation in one forward call.
   auto prompt = m.new_cache(P);
   m.forward(std::span<const int>(ids).first(P), prompt, false);
-  const int kmax = static_cast<int>(kept_of(1, 0, P).size());
-  auto pruned = m.new_cache(kmax + n - P - 1);
-  pruned.start.assign(static_cast<size_t>(c.n_layers), 0);
-  const int hd = c.head_dim;
+  std::vector<std::vector<int>> kept;
   for (int l = 0; l < c.n_layers; ++l)
-    for (int kv = 0; kv < c.n_kv_heads; ++kv) {
-      const auto s = kept_of(l, kv, P);
-      const int first = kmax - static_cast<int>(s.size());
-      pruned.start[static_cast<size_t>(l)] = first;
-      for (size_t x = 0; x < s.size(); ++x) {
-        pruned.k[static_cast<size_t>(l)].block(first + static_cast<int>(x), kv * hd, 1, hd) =
-            prompt.k[static_cast<size_t>(l)].block(s[x], kv * hd, 1, hd);
-        pruned.v[static_cast<size_t>(l)].block(first + static_cast<int>(x), kv * hd, 1, hd) =
-            prompt.v[static_cast<size_t>(l)].block(s[x], kv * hd, 1, hd);
-      }
-    }
-  pruned.length = kmax;
-  pruned.position_shift = P - kmax;
+    for (int kv = 0; kv < c.n_kv_heads; ++kv) kept.push_back(kept_of(l, kv, P));
+  auto pruned = model::compressed_cache(m, prompt, kept, P, n - P - 1);
   const model::MatrixRM batch = m.forward(std::span<const int>(ids).subspan(P, n - P - 1), pruned);
   // Path 2: token by token through the evicting decoder; each unit's schedule drops the other
   // prompt keys right after the last prompt query, as a prefill press does.

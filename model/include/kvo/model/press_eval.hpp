@@ -54,6 +54,14 @@ struct PressEvalResult {
   std::vector<PressEvalRow> rows;  // presses in option order, policies, then the references per ratio
 };
 
+// The prompt's cache cut to `kept` (ascending prompt positions per (layer, KV head), layer-major;
+// every KV head of a layer keeps as many, as kvpress's presses do): each layer's kept rows packed
+// right-aligned below the longest layer's, attention reading rows start[l].. only, and positions
+// continuing at prompt_len, with `room` rows left for the tokens fed after. kvo::Error when the KV
+// heads of a layer keep different counts.
+KvCache compressed_cache(const Llama& model, const KvCache& prompt, const std::vector<std::vector<int>>& kept,
+                         int prompt_len, int room);
+
 // Rows for the progress bar.
 long press_eval_rows(const PressEvalOptions& options);
 // kvo::Error for a prompt outside [1, tokens - 2], a text shorter than `tokens`, or a press the

@@ -24,6 +24,8 @@ struct LinePlot {
   std::vector<PlotSeries> series;
   std::vector<PlotLine> lines;
 
+  // Appends (x, y) to the series called `name`, creating it (last, with `dashed`) when absent.
+  void add_point(const std::string& name, double x, double y, bool dashed = false);
   std::string svg(int width = 860, int height = 460) const;
 };
 
