@@ -50,6 +50,7 @@ std::vector<double> output_errors(const Trace& tr, int layer, int kv_head, int P
   std::vector<std::vector<double>> block_logits(kBlock);
   std::vector<int> keys;
   std::vector<double> probs;
+  Eigen::RowVectorXd p(n);  // a row's probabilities, Eigen-owned so aligned the same way every run
   for (int h = kv_head * g; h < (kv_head + 1) * g; ++h) {
     const HeadView head(tr, layer, h);
     for (int t0 = P; t0 < n; t0 += kBlock) {
@@ -57,7 +58,9 @@ std::vector<double> output_errors(const Trace& tr, int layer, int kv_head, int P
       for (int r = 0; r < rows; ++r) {
         const int t = t0 + r;
         prefix_attention(head, t, keys, block_logits[static_cast<size_t>(r)], probs);
-        const Eigen::Map<const Eigen::RowVectorXd> p(probs.data(), t + 1);
+        // An Eigen-owned copy: vectorised sums split their lanes at the data's address, so a Map of
+        // the vector's heap block would round differently from run to run.
+        std::copy(probs.begin(), probs.end(), p.data());
         prompt_p.row(r) = p.head(P);
         decoded.row(r) = p.segment(P, t - P + 1) * V.middleRows(P, t - P + 1);
         decoded_mass(r) = p.segment(P, t - P + 1).sum();
