@@ -7,12 +7,19 @@
 
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/file_sha256.hpp"
 
 namespace kvo::dist {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr const char* kMagic = "kvoracle-unit 1\n";
+// A unit file: this magic line, the payload's length (8 bytes, little-endian), the sha256 (64 hex
+// digits) of the unit's name and payload, then the payload. Format 1 had no checksum: a flipped bit
+// read back as a result. The name is hashed too, so a unit file copied or renamed to another
+// unit's place is refused instead of read as that unit's result.
+constexpr const char* kMagic = "kvoracle-unit 2\n";
+constexpr std::size_t kDigestSize = 64;
+constexpr int kFormatVersion = 2;
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -48,6 +55,10 @@ std::string first_difference(const nlohmann::json& was, const nlohmann::json& no
   return key + " is " + short_text(was) + " in the checkpoint, " + short_text(now) + " in this run";
 }
 
+std::string unit_digest(const std::string& section, int unit, const std::string& payload) {
+  return bytes_sha256(section + "/" + std::to_string(unit) + "\n" + payload);
+}
+
 }  // namespace
 
 Checkpoint::Checkpoint(std::string dir, nlohmann::json identity) : dir_(std::move(dir)) {
@@ -65,6 +76,10 @@ Checkpoint::Checkpoint(std::string dir, nlohmann::json identity) : dir_(std::mov
     }
     require(m.is_object() && m.value("format", "") == "kvoracle-checkpoint" && m.contains("identity"),
             "checkpoint '" + dir_ + "': manifest.json is not a kvoracle checkpoint manifest");
+    require(m.value("format_version", 0) == kFormatVersion,
+            "checkpoint '" + dir_ + "' was written by another kvoracle version (format " +
+                m.value("format_version", nlohmann::json(0)).dump() + ", this one reads " +
+                std::to_string(kFormatVersion) + "); delete the directory to start afresh");
     const std::string d = first_difference(m["identity"], identity, "");
     require(d.empty(), "checkpoint '" + dir_ + "' belongs to another run (" + d +
                            "): rerun with the same arguments and traces, or use another directory");
@@ -74,7 +89,8 @@ Checkpoint::Checkpoint(std::string dir, nlohmann::json identity) : dir_(std::mov
               "--checkpoint '" + dir_ + "' is not empty and has no manifest: use an empty or new directory");
     write_file_atomic(
         manifest,
-        nlohmann::json{{"format", "kvoracle-checkpoint"}, {"format_version", 1}, {"identity", identity}}.dump(1) +
+        nlohmann::json{{"format", "kvoracle-checkpoint"}, {"format_version", kFormatVersion}, {"identity", identity}}
+                .dump(1) +
             "\n");
   }
 }
@@ -90,15 +106,21 @@ std::optional<std::string> Checkpoint::load(const std::string& section, int unit
   if (!fs::exists(path)) return std::nullopt;
   std::string s = read_all(path);
   const std::string magic = kMagic;
-  bool ok = s.size() >= magic.size() + 8 && s.compare(0, magic.size(), magic) == 0;
+  const std::size_t header = magic.size() + 8 + kDigestSize;
+  bool ok = s.size() >= header && s.compare(0, magic.size(), magic) == 0;
   std::uint64_t len = 0;
   if (ok) {
     for (int b = 0; b < 8; ++b)
       len |= static_cast<std::uint64_t>(static_cast<unsigned char>(s[magic.size() + b])) << (8 * b);
-    ok = len == s.size() - magic.size() - 8;
+    ok = len == s.size() - header;
   }
   require(ok, "checkpoint file '" + path + "' is damaged; delete it and rerun to recompute that unit");
-  return s.substr(magic.size() + 8);
+  std::string payload = s.substr(header);
+  require(unit_digest(section, unit, payload) == std::string_view(s).substr(magic.size() + 8, kDigestSize),
+          "checkpoint file '" + path +
+              "' does not match its checksum (its bytes changed after it was written, or it is another unit's file); " +
+              "delete it and rerun to recompute that unit");
+  return payload;
 }
 
 void Checkpoint::store(const std::string& section, int unit, const std::string& result) const {
@@ -107,6 +129,7 @@ void Checkpoint::store(const std::string& section, int unit, const std::string& 
   std::string s = kMagic;
   const std::uint64_t len = result.size();
   for (int b = 0; b < 8; ++b) s.push_back(static_cast<char>((len >> (8 * b)) & 0xffu));
+  s += unit_digest(section, unit, result);
   s += result;
   write_file_atomic(unit_path(section, unit), s);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/policy_press.hpp"
 #include "kvo/core/replay.hpp"
 #include "kvo/model/recorder.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
@@ -24,26 +25,6 @@ struct PlannedRow {
   PressEvalRow row;
   UnitSets kept;
 };
-
-// A kvoracle policy as a prefill press: replayed on KV-head units with the prompt as its prefill
-// (full attention, one cut to k at step P - 1); the cache each unit holds after that step.
-UnitSets policy_kept(const Trace& tr, const RunConfig& base, PolicyId id, int P, int k) {
-  ReplayOptions ro;
-  ro.run = base.with_policy(id);
-  ro.run.budget = base.budget.with_total(Amount{false, static_cast<double>(k)});
-  ro.run.gqa = GqaMode::KvMean;
-  ro.run.prompt_len = P;
-  ro.run.layers.clear();
-  ro.run.heads.clear();
-  ro.record_sets = false;
-  UnitSets kept(static_cast<size_t>(tr.n_layers * tr.n_kv_heads));
-  ro.on_step = [&](int layer, int kv_head, int step, const EvictionPolicy& policy) {
-    if (step == P - 1) kept[static_cast<size_t>(layer * tr.n_kv_heads + kv_head)] = policy.cache();
-  };
-  replay(tr, ro);
-  for (auto& s : kept) std::sort(s.begin(), s.end());
-  return kept;
-}
 
 }  // namespace
 
@@ -109,7 +90,7 @@ PressEvalResult evaluate_presses(const Llama& model, const std::string& text, co
   for (const PressOptions& po : o.presses) {
     PlannedRow pr;
     pr.row.press = po.id;
-    pr.row.name = press_name(po.id);
+    pr.row.name = prefill_set_label({PrefillSetKind::Press, po.id, PolicyId::H2O});
     pr.row.compression_ratio = po.compression_ratio;
     for (int l = 0; l < L; ++l) {
       PressResult r = run_press(press_layer_of(tr, l, P), po);
@@ -118,17 +99,16 @@ PressEvalResult evaluate_presses(const Llama& model, const std::string& text, co
     plan.push_back(std::move(pr));
   }
   for (const PolicyId id : o.policies)
-    require(!policy_traits(id).offline, "eval --prefill: policy " + policy_name(id) +
-                                            " follows an offline schedule; the prefill optimum's rows are "
-                                            "the look-ahead references here");
+    for (double ratio : o.policy_ratios)
+      if (const std::string why = policy_press_refusal(id, ratio); !why.empty()) throw Error("eval --prefill: " + why);
   for (const PolicyId id : o.policies)
     for (double ratio : o.policy_ratios) {
       PlannedRow pr;
       pr.row.set = PressEvalSet::Policy;
       pr.row.policy = id;
-      pr.row.name = policy_name(id);
+      pr.row.name = prefill_set_label({PrefillSetKind::Policy, PressId::SnapKV, id});
       pr.row.compression_ratio = ratio;
-      pr.kept = policy_kept(tr, o.run, id, P, press_n_kept(P, ratio));
+      pr.kept = policy_prefill_kept(tr, o.run, id, P, press_n_kept(P, ratio));
       plan.push_back(std::move(pr));
     }
   for (const PressEvalSet set : {PressEvalSet::MassOptimum, PressEvalSet::OutputBoundOptimum})

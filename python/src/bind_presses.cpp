@@ -1,10 +1,20 @@
-// kvoracle._core: kvpress's presses computed by kvoracle (scores and kept sets) and the exact
-// prefill optimum, on a Trace.
+// kvoracle._core: kvpress's presses computed by kvoracle (scores and kept sets), kvoracle's
+// policies as prefill presses, the name rule for both, and the exact prefill optimum, on a Trace.
+#include <algorithm>
+
 #include "bindings_support.hpp"
+#include "kvo/core/policy_press.hpp"
 #include "kvo/core/press.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
 
 namespace kvo::python {
+namespace {
+
+std::string policy_press_refusal_by_name(const std::string& policy, double compression_ratio) {
+  return policy_press_refusal(parse_policy(policy), compression_ratio);
+}
+
+}  // namespace
 
 void bind_presses(py::module_& m) {
   m.def(
@@ -16,6 +26,58 @@ void bind_presses(py::module_& m) {
         return out;
       },
       "(registry key, kvpress class) of every press kvoracle computes");
+  m.def(
+      "press_parameters",
+      [](const std::string& press) {
+        // The table's `reads` column, "window_size, kernel_size" or "n_sink (num_sinks), ...": the
+        // keyword arguments run_press takes for this press.
+        const std::string reads(press_entry(parse_press(press)).reads);
+        py::list out;
+        std::size_t start = 0;
+        while (start < reads.size()) {
+          const std::size_t comma = std::min(reads.find(',', start), reads.size());
+          std::string item = reads.substr(start, comma - start);
+          item.erase(0, item.find_first_not_of(' '));
+          item = item.substr(0, item.find(' '));
+          if (!item.empty()) out.append(item);
+          start = comma + 1;
+        }
+        return out;
+      },
+      py::arg("press"), "the parameters run_press reads for this press (kvpress's names)");
+  m.def(
+      "prefill_set",
+      [](const std::string& name) {
+        const PrefillSetName s = parse_prefill_set(name);
+        const char* kind = s.kind == PrefillSetKind::Press    ? "press"
+                           : s.kind == PrefillSetKind::Policy ? "policy"
+                                                              : "optimum";
+        const std::string bare = s.kind == PrefillSetKind::Press    ? press_name(s.press)
+                                 : s.kind == PrefillSetKind::Policy ? policy_name(s.policy)
+                                                                    : "optimum";
+        return py::dict(py::arg("kind") = kind, py::arg("name") = bare, py::arg("label") = prefill_set_label(s));
+      },
+      py::arg("name"),
+      "what a name means as a prefill set: kind (press, policy, optimum), bare name and label; a name a press "
+      "and a policy share (tova, random) must be written press:NAME or policy:NAME");
+  m.def("policy_press_refusal", &policy_press_refusal_by_name, py::arg("policy"), py::arg("compression_ratio"),
+        "why this policy cannot cut a prompt to kvpress's count at this ratio, or '' when it can");
+  m.def(
+      "policy_prefill_kept",
+      [](const Trace& tr, const std::string& policy, int prompt_len, int k, std::uint64_t seed) {
+        const RunConfig base = run_config(policy, "1", "", {}, prompt_len, seed);
+        std::vector<std::vector<int>> kept;
+        {
+          py::gil_scoped_release release;
+          kept = policy_prefill_kept(tr, base, base.policy.id, prompt_len, k);
+        }
+        py::list out;
+        for (const auto& s : kept) out.append(to_array(s));
+        return out;
+      },
+      py::arg("trace"), py::arg("policy"), py::arg("prompt_len"), py::arg("k"), py::arg("seed") = 0,
+      "per (layer, KV head), layer-major: the k prompt positions the policy holds after the prompt (kvpress's "
+      "protocol; KvoraclePress and eval --prefill)");
   m.def(
       "run_press",
       [](const Trace& tr, int layer, int prompt_len, const std::string& press, double compression_ratio,

@@ -46,6 +46,7 @@ expect_error "must be in" eval --text /usr/share/common-licenses/GPL-3 --tokens 
 expect_error "does not take --budgets" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --budgets 10
 expect_error "continuation of 2 or more" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 39 --json "$dir/out.jsonl"
 expect_error "must be longer than window_size" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --presses snapkv --json "$dir/out.jsonl"
+expect_error "keeps every token" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --presses knorm --policies full --json "$dir/out.jsonl"
 expect_error "unknown check id" verify "$dir/ok.safetensors" --checks C99
 expect_error "fractions of n" verify "$dir/ok.safetensors" --sweep 0.1,12
 expect_error "unknown concave" verify "$dir/ok.safetensors" --h cube
@@ -66,6 +67,22 @@ expect_error "run scripts/fetch-model" record --text /usr/share/common-licenses/
 expect_error "bad magic" generate "hi" --model "$dir/ok.safetensors"
 echo "tiny text" > "$dir/tiny.txt"
 expect_error "fewer than the 1024 asked for" record --text "$dir/tiny.txt" --out "$dir/out.jsonl"
+# A checkpoint unit whose bytes changed after it was written (issue 30: three flipped bits used to
+# move three records of the resumed report, with exit 0) is refused, naming the file.
+"$K" -q synth --out "$dir/ck.safetensors" --tokens 128 --layers 2 --heads 2 --kv-heads 2 >/dev/null
+"$K" -q verify "$dir/ck.safetensors" --checks C4,C11,D2 --checkpoint "$dir/ck" >/dev/null ||
+  { echo "FAIL: verify --checkpoint"; fails=$((fails+1)); }
+unit=$(ls "$dir"/ck/t0/*.bin | head -1)
+python3 - "$unit" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+for at in (len(b) - 3, len(b) - 40, len(b) - 90):
+    b[at] ^= 0x08
+open(p, "wb").write(b)
+PY
+expect_error "does not match its checksum.*delete it" verify "$dir/ck.safetensors" --checks C4,C11,D2 \
+  --checkpoint "$dir/ck" --json "$dir/out.jsonl"
 [ -e "$dir/x.safetensors" ] && { echo "FAIL: synth left a file"; fails=$((fails+1)); }
 echo "failures: $fails"
 [ $fails -eq 0 ]

@@ -144,6 +144,43 @@ TEST(Checkpoint, ADifferentIdentityIsRefusedNamingTheFirstDifference) {
   std::filesystem::remove_all(dir);
 }
 
+// Issue 30: a bit flipped in a stored result used to be read back as a valid unit (the report
+// changed and the run exited 0); each unit now carries its payload's sha256.
+TEST(Checkpoint, AFlippedBitInAStoredResultIsRefusedNamingTheFile) {
+  const std::string dir = scratch("flipped");
+  Checkpoint ck(dir, {{"run", 1}});
+  const std::string payload = "a result of 32 bytes, say a CBOR";
+  ck.store("t0", 4, payload);
+  const std::string path = dir + "/t0/u000004.bin";
+  const auto size = std::filesystem::file_size(path);
+  for (std::uintmax_t at : {size - 1, size - payload.size(), size - payload.size() / 2}) {
+    {
+      std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekg(static_cast<std::streamoff>(at));
+      char c = 0;
+      f.get(c);
+      f.seekp(static_cast<std::streamoff>(at));
+      f.put(static_cast<char>(c ^ 0x04));
+    }
+    try {
+      (void)ck.load("t0", 4);
+      ADD_FAILURE() << "a flipped bit at byte " << at << " was read back as a result";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(path), std::string::npos) << what;
+      EXPECT_NE(what.find("checksum"), std::string::npos) << what;
+      EXPECT_NE(what.find("delete it"), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+    ck.store("t0", 4, payload);  // restore the unit for the next position
+    EXPECT_EQ(*ck.load("t0", 4), payload);
+  }
+  // A valid unit file in another unit's place is not that unit's result.
+  std::filesystem::copy_file(path, dir + "/t0/u000005.bin");
+  EXPECT_THROW((void)ck.load("t0", 5), Error);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Checkpoint, ADamagedUnitFileOrAForeignDirectoryIsRefused) {
   const std::string dir = scratch("damaged");
   Checkpoint ck(dir, {{"run", 1}});

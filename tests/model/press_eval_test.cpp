@@ -124,3 +124,28 @@ TEST(PressEval, RefusesPromptsWithoutAContinuation) {
   o.policy_ratios = {0.5};
   EXPECT_THROW(model::evaluate_presses(m, test::gpl3_text(), o), Error);
 }
+
+// Issue 30: a press and a policy of one name are two rows with two labels, every policy row keeps
+// kvpress's k (h2o-mask kept k - 1), and full at a ratio above 0 is refused.
+TEST(PressEval, APressAndAPolicyOfOneNameAreTwoLabelledRowsAndPoliciesKeepKvpressCount) {
+  const auto& m = test::shared_model();
+  model::PressEvalOptions o;
+  o.tokens = 48;
+  o.prompt_len = 32;
+  PressOptions p;
+  p.id = PressId::Tova;
+  p.compression_ratio = 0.5;
+  o.presses.push_back(p);
+  o.policies = {PolicyId::Tova, PolicyId::H2OMask};
+  o.policy_ratios = {0.5};
+  o.reference_ratios = {};
+  const model::PressEvalResult res = model::evaluate_presses(m, test::gpl3_text(), o);
+  ASSERT_EQ(res.rows.size(), 3u);
+  EXPECT_EQ(res.rows[0].name, "press:tova");
+  EXPECT_EQ(res.rows[1].name, "policy:tova");
+  EXPECT_EQ(res.rows[2].name, "h2o-mask");
+  for (const auto& r : res.rows) EXPECT_NEAR(r.mean_k, 16.0, 1e-9) << r.name;  // press_n_kept(32, 0.5)
+  o.presses.clear();
+  o.policies = {PolicyId::Full};
+  EXPECT_THROW(model::evaluate_presses(m, test::gpl3_text(), o), Error);
+}

@@ -109,9 +109,9 @@ def test_kvoracle_press_runs_in_kvpress_pipeline(hf_smollm2, model_path):
     theirs = pipe(context, press=kvpress.SnapKVPress(compression_ratio=0.7), **ask)["answer"]
     ours = pipe(context, press=KvoraclePress(compression_ratio=0.7, policy="snapkv"), **ask)["answer"]
     assert ours == theirs and ours.strip()
-    for policy in ("h2o", "tova"):
+    for policy in ("h2o", "policy:tova"):
         assert pipe(context, press=KvoraclePress(compression_ratio=0.7, policy=policy), **ask)["answer"].strip()
-    with pytest.raises(kvo.KvoError, match="unknown policy 'lru'"):
+    with pytest.raises(kvo.KvoError, match="unknown policy or press 'lru'"):
         KvoraclePress(compression_ratio=0.5, policy="lru")
     with pytest.raises(kvo.KvoError, match="needs trace="):
         KvoraclePress(compression_ratio=0.5, policy="optimum")

@@ -24,17 +24,17 @@ from .kvpress_press import KvoraclePress
 from .record import record_trace
 
 
-def _press(name, ratio, trace_path, seed):
+def _press(entry, ratio, trace_path, seed):
     import kvpress
 
-    classes = dict(_core.press_names())
-    if name in classes:
-        cls = getattr(kvpress, classes[name])
+    kind, name = entry["kind"], entry["name"]
+    if kind == "press":
+        cls = getattr(kvpress, dict(_core.press_names())[name])
         seeded = "seed" in cls.__dataclass_fields__  # RandomPress
         return cls(compression_ratio=ratio, **({"seed": seed} if seeded else {}))
-    if name == "optimum":
+    if kind == "optimum":
         return KvoraclePress(compression_ratio=ratio, policy="optimum", trace=trace_path)
-    return KvoraclePress(compression_ratio=ratio, policy=name, options={"seed": seed})
+    return KvoraclePress(compression_ratio=ratio, policy=f"policy:{name}", options={"seed": seed})
 
 
 def _log_probs(logits):
@@ -69,12 +69,24 @@ def _prefill_then_continue(model, ids, P, press):
     return torch.cat([first, rest])
 
 
-def _kept_sets(name, ratio, trace, layer, P, seed):
+def _kept_sets(entry, ratio, trace, layer, P, seed):
     """kvoracle's kept sets of a kvpress press on the recorded trace (equal to kvpress's own:
     tests/python/test_kvpress.py); None for a kvoracle policy (read from the press instead)."""
-    if name in dict(_core.press_names()):
-        return _core.run_press(trace, layer, P, name, compression_ratio=ratio, seed=seed)["kept"]
+    if entry["kind"] == "press":
+        return _core.run_press(trace, layer, P, entry["name"], compression_ratio=ratio, seed=seed)["kept"]
     return None
+
+
+def _entries(presses, policies):
+    """The rows' sets in order, each once: presses, policies, the optimum. A name in ``presses`` is
+    a press and one in ``policies`` a policy, so tova and random mean what the list says."""
+    entries = [_core.prefill_set(f"press:{n}") for n in presses] + [_core.prefill_set(f"policy:{p}") for p in policies]
+    out, seen = [], set()
+    for e in entries + [_core.prefill_set("optimum")]:
+        if (e["kind"], e["name"]) not in seen:
+            seen.add((e["kind"], e["name"]))
+            out.append(e)
+    return out
 
 
 def compare_presses(model, input_ids, prompt_len, presses=None, ratios=(0.5, 0.8, 0.9, 0.95), policies=None,
@@ -82,16 +94,24 @@ def compare_presses(model, input_ids, prompt_len, presses=None, ratios=(0.5, 0.8
     """Records per (press or policy, ratio): mass fraction of the optimum (mean, worst), prompt mass
     kept, continuation NLL and mean KL to the full cache. ``presses``: kvpress registry names
     (default: every press kvoracle computes); ``policies``: kvoracle policies run as KvoraclePress
-    (default: the registry's first, H2O);
-    an ``optimum`` row is always added. ``progress``: called once per finished row."""
-    ids = torch.as_tensor(np.asarray(input_ids) if not torch.is_tensor(input_ids) else input_ids).reshape(1, -1)
+    (default: the registry's first, H2O); an ``optimum`` row is always added. Each row's ``press``
+    is its label (``press:tova`` and ``policy:tova`` where a press and a policy share the name) and
+    ``kind`` says press, policy or optimum. ``progress``: called once per finished row."""
+    ids = torch.as_tensor(np.asarray(input_ids) if not torch.is_tensor(input_ids) else input_ids)
+    if ids.ndim == 2 and ids.shape[0] == 1:
+        ids = ids[0]
+    if ids.ndim != 1:  # a batch would otherwise be read as one sequence, its rows end to end
+        raise _core.KvoError(f"compare_presses: input_ids must be one sequence ([n] or [1, n]), not shape "
+                             f"{tuple(ids.shape)}")
+    ids = ids.reshape(1, -1)
     n, P = ids.shape[1], int(prompt_len)
     if not 1 <= P < n - 1:
         raise _core.KvoError(f"compare_presses: prompt_len must be in [1, {n - 2}] (a continuation of 2+ tokens)")
-    names = list(presses) if presses is not None else [name for name, _ in _core.press_names()]
+    if presses is None:
+        presses = [name for name, _ in _core.press_names()]
     if policies is None:
         policies = [_core.policies()[0]["name"]]
-    names += [p for p in policies if p not in names] + ["optimum"]
+    entries = _entries(presses, policies)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "text.safetensors")
         record_trace(model, ids, path)
@@ -104,24 +124,24 @@ def compare_presses(model, input_ids, prompt_len, presses=None, ratios=(0.5, 0.8
         target = ids[0, P:n]
         full_nll = float(-full[torch.arange(n - P), target].mean())
         rows = []
-        for name in names:
+        for entry in entries:
             for ratio in ratios:
-                press = _press(name, ratio, path, seed)
+                press = _press(entry, ratio, path, seed)
                 lp = _log_probs(_prefill_then_continue(model, ids, P, press))
                 nll = float(-lp[torch.arange(n - P), target].mean())
                 kl = float((full.exp() * (full - lp)).sum(-1).clamp_min(0).mean())
                 fractions, shares, ks = [], [], []
                 for layer in range(L):
-                    kept = _kept_sets(name, ratio, trace, layer, P, seed)
+                    kept = _kept_sets(entry, ratio, trace, layer, P, seed)
                     if kept is None:
-                        kept = press.kept_by_layer[layer]
+                        kept = press.kept_by_layer[layer][0]  # batch row 0: the one sequence
                     for kv in range(n_kv):
                         w, S = weights[(layer, kv)], np.asarray(kept[kv])
                         opt, value, mass = best[(layer, kv)][len(S) - 1], w[S].sum(), best[(layer, kv)][-1]
                         fractions.append(value / opt if opt > 0 else 1.0)
                         shares.append(value / mass if mass > 0 else 1.0)
                         ks.append(len(S))
-                rows.append({"press": name, "compression_ratio": ratio, "k": float(np.mean(ks)),
+                rows.append({"press": entry["label"], "kind": entry["kind"], "compression_ratio": ratio, "k": float(np.mean(ks)),
                              "mass_fraction": float(np.mean(fractions)), "worst_fraction": float(np.min(fractions)),
                              "prompt_share": float(np.mean(shares)), "nll": nll, "mean_kl": kl})
                 if progress:

@@ -1,0 +1,129 @@
+// A kvoracle policy as a prefill press (core/policy_press.hpp): kvpress's kept count for every
+// policy that can cut a prompt, refusals for those that cannot, and the one name rule for presses,
+// policies and the optimum (issue 30: h2o-mask kept k - 1, full ignored the ratio, and a bare
+// "tova" silently meant the press).
+#include "kvo/core/policy_press.hpp"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "kvo/core/error.hpp"
+#include "kvo/core/replay.hpp"
+#include "kvo/core/synth.hpp"
+
+using namespace kvo;
+
+namespace {
+
+Trace prompt_trace(int n, std::uint64_t seed) {
+  SynthOptions so;
+  so.layers = 2;
+  so.heads = 4;
+  so.kv_heads = 2;
+  so.tokens = n;
+  so.prompt_len = 0;
+  so.seed = seed;
+  return synthesize(so);
+}
+
+RunConfig base_config() {
+  RunConfig c;
+  c.budget = Budget::parse("8");
+  return c;
+}
+
+}  // namespace
+
+TEST(PolicyPress, EveryPolicyThatCanCutAPromptKeepsKvpressCount) {
+  const Trace tr = prompt_trace(64, 3);
+  const int P = 64;
+  for (const PolicyEntry& e : policy_table()) {
+    for (double ratio : {0.2, 0.5, 0.8, 0.95}) {
+      const int k = press_n_kept(P, ratio);
+      if (!policy_press_refusal(e.id, ratio).empty()) {
+        EXPECT_THROW(policy_prefill_kept(tr, base_config(), e.id, P, k), Error) << e.name;
+        continue;
+      }
+      const auto kept = policy_prefill_kept(tr, base_config(), e.id, P, k);
+      ASSERT_EQ(kept.size(), static_cast<size_t>(tr.n_layers * tr.n_kv_heads)) << e.name;
+      for (const auto& s : kept) {
+        ASSERT_EQ(static_cast<int>(s.size()), k) << e.name << " at ratio " << ratio;
+        EXPECT_TRUE(std::is_sorted(s.begin(), s.end())) << e.name;
+        EXPECT_TRUE(std::adjacent_find(s.begin(), s.end()) == s.end()) << e.name;
+        EXPECT_GE(s.front(), 0) << e.name;
+        EXPECT_LT(s.back(), P) << e.name;
+      }
+    }
+  }
+}
+
+TEST(PolicyPress, TheMaskingCodeHoldsItsPromptTokensOfKPlusOneSlots) {
+  // h2o-mask's budget counts the incoming token: with k + 1 slots its cache after the prompt holds
+  // k prompt tokens, which is what the press keeps (and never the k - 1 that k slots hold).
+  const Trace tr = prompt_trace(48, 5);
+  const int P = 48, k = 12;
+  ReplayOptions ro;
+  ro.run = base_config().with_policy(PolicyId::H2OMask);
+  ro.run.budget = Budget::parse(std::to_string(k + 1));
+  ro.run.gqa = GqaMode::KvMean;
+  ro.run.prompt_len = P;
+  std::vector<std::vector<int>> want(static_cast<size_t>(tr.n_layers * tr.n_kv_heads));
+  ro.on_step = [&](int layer, int kv, int step, const EvictionPolicy& p) {
+    if (step == P - 1) want[static_cast<size_t>(layer * tr.n_kv_heads + kv)] = p.cache();
+  };
+  replay(tr, ro);
+  const auto kept = policy_prefill_kept(tr, base_config(), PolicyId::H2OMask, P, k);
+  for (size_t u = 0; u < kept.size(); ++u) {
+    auto w = want[u];
+    std::sort(w.begin(), w.end());
+    EXPECT_EQ(kept[u], w) << u;
+    EXPECT_EQ(static_cast<int>(kept[u].size()), k);
+  }
+}
+
+TEST(PolicyPress, RefusesWhatCannotKeepKvpressCountAndKeepsAllAtKAtLeastP) {
+  EXPECT_NE(policy_press_refusal(PolicyId::Full, 0.5).find("keeps every token"), std::string::npos);
+  EXPECT_EQ(policy_press_refusal(PolicyId::Full, 0.0), "");
+  EXPECT_NE(policy_press_refusal(PolicyId::Oracle, 0.5).find("offline"), std::string::npos);
+  EXPECT_EQ(policy_press_refusal(PolicyId::H2O, 0.5), "");
+  const Trace tr = prompt_trace(32, 1);
+  EXPECT_THROW(policy_prefill_kept(tr, base_config(), PolicyId::Full, 32, 16), Error);
+  EXPECT_THROW(policy_prefill_kept(tr, base_config(), PolicyId::H2O, 32, 0), Error);
+  EXPECT_THROW(policy_prefill_kept(tr, base_config(), PolicyId::H2O, 33, 8), Error);
+  // The masking code at k = P - 1: its k + 1 slots hold the whole prompt, so it cannot cut one token.
+  EXPECT_THROW(policy_prefill_kept(tr, base_config(), PolicyId::H2OMask, 32, 31), Error);
+  EXPECT_EQ(policy_prefill_kept(tr, base_config(), PolicyId::H2O, 32, 31).front().size(), 31u);
+  std::vector<int> all(32);
+  std::iota(all.begin(), all.end(), 0);
+  for (const auto& s : policy_prefill_kept(tr, base_config(), PolicyId::Full, 32, 32)) EXPECT_EQ(s, all);
+}
+
+TEST(PolicyPress, ANameSharedByAPressAndAPolicyMustBeQualified) {
+  for (const char* shared : {"tova", "random"}) {
+    EXPECT_TRUE(press_and_policy_share(shared));
+    try {
+      parse_prefill_set(shared);
+      ADD_FAILURE() << shared << " resolved silently";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(std::string("policy:") + shared), std::string::npos) << what;
+      EXPECT_NE(what.find(std::string("press:") + shared), std::string::npos) << what;
+    }
+  }
+  EXPECT_EQ(parse_prefill_set("press:tova").kind, PrefillSetKind::Press);
+  EXPECT_EQ(parse_prefill_set("press:tova").press, PressId::Tova);
+  EXPECT_EQ(parse_prefill_set("policy:tova").kind, PrefillSetKind::Policy);
+  EXPECT_EQ(parse_prefill_set("policy:tova").policy, PolicyId::Tova);
+  EXPECT_EQ(parse_prefill_set("snapkv").kind, PrefillSetKind::Press);
+  EXPECT_EQ(parse_prefill_set("SnapKVPress").press, PressId::SnapKV);
+  EXPECT_EQ(parse_prefill_set("h2o-mask").policy, PolicyId::H2OMask);
+  EXPECT_EQ(parse_prefill_set("optimum").kind, PrefillSetKind::Optimum);
+  EXPECT_THROW(parse_prefill_set("lru"), Error);
+  EXPECT_THROW(parse_prefill_set("press:h2o"), Error);
+  EXPECT_THROW(parse_prefill_set("policy:snapkv"), Error);
+  EXPECT_EQ(prefill_set_label(parse_prefill_set("press:tova")), "press:tova");
+  EXPECT_EQ(prefill_set_label(parse_prefill_set("policy:random")), "policy:random");
+  EXPECT_EQ(prefill_set_label(parse_prefill_set("snapkv")), "snapkv");
+  EXPECT_EQ(prefill_set_label(parse_prefill_set("h2o")), "h2o");
+}
