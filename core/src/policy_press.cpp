@@ -13,27 +13,9 @@ namespace {
 constexpr std::string_view kPressPrefix = "press:";
 constexpr std::string_view kPolicyPrefix = "policy:";
 
-bool is_press(std::string_view name) {
-  for (const PressEntry& e : press_table())
-    if (e.name == name || e.kvpress_class == name) return true;
-  return false;
-}
-
-bool is_policy(std::string_view name) {
-  for (const PolicyEntry& e : policy_table())
-    if (e.name == name) return true;
-  return false;
-}
-
-std::string press_names_joined() {
-  std::string s;
-  for (const PressEntry& e : press_table()) s += (s.empty() ? "" : ", ") + std::string(e.name);
-  return s;
-}
-
 }  // namespace
 
-bool press_and_policy_share(std::string_view name) { return is_press(name) && is_policy(name); }
+bool press_and_policy_share(std::string_view name) { return find_press(name) && find_policy(name); }
 
 PrefillSetName parse_prefill_set(std::string_view name) {
   PrefillSetName s;
@@ -55,16 +37,17 @@ PrefillSetName parse_prefill_set(std::string_view name) {
   require(!press_and_policy_share(name),
           "'" + n + "' is both a kvoracle policy and a kvpress press: write 'policy:" + n +
               "' (the policy replayed over the prompt) or 'press:" + n + "' (kvpress's press)");
-  if (is_press(name)) {
+  if (const auto press = find_press(name)) {
     s.kind = PrefillSetKind::Press;
-    s.press = parse_press(name);
+    s.press = *press;
     return s;
   }
-  require(is_policy(name), "unknown policy or press '" + n +
-                               "' (policies: " + policy_names_where([](const PolicyTraits&) { return true; }) +
-                               "; presses: " + press_names_joined() + "; or optimum)");
+  const auto policy = find_policy(name);
+  require(policy.has_value(), "unknown policy or press '" + n + "' (policies: " +
+                                  policy_names_where([](const PolicyTraits&) { return true; }) +
+                                  "; presses: " + press_names_joined() + "; or optimum)");
   s.kind = PrefillSetKind::Policy;
-  s.policy = parse_policy(name);
+  s.policy = *policy;
   return s;
 }
 

@@ -1,5 +1,7 @@
 #include "kvo/core/policy_registry.hpp"
 
+#include <optional>
+
 #include "kvo/core/error.hpp"
 #include "kvo/core/policies.hpp"
 #include "kvo/core/press.hpp"
@@ -139,12 +141,16 @@ const PolicyEntry& policy_entry(PolicyId id) {
   return kTable[x];
 }
 
-PolicyId parse_policy(std::string_view name) {
+std::optional<PolicyId> find_policy(std::string_view name) {
   for (const auto& e : kTable)
     if (e.name == name) return e.id;
-  std::string known;
-  for (const auto& e : kTable) known.append(known.empty() ? "" : ", ").append(e.name);
-  throw Error("unknown policy '" + std::string(name) + "' (known: " + known + ")");
+  return std::nullopt;
+}
+
+PolicyId parse_policy(std::string_view name) {
+  if (const auto id = find_policy(name)) return *id;
+  throw Error("unknown policy '" + std::string(name) + "' (known: " +
+              policy_names_where([](const PolicyTraits&) { return true; }) + ")");
 }
 
 std::vector<PolicyId> parse_policy_list(std::string_view names) {
@@ -253,17 +259,16 @@ constexpr bool table_in_id_order() {
 }
 static_assert(table_in_id_order(), "press table must list every PressId once, in enum order");
 
-std::string known_presses() {
+}  // namespace
+}  // namespace press_registry
+
+using press_registry::kPresses;
+
+std::string press_names_joined() {
   std::string s;
   for (const PressEntry& e : kPresses) s += (s.empty() ? "" : ", ") + std::string(e.name);
   return s;
 }
-
-}  // namespace
-}  // namespace press_registry
-
-using press_registry::known_presses;
-using press_registry::kPresses;
 
 std::span<const PressEntry> press_table() { return kPresses; }
 
@@ -272,10 +277,15 @@ const PressEntry& press_entry(PressId id) {
   return kPresses[static_cast<std::size_t>(id)];
 }
 
-PressId parse_press(std::string_view name) {
+std::optional<PressId> find_press(std::string_view name) {
   for (const PressEntry& e : kPresses)
     if (name == e.name || name == e.kvpress_class) return e.id;
-  throw Error("unknown press '" + std::string(name) + "' (known: " + known_presses() + ")");
+  return std::nullopt;
+}
+
+PressId parse_press(std::string_view name) {
+  if (const auto id = find_press(name)) return *id;
+  throw Error("unknown press '" + std::string(name) + "' (known: " + press_names_joined() + ")");
 }
 
 std::vector<PressId> parse_press_list(std::string_view names) {

@@ -141,9 +141,9 @@ TEST(PressEval, APressAndAPolicyOfOneNameAreTwoLabelledRowsAndPoliciesKeepKvpres
   o.reference_ratios = {};
   const model::PressEvalResult res = model::evaluate_presses(m, test::gpl3_text(), o);
   ASSERT_EQ(res.rows.size(), 3u);
-  EXPECT_EQ(res.rows[0].name, "press:tova");
-  EXPECT_EQ(res.rows[1].name, "policy:tova");
-  EXPECT_EQ(res.rows[2].name, "h2o-mask");
+  EXPECT_EQ(res.rows[0].name, "press:" + press_name(PressId::Tova));
+  EXPECT_EQ(res.rows[1].name, "policy:" + policy_name(PolicyId::Tova));
+  EXPECT_EQ(res.rows[2].name, policy_name(PolicyId::H2OMask));
   for (const auto& r : res.rows) EXPECT_NEAR(r.mean_k, 16.0, 1e-9) << r.name;  // press_n_kept(32, 0.5)
   o.presses.clear();
   o.policies = {PolicyId::Full};

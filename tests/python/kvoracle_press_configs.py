@@ -1,28 +1,22 @@
-"""The KvoraclePress configurations every kvpress-facing test runs: each kvoracle policy that can
-cut a prompt and each press kvoracle computes (shared names qualified), at two compression ratios;
-also what the kvpress suite plugin adds to kvpress's list of presses. Small windows, so that a
-prompt of a few dozen tokens serves every press."""
+"""The KvoraclePress configurations every kvpress-facing test runs, read off kvoracle's registries:
+each policy that can cut a prompt and each press kvoracle computes (names a press and a policy
+share written qualified), at two compression ratios; also what the kvpress suite plugin adds to
+kvpress's list of presses. Small windows, so that a prompt of a few dozen tokens serves every press."""
 import kvoracle
 
-# policy name -> KvoraclePress options
-POLICIES = {
-    "h2o": {}, "h2o-realdrop": {}, "h2o-mask": {}, "h2o-paper": {}, "greedy": {}, "streaming": {}, "window": {},
-    "policy:tova": {}, "scissorhands": {}, "policy:random": {"seed": 3},
-}
-PRESSES = {
-    "observed_attention": {}, "press:tova": {}, "snapkv": {"window_size": 2}, "pyramidkv": {"window_size": 2},
-    "knorm": {}, "keydiff": {}, "streaming_llm": {"n_sink": 2}, "lagkv": {"n_sink": 2, "lag_size": 4},
-    "cur": {"n_sink": 2, "local_window_size": 4}, "non_causal_attn": {"chunk_size": 16}, "press:random": {"seed": 5},
-}
+_core = kvoracle._core
+# Values for the press parameters that have them (kvpress's names); each press takes those it reads.
+SMALL = {"window_size": 2, "n_sink": 2, "lag_size": 4, "local_window_size": 4, "chunk_size": 16, "seed": 5}
+PRESS_NAMES = [name for name, _ in kvoracle.press_names()]
+POLICY_NAMES = [p["name"] for p in kvoracle.policies()]
+SHARED = [name for name in POLICY_NAMES if name in PRESS_NAMES]  # both a policy and a press
+FIRST_POLICY = POLICY_NAMES[0]  # the registry's default
+
+# label -> KvoraclePress options
+POLICIES = {_core.prefill_set(f"policy:{p['name']}")["label"]: ({"seed": 3} if p["seeded"] else {})
+            for p in kvoracle.policies() if not _core.policy_press_refusal(p["name"], 0.5)}
+PRESSES = {_core.prefill_set(f"press:{name}")["label"]: {k: v for k, v in SMALL.items()
+                                                          if k in _core.press_parameters(name)}
+           for name in PRESS_NAMES}
 CONFIGS = {**POLICIES, **PRESSES}
 RATIOS = (0.2, 0.8)
-
-
-def every_configuration_is_listed():
-    """The lists above cover every policy that can act as a press and every press (a new one must
-    be added here, so that the suites see it)."""
-    policies = {p["name"] for p in kvoracle.policies() if not kvoracle._core.policy_press_refusal(p["name"], 0.5)}
-    presses = {name for name, _ in kvoracle.press_names()}
-    named = {kvoracle._core.prefill_set(c)["name"] for c in POLICIES}
-    pressed = {kvoracle._core.prefill_set(c)["name"] for c in PRESSES}
-    return policies - named, presses - pressed

@@ -3,13 +3,15 @@ row scored and cut as if it ran alone, kvpress's kept count for every policy and
 press and a policy share refused unless qualified, what cannot run refused when the press is
 built, and one clear line when it sits second in a ComposedPress (issue 30). EvictingCache's rows
 are checked the same way."""
+import re
+
 import numpy as np
 import pytest
 import torch
 import transformers
 
 import kvoracle
-from kvoracle_press_configs import CONFIGS, RATIOS, every_configuration_is_listed
+from kvoracle_press_configs import CONFIGS, FIRST_POLICY, POLICY_NAMES, RATIOS, SHARED
 
 kvpress = pytest.importorskip("kvpress", reason="kvpress is installed by scripts/setup-deps")
 from kvpress.utils import compute_n_kept  # noqa: E402
@@ -46,10 +48,6 @@ def run(model, press, ids):
     return [layer.keys.clone() for layer in cache.layers], dict(press.kept_by_layer)
 
 
-def test_the_configurations_cover_every_policy_and_press():
-    assert every_configuration_is_listed() == (set(), set())
-
-
 @pytest.mark.parametrize("ratio", RATIOS)
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_each_batch_row_is_cut_as_if_it_ran_alone(model, rows, name, ratio):
@@ -67,37 +65,46 @@ def test_each_batch_row_is_cut_as_if_it_ran_alone(model, rows, name, ratio):
         for layer in kept:
             np.testing.assert_array_equal(kept[layer][b], alone[layer][0], err_msg=f"{name} layer {layer} row {b}")
             torch.testing.assert_close(keys[layer][b], alone_keys[layer][0], rtol=1e-5, atol=1e-6)
-    # rows that differ keep different sets somewhere (the test can tell rows apart)
-    if kvoracle._core.prefill_set(name)["name"] not in ("streaming", "window", "streaming_llm", "random"):
-        assert any(not np.array_equal(s[0], s[1]) for s in kept.values()), name
+
+
+@pytest.mark.parametrize("name", [FIRST_POLICY, "knorm"])
+def test_rows_that_differ_keep_different_sets(model, rows, name):
+    """The rows above are told apart: a rule that reads attention or keys keeps other sets on them."""
+    _, kept = run(model, KvoraclePress(compression_ratio=0.5, policy=name), rows)
+    assert any(not np.array_equal(s[0], s[1]) for s in kept.values()), name
 
 
 def test_a_name_a_press_and_a_policy_share_must_be_qualified(model, rows):
-    for shared in ("tova", "random"):
+    assert SHARED  # today the TOVA and random rules
+    for shared in SHARED:
         with pytest.raises(kvoracle.KvoError, match=f"'policy:{shared}'.*'press:{shared}'"):
             KvoraclePress(compression_ratio=0.5, policy=shared)
-    _, policy = run(model, KvoraclePress(compression_ratio=0.5, policy="policy:tova"), rows[:1])
-    _, press = run(model, KvoraclePress(compression_ratio=0.5, policy="press:tova"), rows[:1])
+    _, policy = run(model, KvoraclePress(compression_ratio=0.5, policy=f"policy:{SHARED[0]}"), rows[:1])
+    _, press = run(model, KvoraclePress(compression_ratio=0.5, policy=f"press:{SHARED[0]}"), rows[:1])
     assert any(not np.array_equal(policy[layer], press[layer]) for layer in policy)  # two different rules
 
 
 def test_what_cannot_run_is_refused_when_the_press_is_built(tmp_path):
-    cases = [
-        (dict(policy="full", compression_ratio=0.5), "keeps every token"),
-        (dict(policy="oracle", compression_ratio=0.5), "offline optimum"),
+    refused = {p: kvoracle._core.policy_press_refusal(p, 0.5) for p in POLICY_NAMES}
+    refused = {p: why for p, why in refused.items() if why}
+    assert len(refused) >= 2  # today the full cache (keeps every token) and the offline schedule
+    cases = [(dict(policy=p, compression_ratio=0.5), re.escape(why)) for p, why in refused.items()] + [
         (dict(policy="optimum", compression_ratio=0.5), "needs trace="),
-        (dict(policy="lru", compression_ratio=0.5), "unknown policy or press 'lru'"),
-        (dict(policy="press:h2o", compression_ratio=0.5), "unknown press 'h2o'"),
+        (dict(policy="no-such-rule", compression_ratio=0.5), "unknown policy or press 'no-such-rule'"),
+        (dict(policy=f"press:{FIRST_POLICY}", compression_ratio=0.5), f"unknown press '{FIRST_POLICY}'"),
         (dict(policy="snapkv", compression_ratio=0.5, options={"n_sink": 4}), "not a parameter of press 'snapkv'"),
         (dict(policy="snapkv", compression_ratio=0.5, options={"window_size": 2.5}), "must be an integer"),
-        (dict(policy="h2o", compression_ratio=0.5, options={"window_size": 4}), "not a parameter of policy 'h2o'"),
-        (dict(policy="h2o", compression_ratio=0.5, trace="t.safetensors"), "read by policy='optimum' only"),
-        (dict(policy="h2o", compression_ratio=1.0), r"outside \[0, 1\)"),
+        (dict(policy=FIRST_POLICY, compression_ratio=0.5, options={"window_size": 4}),
+         f"not a parameter of policy '{FIRST_POLICY}'"),
+        (dict(policy=FIRST_POLICY, compression_ratio=0.5, trace="t.safetensors"), "read by policy='optimum' only"),
+        (dict(policy=FIRST_POLICY, compression_ratio=1.0), r"outside \[0, 1\)"),
     ]
     for kwargs, message in cases:
         with pytest.raises(kvoracle.KvoError, match=message):
             KvoraclePress(**kwargs)
-    KvoraclePress(policy="full", compression_ratio=0.0)  # a full cache at ratio 0 is what it is
+    for p in refused:  # what keeps every token is what it is at ratio 0
+        if "keeps every token" in refused[p]:
+            KvoraclePress(policy=p, compression_ratio=0.0)
 
 
 def test_second_in_a_composed_press_it_stops_with_one_clear_line(model, rows):
@@ -106,7 +113,7 @@ def test_second_in_a_composed_press_it_stops_with_one_clear_line(model, rows):
     with torch.no_grad(), ours_first(model):
         model(rows, past_key_values=DynamicCache())
     second = kvpress.ComposedPress([kvpress.KnormPress(compression_ratio=0.5),
-                                    KvoraclePress(compression_ratio=0.5, policy="h2o")])
+                                    KvoraclePress(compression_ratio=0.5, policy=FIRST_POLICY)])
     with pytest.raises(kvoracle.KvoError, match="place KvoraclePress first") as e, torch.no_grad(), second(model):
         model(rows, past_key_values=DynamicCache())
     assert "\n" not in str(e.value)
@@ -114,7 +121,7 @@ def test_second_in_a_composed_press_it_stops_with_one_clear_line(model, rows):
 
 def test_evicting_cache_runs_each_row_as_if_alone(model, rows):
     def held(ids):
-        cache = EvictingCache(model, policy="tova", budget="16", prompt_len=0)
+        cache = EvictingCache(model, policy=FIRST_POLICY, budget="16", prompt_len=0)
         with torch.no_grad():
             model.generate(ids, past_key_values=cache, max_new_tokens=6, do_sample=False, pad_token_id=0)
         return [cache.held(layer).clone() for layer in range(2)]
@@ -130,11 +137,12 @@ def test_evicting_cache_runs_each_row_as_if_alone(model, rows):
 def test_compare_presses_keeps_a_press_and_a_policy_of_one_name_apart_and_refuses_a_batch(model, rows, tmp_path):
     from kvoracle.hf import compare_presses, record_trace
 
-    r = compare_presses(model, rows[0], 40, presses=["tova"], policies=["tova"], ratios=(0.5,))
+    shared = SHARED[0]
+    r = compare_presses(model, rows[0], 40, presses=[shared], policies=[shared], ratios=(0.5,))
     labels = {(x["press"], x["kind"]) for x in r["rows"]}
-    assert labels == {("press:tova", "press"), ("policy:tova", "policy"), ("optimum", "optimum")}
+    assert labels == {(f"press:{shared}", "press"), (f"policy:{shared}", "policy"), ("optimum", "optimum")}
     kept = {x["press"]: x["prompt_share"] for x in r["rows"]}
-    assert kept["press:tova"] != kept["policy:tova"]  # the two rules, each measured
+    assert kept[f"press:{shared}"] != kept[f"policy:{shared}"]  # the two rules, each measured
     # A batch is not one sequence: refused, not read as its rows end to end.
     with pytest.raises(kvoracle.KvoError, match="one sequence"):
         compare_presses(model, rows[:2], 40, presses=["knorm"], ratios=(0.5,))

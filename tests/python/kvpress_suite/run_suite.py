@@ -22,14 +22,19 @@ ADDED = ["tests/presses/test_presses.py::test_presses_run",
 # configuration instead); test_generate fails with kvpress's own KnormPress on the stand-in model
 # (the pipeline compresses the context without its "\n" suffix, generate compresses both, and the
 # random model's greedy answer follows the kept set); the DecodingPress tests use KnormPress as a
-# ScorerPress base too. h2o-mask is not in place: test_press_call's 5-token prompt at ratio 0.2 is
-# its refused corner k = P - 1 (core/policy_press.hpp).
+# ScorerPress base too. The masking code's H2O is not in place: test_press_call's 5-token prompt at
+# ratio 0.2 is its refused corner k = P - 1 (core/policy_press.hpp).
 IN_PLACE_TESTS = ["tests/presses/test_presses.py::test_composed_press",
                   "tests/test_pipeline.py::test_pipeline_with_cache",
                   "tests/test_press_call.py::test_context_manager_adds_and_removes_hook",
                   "tests/test_press_call.py::test_context_manager_applies_compression"]
-IN_PLACE = {"knorm": ["tests/presses/test_presses.py::test_presses_keep_highest_score"],
-            "h2o": [], "h2o-realdrop": [], "policy:tova": [], "press:tova": [], "policy:random": [], "snapkv": []}
+# In place: kvpress's knorm (and its keep-highest-score test), kvpress's SnapKV, the registry's
+# default policy, and both readings of every name a press and a policy share.
+sys.path.insert(0, str(HERE.parent))
+from kvoracle_press_configs import FIRST_POLICY, SHARED  # noqa: E402
+
+IN_PLACE = {"knorm": ["tests/presses/test_presses.py::test_presses_keep_highest_score"], "snapkv": [],
+            FIRST_POLICY: [], **{f"{kind}:{name}": [] for name in SHARED for kind in ("policy", "press")}}
 
 
 def pytest(root, tests, env=None):

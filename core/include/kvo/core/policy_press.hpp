@@ -21,8 +21,8 @@ struct PrefillSetName {
   PolicyId policy = PolicyId::H2O;  // kind == Policy
 };
 
-// "snapkv", "h2o", "optimum", or a qualified "press:tova" / "policy:tova". A bare name that both
-// tables hold (tova, random) is refused in one line naming both spellings; so is an unknown name.
+// A press's or a policy's registry name, "optimum", or a qualified "press:NAME" / "policy:NAME". A
+// bare name that both tables hold is refused in one line naming both spellings; so is an unknown one.
 PrefillSetName parse_prefill_set(std::string_view name);
 // True when a press and a policy share this bare name.
 bool press_and_policy_share(std::string_view name);

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -92,6 +93,7 @@ const PolicyEntry& policy_entry(PolicyId id);
 inline const PolicyTraits& policy_traits(PolicyId id) { return policy_entry(id).traits; }
 inline std::string policy_name(PolicyId id) { return std::string(policy_entry(id).name); }
 // kvo::Error "unknown policy 'x' (known: ...)" for a name not in the table.
+std::optional<PolicyId> find_policy(std::string_view name);  // nothing when no policy has this name
 PolicyId parse_policy(std::string_view name);
 // Comma-separated names ("h2o,tova"), each parsed; kvo::Error on an empty list.
 std::vector<PolicyId> parse_policy_list(std::string_view names);
