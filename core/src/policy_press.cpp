@@ -43,8 +43,8 @@ PrefillSetName parse_prefill_set(std::string_view name) {
     return s;
   }
   const auto policy = find_policy(name);
-  require(policy.has_value(), "unknown policy or press '" + n + "' (policies: " +
-                                  policy_names_where([](const PolicyTraits&) { return true; }) +
+  require(policy.has_value(), "unknown policy or press '" + n +
+                                  "' (policies: " + policy_names_where([](const PolicyTraits&) { return true; }) +
                                   "; presses: " + press_names_joined() + "; or optimum)");
   s.kind = PrefillSetKind::Policy;
   s.policy = *policy;
