@@ -8,9 +8,9 @@
 #include <memory>
 
 #include "bench_inputs.hpp"
-#include "kvo/checks/trace_checks.hpp"
 #include "kvo/core/exp_fp64.hpp"
 #include "kvo/core/unit_bytes.hpp"
+#include "kvo/proofs_check/trace_checks.hpp"
 
 using namespace kvo;
 

@@ -5,6 +5,7 @@ process; the peak is reset after loading through /proc/self/clear_refs);
 (2) generate through EvictingCache against plain generate, in tokens per second.
 Usage: hf_bench.py [--smoke] [--tokens 512,1024,2048] [--reps 3]   (prints Markdown tables)
 --smoke: a small random Llama instead of SmolLM2, one repetition (what CI runs)."""
+
 import argparse
 import gc
 import json
@@ -16,7 +17,8 @@ import tempfile
 import time
 
 MODEL = os.environ.get("KVO_MODEL") or os.path.join(
-    os.environ.get("KVO_MODEL_DIR") or os.path.expanduser("~/.cache/kvoracle"), "SmolLM2-135M-Instruct.Q4_1.gguf")
+    os.environ.get("KVO_MODEL_DIR") or os.path.expanduser("~/.cache/kvoracle"), "SmolLM2-135M-Instruct.Q4_1.gguf"
+)
 TEXT = "/usr/share/common-licenses/GPL-3"
 
 
@@ -28,12 +30,18 @@ def load(smoke):
     transformers.utils.logging.disable_progress_bar()
     if smoke:
         torch.manual_seed(0)
-        config = transformers.LlamaConfig(vocab_size=96, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-                                          num_attention_heads=4, num_key_value_heads=2)
+        config = transformers.LlamaConfig(
+            vocab_size=96,
+            hidden_size=64,
+            intermediate_size=96,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+        )
         return transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
     return transformers.AutoModelForCausalLM.from_pretrained(
-        os.path.dirname(MODEL), gguf_file=os.path.basename(MODEL), attn_implementation="eager",
-        dtype=torch.float32).eval()
+        os.path.dirname(MODEL), gguf_file=os.path.basename(MODEL), attn_implementation="eager", dtype=torch.float32
+    ).eval()
 
 
 def token_ids(n, smoke):
@@ -47,20 +55,23 @@ def token_ids(n, smoke):
     with tempfile.TemporaryDirectory() as d:
         cli = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "apps", "kvoracle", "kvoracle")
         path = os.path.join(d, "t.safetensors")
-        subprocess.run([cli, "-q", "record", "--text", TEXT, "--tokens", str(n), "--layers", "0", "--out", path],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [cli, "-q", "record", "--text", TEXT, "--tokens", str(n), "--layers", "0", "--out", path],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         return torch.tensor(list(kvoracle.read_trace(path).tokens))
 
 
 def one(mode, n, reps, smoke):
     """Child process: median seconds of `mode` at n tokens and the peak RSS above the loaded model."""
     import torch
-
     from kvoracle.hf import record_trace
 
     model, ids = load(smoke), token_ids(n, smoke)
     base = getattr(model, model.base_model_prefix)
     with tempfile.TemporaryDirectory() as d:
+
         def run():
             with torch.no_grad():
                 if mode == "forward":
@@ -99,25 +110,32 @@ def measure(mode, n, reps, smoke):
 
 def generation(reps, smoke, prompt_len=64, new=64):
     import torch
-
     from kvoracle.hf import EvictingCache
 
     model = load(smoke)
     ids = token_ids(prompt_len, smoke)[None]
     mask = torch.ones_like(ids)
     rows = []
-    for label, make in [("plain generate (DynamicCache)", lambda: None),
-                        ("EvictingCache, h2o, full budget", lambda: EvictingCache(model, "h2o", "100%",
-                                                                                   max_len=prompt_len + new)),
-                        ("EvictingCache, h2o, 20% (k = 12)", lambda: EvictingCache(model, "h2o", "20%"))]:
+    for label, make in [
+        ("plain generate (DynamicCache)", lambda: None),
+        ("EvictingCache, h2o, full budget", lambda: EvictingCache(model, "h2o", "100%", max_len=prompt_len + new)),
+        ("EvictingCache, h2o, 20% (k = 12)", lambda: EvictingCache(model, "h2o", "20%")),
+    ]:
         times = []
         for _ in range(reps):
             cache = make()
             if cache is None:
                 model.set_attn_implementation("eager")
             t0 = time.perf_counter()
-            model.generate(ids, past_key_values=cache, attention_mask=mask, max_new_tokens=new, do_sample=False,
-                           min_new_tokens=new, pad_token_id=0)
+            model.generate(
+                ids,
+                past_key_values=cache,
+                attention_mask=mask,
+                max_new_tokens=new,
+                do_sample=False,
+                min_new_tokens=new,
+                pad_token_id=0,
+            )
             times.append(time.perf_counter() - t0)
         rows.append((label, statistics.median(times)))
     base = rows[0][1]
@@ -139,13 +157,17 @@ def main():
         return one(a.child, int(a.tokens), reps, a.smoke)
     sizes = [int(t) for t in (a.tokens or ("32,64" if a.smoke else "512,1024,2048")).split(",")]
     print(f"record_trace, medians of {reps}; memory: peak RSS above the loaded model, own process each:\n")
-    print("| n | forward (SDPA) s | record_trace s | record / forward | dense export s | forward MiB | "
-          "record MiB | dense MiB |")
+    print(
+        "| n | forward (SDPA) s | record_trace s | record / forward | dense export s | forward MiB | "
+        "record MiB | dense MiB |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         f, r, dense = (measure(mode, n, reps, a.smoke) for mode in ("forward", "record", "dense"))
-        print(f"| {n} | {f['seconds']:.2f} | {r['seconds']:.2f} | {r['seconds'] / f['seconds']:.2f} | "
-              f"{dense['seconds']:.2f} | {f['extra_mib']:.0f} | {r['extra_mib']:.0f} | {dense['extra_mib']:.0f} |")
+        print(
+            f"| {n} | {f['seconds']:.2f} | {r['seconds']:.2f} | {r['seconds'] / f['seconds']:.2f} | "
+            f"{dense['seconds']:.2f} | {f['extra_mib']:.0f} | {r['extra_mib']:.0f} | {dense['extra_mib']:.0f} |"
+        )
     generation(reps, a.smoke)
 
 

@@ -8,6 +8,7 @@ alone in its own process. bench/write_doc.py uses the same functions to write do
 Baselines: greedy/* against greedy/naive, replay/* and verify/* against replay/full, scorer/cpu
 against replay/h2o (the engine it reproduces); other families have none.
 """
+
 import json
 import math
 import statistics
@@ -15,9 +16,17 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-BASELINE = {"greedy": "greedy/naive", "replay": "replay/full", "verify": "attention/dense", "offline/assignment": "offline/ssp", "offline/bgl": "offline/ssp", "scorer/cpu": "replay/h2o",
-            "scorer/budget": "replay/h2o-budget", "scorer/heads": "replay/h2o-heads",
-            "fl-layout": "fl-layout/column-major"}
+BASELINE = {
+    "greedy": "greedy/naive",
+    "replay": "replay/full",
+    "verify": "attention/dense",
+    "offline/assignment": "offline/ssp",
+    "offline/bgl": "offline/ssp",
+    "scorer/cpu": "replay/h2o",
+    "scorer/budget": "replay/h2o-budget",
+    "scorer/heads": "replay/h2o-heads",
+    "fl-layout": "fl-layout/column-major",
+}
 COUNTERS = ("nodes", "exact", "gain_evals", "flop/byte", "bytes/step", "peak_growth_MiB", "bytes/(n*d)")
 RATE_COUNTERS = ("GFLOP/s", "GB/s", "bytes_per_second")  # per-repetition rates: medians are taken
 UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
@@ -121,8 +130,9 @@ def main_table(run):
     for name, r in run.results.items():
         q = ratio(run, name)
         mem = f"{r.rss_kib / 1024:.1f}" if r.rss_kib is not None else ""
-        lines.append(f"| `{name}` | {r.median_ms:.4g} | {'' if q is None else f'{q:.3f}'} "
-                     f"| {counter_text(name, r)} | {mem} |")
+        lines.append(
+            f"| `{name}` | {r.median_ms:.4g} | {'' if q is None else f'{q:.3f}'} | {counter_text(name, r)} | {mem} |"
+        )
     for name, why in run.skipped.items():
         lines.append(f"| `{name}` | skipped | | {why} | |")
     return lines
@@ -156,10 +166,13 @@ def roofline_table(run):
     peak, rows = roofline_rows(run)
     if not rows:
         return []
-    lines = [f"Roofline of the scoring loop (one thread; peak multiply-add {peak:.4g} GFLOP/s; read bandwidth of "
-             "a block of the same size):", "",
-             "| loop | flop/byte | read GB/s | roofline GFLOP/s | measured GFLOP/s | fraction of roofline |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"Roofline of the scoring loop (one thread; peak multiply-add {peak:.4g} GFLOP/s; read bandwidth of "
+        "a block of the same size):",
+        "",
+        "| loop | flop/byte | read GB/s | roofline GFLOP/s | measured GFLOP/s | fraction of roofline |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for name, ai, bw, roof, got in rows:
         lines.append(f"| `{name}` | {ai:.3g} | {bw:.4g} | {roof:.4g} | {got:.4g} | {got / roof:.2f} |")
     return lines
@@ -194,8 +207,12 @@ def scaling_table(run):
     fits = scaling_fits(run)
     if not fits:
         return []
-    lines = ["Scaling (time ~ x^b, fitted on the medians; argument 1 is n for most suites):", "",
-             "| family | varied | other arguments | exponent b |", "|---|---|---|---:|"]
+    lines = [
+        "Scaling (time ~ x^b, fitted on the medians; argument 1 is n for most suites):",
+        "",
+        "| family | varied | other arguments | exponent b |",
+        "|---|---|---|---:|",
+    ]
     for fam, pos, xs, fixed, b, _ in fits:
         other = ", ".join(f"{v:g}" for v in fixed) or "-"
         lines.append(f"| `{fam}` | argument {pos + 1} over {', '.join(f'{x:g}' for x in xs)} | {other} | {b:.2f} |")
@@ -204,19 +221,26 @@ def scaling_table(run):
 
 def peers_table(rows):
     """Markdown of bench/peers/run_peers.py's rows: times, kvoracle's speed-up and the agreement."""
-    lines = ["| peer | input | peer time s | kvoracle time s | kvoracle speed-up | agreement |",
-             "|---|---|---:|---:|---:|---|"]
+    lines = [
+        "| peer | input | peer time s | kvoracle time s | kvoracle speed-up | agreement |",
+        "|---|---|---:|---:|---:|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['peer']} | {r['input']} | {r['peer_s']:.4g} | {r['kvoracle_s']:.4g} "
-                     f"| {r['peer_s'] / r['kvoracle_s']:.3g}x | {r['agreement']} |")
+        lines.append(
+            f"| {r['peer']} | {r['input']} | {r['peer_s']:.4g} | {r['kvoracle_s']:.4g} "
+            f"| {r['peer_s'] / r['kvoracle_s']:.3g}x | {r['agreement']} |"
+        )
     return lines
 
 
 def render(run):
     ctx = run.context
     reps = len(next(iter(run.results.values())).times_ms) if run.results else 0
-    out = [f"Machine: {ctx.get('num_cpus')} CPUs at {ctx.get('mhz_per_cpu')} MHz, host {ctx.get('host_name')}, "
-           f"date {ctx.get('date')}; {reps} repetitions, medians.", ""]
+    out = [
+        f"Machine: {ctx.get('num_cpus')} CPUs at {ctx.get('mhz_per_cpu')} MHz, host {ctx.get('host_name')}, "
+        f"date {ctx.get('date')}; {reps} repetitions, medians.",
+        "",
+    ]
     for section in (main_table(run), roofline_table(run), scaling_table(run)):
         if section:
             out += section + [""]

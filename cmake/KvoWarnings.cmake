@@ -15,8 +15,16 @@ if(KVO_BUILD_FUZZ)
   target_compile_options(kvo_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
 endif()
 if(KVO_NATIVE)
-  # Every target, so that Eigen's alignment and vector width agree across libraries.
   # GCC 12 reports false -Wmaybe-uninitialized inside its AVX-512 intrinsics as Eigen inlines them.
-  target_compile_options(kvo_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>
+  target_compile_options(kvo_options INTERFACE
     $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-maybe-uninitialized>)
+endif()
+
+# kvo_abi: the flags that must agree between kvoracle's libraries and everything compiled against
+# their headers (Eigen's alignment and vector width follow -march). kvo_core links it PUBLIC, so
+# every library, program, test and downstream project of the installed package gets the same.
+add_library(kvo_abi INTERFACE)
+set_target_properties(kvo_abi PROPERTIES EXPORT_NAME abi)
+if(KVO_NATIVE)
+  target_compile_options(kvo_abi INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
 endif()

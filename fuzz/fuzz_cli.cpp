@@ -14,6 +14,8 @@
 #include "kvo/core/concave.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/replay.hpp"
+#include "kvo/core/run_options.hpp"
+#include "kvo/core/text_list.hpp"
 #include "kvo/gpu/scorer.hpp"
 #include "options.hpp"
 
@@ -41,16 +43,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     expect_clean([&] { (void)kvo::Budget::parse("20%", a); });
     expect_clean([&] { (void)kvo::Budget::parse("20%", "", {a}).resolve(97, 1, 2); });
     expect_clean([&] { (void)kvo::parse_policy_list(a); });
-    expect_clean([&] {
-      RunArgs r;
-      r.objective = a;
-      (void)r.build(kvo::PolicyId::Greedy);
-    });
+    for (const auto& e : kvo::run_option_table())  // every run option's text through the one parser
+      expect_clean([&] {
+        kvo::RunOptions o;
+        kvo::set_run_option(o, e, a);
+        (void)o.build(kvo::PolicyId::Greedy);
+      });
     expect_clean([&] { (void)kvo::parse_concave(a); });
     expect_clean([&] { (void)kvo::parse_gqa(a); });
     expect_clean([&] { (void)kvo::parse_scorer_device(a); });
     expect_clean([&] { (void)trace_dtype(a); });
-    for (const auto& item : split_list(a)) expect_clean([&] { (void)kvo::Amount::parse(item); });
+    expect_clean([&] { (void)kvo::parse_number_list(a, "list"); });
+    std::vector<std::string> items;
+    expect_clean([&] { items = kvo::split_list(a, "list"); });
+    for (const auto& item : items) expect_clean([&] { (void)kvo::Amount::parse(item); });
   }
   return 0;
 }

@@ -2,6 +2,7 @@
 broken variants of each (truncated, bad lengths, bad types, overlapping or out-of-range offsets,
 NaN values, implausible counts). Deterministic; run it again after changing it and commit the
 result. Usage: .venv/bin/python fuzz/make_corpus.py"""
+
 import json
 import os
 import struct
@@ -50,17 +51,31 @@ def seeds_safetensors():
     toks = np.arange(4, dtype=np.int32)
     valid = safetensors([("layers.0.q", q, "F32"), ("layers.0.k", k, "F32"), ("tokens", toks, "I32")], trace_meta())
     put("safetensors", "valid-gqa", valid)
-    put("safetensors", "valid-f16", safetensors([("layers.0.q", q.astype(np.float16), "F16"),
-                                                 ("layers.0.k", k.astype(np.float16), "F16")], trace_meta()))
+    put(
+        "safetensors",
+        "valid-f16",
+        safetensors(
+            [("layers.0.q", q.astype(np.float16), "F16"), ("layers.0.k", k.astype(np.float16), "F16")], trace_meta()
+        ),
+    )
     bf = (q.view(np.uint32) >> 16).astype(np.uint16)
     bk = (k.view(np.uint32) >> 16).astype(np.uint16)
-    put("safetensors", "valid-bf16", safetensors([("layers.0.q", bf, "BF16"), ("layers.0.k", bk, "BF16")],
-                                                 trace_meta()))
+    put(
+        "safetensors", "valid-bf16", safetensors([("layers.0.q", bf, "BF16"), ("layers.0.k", bk, "BF16")], trace_meta())
+    )
     a = np.tril(np.full((1, 3, 3), 1 / 3, dtype=np.float32))
     put("safetensors", "valid-dense-only", safetensors([("layers.0.attn", a, "F32")], trace_meta()))
-    two = safetensors([("layers.0.q", q, "F32"), ("layers.0.k", k, "F32"), ("layers.1.q", q, "F32"),
-                       ("layers.1.k", k, "F32"), ("layers.0.v", k, "F32"), ("layers.1.v", k, "F32")],
-                      trace_meta(prompt_len="2"))
+    two = safetensors(
+        [
+            ("layers.0.q", q, "F32"),
+            ("layers.0.k", k, "F32"),
+            ("layers.1.q", q, "F32"),
+            ("layers.1.k", k, "F32"),
+            ("layers.0.v", k, "F32"),
+            ("layers.1.v", k, "F32"),
+        ],
+        trace_meta(prompt_len="2"),
+    )
     put("safetensors", "valid-two-layers-values", two)
     put("safetensors", "truncated", valid[: len(valid) - 7])
     put("safetensors", "header-too-long", struct.pack("<Q", 1 << 40) + valid[8:])
@@ -68,34 +83,74 @@ def seeds_safetensors():
     put("safetensors", "not-json", struct.pack("<Q", 5) + b"{abc]")
     put("safetensors", "json-array", struct.pack("<Q", 2) + b"[]")
     put("safetensors", "no-format", safetensors([("layers.0.q", q, "F32"), ("layers.0.k", k, "F32")], {}))
-    put("safetensors", "bad-version", safetensors([("layers.0.q", q, "F32"), ("layers.0.k", k, "F32")],
-                                                  trace_meta(format_version="9")))
-    put("safetensors", "bad-scale", safetensors([("layers.0.q", q, "F32"), ("layers.0.k", k, "F32")],
-                                                trace_meta(attn_scale="nan")))
-    put("safetensors", "bad-prompt-len", safetensors([("layers.0.q", q, "F32"), ("layers.0.k", k, "F32")],
-                                                     trace_meta(prompt_len="99")))
+    put(
+        "safetensors",
+        "bad-version",
+        safetensors([("layers.0.q", q, "F32"), ("layers.0.k", k, "F32")], trace_meta(format_version="9")),
+    )
+    put(
+        "safetensors",
+        "bad-scale",
+        safetensors([("layers.0.q", q, "F32"), ("layers.0.k", k, "F32")], trace_meta(attn_scale="nan")),
+    )
+    put(
+        "safetensors",
+        "bad-prompt-len",
+        safetensors([("layers.0.q", q, "F32"), ("layers.0.k", k, "F32")], trace_meta(prompt_len="99")),
+    )
     nan_q = q.copy()
     nan_q[1, 2, 1] = np.nan
-    put("safetensors", "nan-in-q", safetensors([("layers.0.q", nan_q, "F32"), ("layers.0.k", k, "F32")],
-                                               trace_meta()))
+    put("safetensors", "nan-in-q", safetensors([("layers.0.q", nan_q, "F32"), ("layers.0.k", k, "F32")], trace_meta()))
     put("safetensors", "only-q", safetensors([("layers.0.q", q, "F32")], trace_meta()))
-    put("safetensors", "layer-gap", safetensors([("layers.0.q", q, "F32"), ("layers.0.k", k, "F32"),
-                                                 ("layers.2.q", q, "F32"), ("layers.2.k", k, "F32")], trace_meta()))
-    put("safetensors", "heads-not-multiple", safetensors(
-        [("layers.0.q", g.standard_normal((3, 4, 2)).astype(np.float32), "F32"), ("layers.0.k", k.repeat(2, 0), "F32")],
-        trace_meta()))
-    put("safetensors", "wrong-rank", safetensors([("layers.0.q", q.reshape(16), "F32"), ("layers.0.k", k, "F32")],
-                                                 trace_meta()))
-    put("safetensors", "unknown-tensor", safetensors([("layers.0.q", q, "F32"), ("layers.0.k", k, "F32"),
-                                                      ("extra", toks, "I32")], trace_meta()))
-    put("safetensors", "unknown-dtype", safetensors([("layers.0.q", q, "F64x"), ("layers.0.k", k, "F32")],
-                                                    trace_meta()))
-    put("safetensors", "i64-tokens", safetensors([("layers.0.q", q, "F32"), ("layers.0.k", k, "F32"),
-                                                  ("tokens", np.array([1, 2, 3, 1 << 40], dtype=np.int64), "I64")],
-                                                 trace_meta()))
-    hdr = {"layers.0.q": {"dtype": "F32", "shape": [2, 4, 2], "data_offsets": [0, 64]},
-           "layers.0.k": {"dtype": "F32", "shape": [1, 4, 2], "data_offsets": [32, 64]},
-           "__metadata__": trace_meta()}
+    put(
+        "safetensors",
+        "layer-gap",
+        safetensors(
+            [("layers.0.q", q, "F32"), ("layers.0.k", k, "F32"), ("layers.2.q", q, "F32"), ("layers.2.k", k, "F32")],
+            trace_meta(),
+        ),
+    )
+    put(
+        "safetensors",
+        "heads-not-multiple",
+        safetensors(
+            [
+                ("layers.0.q", g.standard_normal((3, 4, 2)).astype(np.float32), "F32"),
+                ("layers.0.k", k.repeat(2, 0), "F32"),
+            ],
+            trace_meta(),
+        ),
+    )
+    put(
+        "safetensors",
+        "wrong-rank",
+        safetensors([("layers.0.q", q.reshape(16), "F32"), ("layers.0.k", k, "F32")], trace_meta()),
+    )
+    put(
+        "safetensors",
+        "unknown-tensor",
+        safetensors([("layers.0.q", q, "F32"), ("layers.0.k", k, "F32"), ("extra", toks, "I32")], trace_meta()),
+    )
+    put(
+        "safetensors", "unknown-dtype", safetensors([("layers.0.q", q, "F64x"), ("layers.0.k", k, "F32")], trace_meta())
+    )
+    put(
+        "safetensors",
+        "i64-tokens",
+        safetensors(
+            [
+                ("layers.0.q", q, "F32"),
+                ("layers.0.k", k, "F32"),
+                ("tokens", np.array([1, 2, 3, 1 << 40], dtype=np.int64), "I64"),
+            ],
+            trace_meta(),
+        ),
+    )
+    hdr = {
+        "layers.0.q": {"dtype": "F32", "shape": [2, 4, 2], "data_offsets": [0, 64]},
+        "layers.0.k": {"dtype": "F32", "shape": [1, 4, 2], "data_offsets": [32, 64]},
+        "__metadata__": trace_meta(),
+    }
     h = json.dumps(hdr).encode()
     put("safetensors", "overlapping", struct.pack("<Q", len(h)) + h + bytes(64))
     hdr["layers.0.k"]["data_offsets"] = [64, 96 + (1 << 62)]
@@ -125,7 +180,7 @@ def gguf_file(build):
 
 
 def tiny_model(w, gguf):
-    tokens = ["a", "b", "ab", "Ġ", "1", "2", "<|im_start|>", "<|im_end|>"] + [chr(c) for c in range(0x21, 0x7f)]
+    tokens = ["a", "b", "ab", "Ġ", "1", "2", "<|im_start|>", "<|im_end|>"] + [chr(c) for c in range(0x21, 0x7F)]
     w.add_block_count(1)
     w.add_context_length(16)
     w.add_embedding_length(4)
@@ -216,8 +271,18 @@ def seeds_cli():
         "verify": ["verify", "t.safetensors", "--checks", "C1,C27,D5", "--sweep", "0.1,20%", "--report", "r"],
         "oracle": ["oracle", "t.safetensors", "--offline", "--policies", "h2o,tova", "--forced-window", "4"],
         "synth": ["synth", "--out", "x.safetensors", "--tokens", "64", "--heads", "4", "--kv-heads", "3"],
-        "greedy": ["replay", "t.safetensors", "--policy", "greedy", "--objective", "fl", "--h", "sqrt",
-                   "--window", "0"],
+        "greedy": [
+            "replay",
+            "t.safetensors",
+            "--policy",
+            "greedy",
+            "--objective",
+            "fl",
+            "--h",
+            "sqrt",
+            "--window",
+            "0",
+        ],
         "eval": ["eval", "--text", "f.txt", "--tokens", "-5", "--budgets", "5%,,x"],
         "global": ["--threads", "-3", "--quiet", "policies"],
         "version": ["--version"],

@@ -6,13 +6,14 @@
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/progress.hpp"
-#include "kvo/dist/team.hpp"
+#include "kvo/scaleout/team.hpp"
+#include "kvo/version.hpp"
 
 namespace kvo::cli {
 
 Cli::Cli() {
   app.require_subcommand(1);
-  app.set_version_flag("--version", "kvoracle 0.1.0");
+  app.set_version_flag("--version", std::string("kvoracle ") + kvo::version);
   // Bad input: one line on stderr, no usage dump.
   app.failure_message(
       [](const CLI::App*, const CLI::Error& e) { return "kvoracle: error: " + std::string(e.what()) + "\n"; });
@@ -35,9 +36,33 @@ Cli::Cli() {
   reg(add_eval);
 }
 
+// The first word after the global options, when it names no command: "unknown command 'x'". (CLI11
+// alone answers "A subcommand is required", and prints the main help for `kvoracle x --help`.)
+std::string unknown_command(const Cli& cli, int argc, const char* const* argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--threads" || arg == "-j") {
+      ++i;  // its value
+      continue;
+    }
+    if (arg.empty() || arg[0] == '-') continue;
+    std::string known;
+    for (const CLI::App* sub : cli.app.get_subcommands({})) {
+      if (sub->get_name() == arg) return "";
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    return "unknown command '" + arg + "' (commands: " + known + ")";
+  }
+  return "";
+}
+
 int run_cli(int argc, const char* const* argv) {
   Cli cli;
-  const dist::Team& team = dist::Team::world();
+  const scaleout::Team& team = scaleout::Team::world();
+  if (const std::string why = unknown_command(cli, argc, argv); !why.empty()) {
+    if (team.root()) std::cerr << "kvoracle: error: " << why << '\n';
+    return 2;
+  }
   try {
     cli.app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -46,9 +71,11 @@ int run_cli(int argc, const char* const* argv) {
     return cli.app.exit(e, quiet, quiet);
   }
   CLI::App* sub = cli.app.get_subcommands().front();
+  const bool spread = team.distributed() && distributed_command(sub);
   if (team.distributed()) {
-    // Commands that spread their units over the ranks run on every rank; the others on rank 0.
-    if (!distributed_command(sub->get_name())) {
+    // Commands that spread their units over the ranks run on every rank; the others on rank 0 alone,
+    // so no command asks which rank it is on before it prints.
+    if (!spread) {
       if (!team.root()) return 0;
     } else {
       if (cli.global.threads <= 0) cli.global.threads = team.default_threads();
@@ -60,7 +87,6 @@ int run_cli(int argc, const char* const* argv) {
       }
     }
   }
-  const bool spread = team.distributed() && distributed_command(sub->get_name());
   auto say = [&](const std::string& what) { std::cerr << "kvoracle: error: " << what << '\n'; };
   auto fail = [&](const std::string& what, int status) {
     if (!spread) {
@@ -71,17 +97,17 @@ int run_cli(int argc, const char* const* argv) {
     // rank 0 prints one line. A rank that fails alone while the others wait elsewhere ends the job.
     try {
       if (team.agree_within(what, 30.0)) return status;  // unreachable: an error was given
-    } catch (const dist::TeamError& e) {
+    } catch (const scaleout::TeamError& e) {
       if (team.root()) say(e.what());
       return team.root() ? status : 0;
     }
     std::cerr << "kvoracle: rank " << team.rank() << ": error: " << what << '\n';
-    dist::Session::abort_job(status);
+    scaleout::Session::abort_job(status);
   };
   int code = 0;
   try {
     code = cli.runners.at(sub)();
-  } catch (const dist::TeamError& e) {
+  } catch (const scaleout::TeamError& e) {
     if (team.root()) say(e.what());  // every rank knows; rank 0 alone says it and ends the job non-zero
     code = team.root() ? 2 : 0;
   } catch (const Error& e) {
@@ -89,10 +115,17 @@ int run_cli(int argc, const char* const* argv) {
   } catch (const std::exception& e) {
     code = fail(e.what(), 3);
   }
-  if (team.distributed() && distributed_command(sub->get_name())) team.barrier();
+  if (spread) team.barrier();
   return code;
 }
 
-bool distributed_command(const std::string& name) { return name == "verify" || name == "replay" || name == "oracle"; }
+bool distributed_command(const CLI::App* sub) {
+  const std::string name = sub->get_name();
+  if (name == "verify") return true;
+  if (name == "replay") return sub->count("--device") == 0;  // the greedy scorer runs on one process
+  if (name == "oracle")  // the offline oracle; the static and prefill oracles run on one process
+    return sub->get_subcommand("offline")->parsed() || sub->count("--offline") > 0;
+  return false;
+}
 
 }  // namespace kvo::cli

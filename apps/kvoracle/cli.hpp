@@ -21,7 +21,8 @@ struct Cli {
 // (kvo::Error) or CLI11's code (argument errors); 0 on success. Under mpirun/srun rank 0 alone
 // prints errors, tables and progress; commands that do not spread work over ranks run on rank 0.
 int run_cli(int argc, const char* const* argv);
-// The subcommands whose work units go to every MPI rank (dist/unit_runner.hpp).
-bool distributed_command(const std::string& name);
+// Whether the parsed subcommand spreads work units over every MPI rank (scaleout/plan_runner.hpp):
+// verify, replay (not with --device) and the offline oracle; the others run on rank 0 alone.
+bool distributed_command(const CLI::App* sub);
 
 }  // namespace kvo::cli

@@ -5,11 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "kvo/checks/svg_plot.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/progress.hpp"
+#include "kvo/core/text_list.hpp"
 #include "kvo/model/eval.hpp"
+#include "kvo/proofs_check/svg_plot.hpp"
 #include "model_options.hpp"
 #include "options.hpp"
 #include "press_eval_report.hpp"
@@ -29,7 +30,8 @@ Runner add_eval(CLI::App& app, const Global& g) {
     PressArgs press;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("--text,-t", a->text, "UTF-8 text file")->required()->check(CLI::ExistingFile);
+  cmd->require_subcommand(0, 1);
+  cmd->add_option("--text,-t", a->text, "UTF-8 text file (required)")->check(CLI::ExistingFile);
   cmd->add_option("--tokens,-n", a->tokens, "tokens of the text to decode")->capture_default_str();
   cmd->add_option("--policies,--policy,-p", a->policies, "comma-separated policies ('oracle': the offline optimum)")
       ->capture_default_str();
@@ -46,21 +48,46 @@ Runner add_eval(CLI::App& app, const Global& g) {
                   "prefill optimum's sets) and teacher-force the rest (kvpress's protocol)")
       ->check(CLI::PositiveNumber);
   add_press_options(cmd, a->press);
-  return [a, &g, cmd] {
+
+  // `kvoracle eval prefill`: the same run as `eval --prefill P`, with only its own options.
+  auto pre = std::make_shared<Args>();
+  auto* pre_cmd = cmd->add_subcommand(
+      "prefill",
+      "kvpress's protocol on the real model: compress the first --prompt-len tokens once with each press (and the "
+      "prefill optimum's sets, and kvoracle's --policies when given), teacher-force the rest");
+  pre_cmd->add_option("--text,-t", pre->text, "UTF-8 text file")->required()->check(CLI::ExistingFile);
+  pre_cmd->add_option("--tokens,-n", pre->tokens, "tokens of the text: the prompt and its continuation")
+      ->capture_default_str();
+  pre_cmd->add_option("--prompt-len", pre->prefill, "prompt length P")->required()->check(CLI::PositiveNumber);
+  pre_cmd->add_option("--policies,--policy,-p", pre->policies,
+                      "comma-separated kvoracle policies used as prefill presses (default: none)");
+  pre_cmd->add_option("--json", pre->json, "write the results as JSON");
+  pre_cmd->add_option("--plot", pre->plot, "write an SVG plot of KL against the kept share");
+  add_run_options(pre_cmd, pre->run, {.budget_total = false, .trace_selection = false});
+  add_model_option(pre_cmd, pre->model);
+  add_press_options(pre_cmd, pre->press);
+
+  auto run_prefill = [&g](const Args& x, const CLI::App* c) {
+    PressEvalArgs pa{x.text, x.model, x.json, x.plot, x.tokens, x.prefill, x.press, {}, {}};
+    if (c->count("--policies") > 0) {  // kvoracle's policies as prefill presses, only when asked
+      pa.policies = parse_policy_list(x.policies);
+      pa.run = x.run.build(pa.policies.front());
+    }
+    return run_press_eval(pa, g);
+  };
+  return [a, pre, &g, cmd, pre_cmd, run_prefill] {
+    if (pre_cmd->parsed()) return run_prefill(*pre, pre_cmd);
+    require(!a->text.empty(),
+            "eval needs --text (kvoracle eval --text FILE, or kvoracle eval prefill --text FILE ...)");
     if (a->prefill > 0) {
       require(cmd->count("--budgets") == 0,
               "--prefill compresses with --presses, --policies and --compression-ratio; it does not take --budgets");
-      PressEvalArgs pa{a->text, a->model, a->json, a->plot, a->tokens, a->prefill, a->press, {}, {}};
-      if (cmd->count("--policies") > 0) {  // kvoracle's policies as prefill presses, only when asked
-        pa.policies = parse_policy_list(a->policies);
-        pa.run = a->run.build(pa.policies.front());
-      }
-      return run_press_eval(pa, g);
+      return run_prefill(*a, cmd);
     }
     model::EvalOptions o;
     o.tokens = a->tokens;
     o.policies = parse_policy_list(a->policies);
-    for (const auto& b : split_list(a->budgets)) o.budgets.push_back(Amount::parse(b));
+    for (const auto& b : split_list(a->budgets, "budgets")) o.budgets.push_back(Amount::parse(b));
     o.run = a->run.build(o.policies.front());  // evaluate_policies validates every policy's parameters
     const std::string text = read_text(a->text);
     const model::Llama m = load_model(a->model);

@@ -6,7 +6,9 @@
 #include "commands.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/progress.hpp"
+#include "kvo/core/text_list.hpp"
 #include "kvo/core/trace_io.hpp"
+#include "kvo/model/generate.hpp"
 #include "kvo/model/llama.hpp"
 #include "kvo/model/recorder.hpp"
 #include "model_options.hpp"
@@ -18,13 +20,13 @@ Runner add_record(CLI::App& app, const Global& g) {
   struct Args {
     std::string text, out, model, dtype = "f32";
     int tokens = 1024, prompt_len = 0;
-    std::vector<int> layers;
+    std::string layers;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--text,-t", a->text, "UTF-8 text file")->required()->check(CLI::ExistingFile);
   cmd->add_option("--tokens,-n", a->tokens, "tokens to record (the text's first n)")->capture_default_str();
   cmd->add_option("--out,-o", a->out, "output trace (.safetensors)")->required();
-  cmd->add_option("--layers", a->layers, "model layers to record (default: all)")->delimiter(',');
+  cmd->add_option("--layers", a->layers, "model layers to record, comma-separated (default: all)");
   cmd->add_option("--prompt-len", a->prompt_len, "prompt length to store in the metadata")->capture_default_str();
   add_trace_dtype_option(cmd, a->dtype);
   add_model_option(cmd, a->model);
@@ -32,7 +34,7 @@ Runner add_record(CLI::App& app, const Global& g) {
     const model::Llama m = load_model(a->model);
     model::RecordOptions o;
     o.tokens = a->tokens;
-    o.layers = a->layers;
+    o.layers = parse_int_list(a->layers, "layers");
     o.prompt_len = a->prompt_len;
     o.text_source = std::filesystem::path(a->text).filename().string();
     Progress bar("record", a->tokens, !g.quiet);
@@ -61,21 +63,12 @@ Runner add_generate(CLI::App& app, const Global&) {
   cmd->add_option("--tokens,-n", a->tokens, "tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
   add_model_option(cmd, a->model);
   return [a] {
+    model::GenerateRequest req;
+    req.max_tokens = a->tokens;
+    req.validate();
     const model::Llama m = load_model(a->model);
-    std::vector<int> ids = m.tokenizer().encode(a->prompt);
-    require(!ids.empty(), "the prompt is empty");
-    model::KvCache cache = m.new_cache(static_cast<int>(ids.size()) + a->tokens);
-    model::MatrixRM logits = m.forward(ids, cache);
-    std::vector<int> out;
-    for (int t = 0; t < a->tokens; ++t) {
-      Eigen::Index best = 0;
-      logits.row(logits.rows() - 1).maxCoeff(&best);  // ties: the smallest id
-      out.push_back(static_cast<int>(best));
-      if (best == m.tokenizer().eos()) break;
-      const int next = static_cast<int>(best);
-      logits = m.forward(std::span<const int>(&next, 1), cache);
-    }
-    std::cout << a->prompt << m.tokenizer().decode(out) << '\n';
+    const std::vector<int> ids = m.tokenizer().encode(a->prompt);
+    std::cout << a->prompt << model::generate(m, ids, req).text << '\n';
     return 0;
   };
 }

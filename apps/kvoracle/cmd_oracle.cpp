@@ -5,29 +5,21 @@
 
 #include "commands.hpp"
 #include "distributed.hpp"
-#include "kvo/checks/competitive.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/facility_location.hpp"
 #include "kvo/core/parallel.hpp"
 #include "kvo/core/progress.hpp"
+#include "kvo/core/text_list.hpp"
 #include "kvo/core/trace_io.hpp"
-#include "kvo/oracle/static_oracle.hpp"
+#include "kvo/oracle/static_run.hpp"
+#include "kvo/proofs_check/competitive.hpp"
 #include "options.hpp"
 #include "press_options.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
-namespace {
-
-struct Solve {
-  int step;
-  StaticSolution sol;
-};
-
-}  // namespace
-
 namespace {
 
 // The heads go to every MPI rank under mpirun/srun; --checkpoint makes the run resumable.
@@ -47,13 +39,9 @@ int run_offline(const Args& a, const Global& g, const CLI::App* cmd) {
     }
     plan = std::make_unique<CompetitivePlan>(tr, co);
   });
-  const auto bytes = run_plan({"t0", "oracle --offline", plan->size(), [&](int u) { return plan->name(u); },
-                               [&](int u) { return encode_competitive(plan->run(u)); }, nullptr},
-                              g.threads, g.quiet, checkpoint.get());
-  if (!dist::Team::world().root()) return 0;
-  std::vector<std::vector<HeadCompetitive>> units;
-  for (const auto& b : bytes) units.push_back(decode_competitive(b));
-  const auto heads = plan->assemble(std::move(units));
+  const auto result = run_plan(*plan, "t0", "oracle --offline", g.threads, g.quiet, checkpoint.get());
+  if (!result) return 0;  // another rank: rank 0 holds the result
+  const std::vector<HeadCompetitive>& heads = *result;
   double opt = 0, stat = 0;
   long bugs = 0;
   std::vector<std::string> names;
@@ -117,125 +105,155 @@ int run_offline(const Args& a, const Global& g, const CLI::App* cmd) {
 
 }  // namespace
 
-Runner add_oracle(CLI::App& app, const Global& g) {
-  auto* cmd = app.add_subcommand("oracle", "exact static optimum per step for each head");
-  struct Args {
-    bool offline = false;
-    std::string policies = join_policy_names(default_policies(PolicyListUse::Checks)), json;
-    int forced_window = 0;
-    RunArgs run;
-    std::string trace, out, checkpoint;
-    int every = 1;
-    long long node_limit = 200000;
-    int prefill = 0;
-    PressArgs press;
-  };
-  auto a = std::make_shared<Args>();
-  a->run.objective = "dense-acc";  // the static objective; also the greedy policy's under --offline
-  cmd->add_option("trace", a->trace, "trace file (.safetensors)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--every", a->every, "solve every N-th step")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--node-limit", a->node_limit,
-                  "fl: branch-and-bound nodes per solve; past it the record is inexact with bounds")
+namespace {
+
+// The options of the three oracles; `kvoracle oracle static|offline|prefill` each register their
+// part, the older one-command form (`oracle TRACE [--offline | --prefill P]`) registers all.
+struct OracleArgs {
+  std::string trace, out, json, checkpoint;
+  RunArgs run;
+  int every = 1;
+  long long node_limit = 200000;
+  std::string policies = join_policy_names(default_policies(PolicyListUse::Checks));
+  int forced_window = 0;
+  int prefill = 0;  // the prompt length P
+  bool offline = false;
+  std::string layers;
+  PressArgs press;
+  OracleArgs() { run.values.objective = "dense-acc"; }  // the static objective; also greedy's offline
+};
+
+void add_trace(CLI::App* c, OracleArgs& a, bool required) {
+  auto* opt = c->add_option("trace", a.trace, "trace file (.safetensors)")->check(CLI::ExistingFile);
+  if (required) opt->required();
+}
+
+void add_static_options(CLI::App* c, OracleArgs& a) {
+  c->add_option("--every", a.every, "solve every N-th step")->capture_default_str()->check(CLI::PositiveNumber);
+  c->add_option("--node-limit", a.node_limit,
+                "fl: branch-and-bound nodes per solve; past it the record is inexact with bounds")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--out,-o", a->out, "per-step optima as JSON Lines");
-  cmd->add_flag("--offline,--dynamic", a->offline,
-                "exact offline optimum of the nested problem (retained dense mass) and each policy's competitive ratio "
-                "(--dynamic: the old name)");
-  cmd->add_option("--policies", a->policies, "--offline: comma-separated policies")->capture_default_str();
-  cmd->add_option("--forced-window", a->forced_window, "--offline: last r tokens forced into OPT's caches")
+  c->add_option("--out,-o", a.out, "per-step optima as JSON Lines");
+}
+
+void add_offline_options(CLI::App* c, OracleArgs& a, const std::string& when) {
+  c->add_option("--policies", a.policies, when + "comma-separated policies")->capture_default_str();
+  c->add_option("--forced-window", a.forced_window, when + "last r tokens forced into OPT's caches")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--json", a->json, "--offline: write per-head results as JSON");
-  cmd->add_option("--checkpoint", a->checkpoint,
-                  "--offline: store each finished head in this directory; a rerun with the same arguments resumes");
-  cmd->add_option("--prefill", a->prefill,
-                  "prompt length P: the exact optimum of compressing the prompt once to k keys per KV head (the "
-                  "following queries' retained mass) and kvpress's presses against it")
+  c->add_option("--checkpoint", a.checkpoint,
+                when + "store each finished head in this directory; a rerun with the same arguments resumes");
+}
+
+int run_static(const OracleArgs& a, const Global& g) {
+  require(a.checkpoint.empty(), "--checkpoint needs --offline (the static oracle is not resumable)");
+  StaticOracleRequest req;
+  req.run = a.run.options();
+  req.every = a.every;
+  req.node_limit = a.node_limit;
+  req.threads = g.threads;
+  req.validate();
+  const Trace tr = read_trace(a.trace);
+  const RunConfig run = req.run.build(PolicyId::Full, &tr);  // the heads, for the bar's size
+  Progress bar("oracle", static_cast<long>(run.chosen_layers(tr.n_layers).size() * run.chosen_heads(tr.n_heads).size()),
+               !g.quiet);
+  req.on_head = [&] { bar.tick(); };
+  const StaticOracleResult res = run_static_oracle(tr, req);
+  bar.finish();
+  if (!a.out.empty()) {
+    AtomicFile f(a.out);
+    for (const auto& rec : res.records()) f.stream() << rec.dump() << '\n';
+    f.commit();
+  }
+  std::map<int, std::tuple<int, long, double, int>> per_layer;  // solves, inexact, mean final value, heads
+  for (const StaticOracleHead& head : res.heads) {
+    auto& [solves, inexact, final_value, nh] = per_layer[head.layer];
+    for (const auto& s : head.solves) {
+      ++solves;
+      inexact += s.solution.exact ? 0 : 1;
+    }
+    if (!head.solves.empty()) final_value += head.solves.back().solution.value;
+    ++nh;
+  }
+  std::cout << "static optimum of " << res.objective << " on " << a.trace << " (budget " << res.budget << ")\n";
+  Table t({"layer", "heads", "solves", "inexact", "mean OPT at the last step"});
+  for (const auto& [l, v] : per_layer) {
+    const auto& [solves, inexact, final_value, nh] = v;
+    t.row({std::to_string(l), std::to_string(nh), std::to_string(solves), std::to_string(inexact),
+           fmt(final_value / nh)});
+  }
+  t.print(std::cout);
+  if (!a.out.empty()) std::cout << "per-step optima: " << a.out << '\n';
+  return 0;
+}
+
+int run_prefill(const OracleArgs& a, const Global& g, const std::vector<int>& layers) {
+  return run_prefill_oracle({a.trace, a.json, a.prefill, layers, a.press}, g);
+}
+
+}  // namespace
+
+Runner add_oracle(CLI::App& app, const Global& g) {
+  auto* cmd = app.add_subcommand(
+      "oracle",
+      "exact optima: `oracle static` per step and head, `oracle offline` over the whole sequence with each policy's "
+      "competitive ratio, `oracle prefill` of compressing a prompt once against kvpress's presses");
+  cmd->require_subcommand(0, 1);
+  // The one-command form: oracle TRACE [--offline | --prefill P] (documented; the modes below are
+  // the same runs).
+  auto a = std::make_shared<OracleArgs>();
+  add_trace(cmd, *a, false);
+  add_static_options(cmd, *a);
+  cmd->add_flag("--offline,--dynamic", a->offline,
+                "the same as `oracle offline`: exact offline optimum of the nested problem and each policy's "
+                "competitive ratio (--dynamic: the old name)");
+  add_offline_options(cmd, *a, "--offline: ");
+  cmd->add_option("--json", a->json, "--offline, --prefill: write the results as JSON");
+  cmd->add_option("--prefill", a->prefill, "prompt length P: the same as `oracle prefill --prompt-len P`")
       ->check(CLI::PositiveNumber);
   add_press_options(cmd, a->press);
-  // --objective (dense-acc, mass or fl here), --h and --window set the static objective.
-  add_run_options(cmd, a->run);
-  return [a, &g, cmd] {
+  add_run_options(cmd,
+                  a->run);  // --objective (dense-acc, mass or fl here), --concave and --window: the static objective
+
+  auto st = std::make_shared<OracleArgs>();
+  auto* st_cmd = cmd->add_subcommand("static", "exact static optimum max_{|S| <= k, S ⊆ [i]} f_i(S) per step and head");
+  add_trace(st_cmd, *st, true);
+  add_static_options(st_cmd, *st);
+  add_run_options(st_cmd, st->run);
+
+  auto off = std::make_shared<OracleArgs>();
+  auto* off_cmd = cmd->add_subcommand(
+      "offline",
+      "exact offline optimum of the nested problem (retained dense mass) and each policy's competitive ratio");
+  add_trace(off_cmd, *off, true);
+  add_offline_options(off_cmd, *off, "");
+  off_cmd->add_option("--json", off->json, "write per-head results as JSON");
+  add_run_options(off_cmd, off->run);
+
+  auto pre = std::make_shared<OracleArgs>();
+  auto* pre_cmd = cmd->add_subcommand(
+      "prefill",
+      "exact optimum of compressing the prompt once to k keys per KV head (the following queries' retained mass) "
+      "and kvpress's presses against it");
+  add_trace(pre_cmd, *pre, true);
+  pre_cmd->add_option("--prompt-len", pre->prefill, "prompt length P")->required()->check(CLI::PositiveNumber);
+  pre_cmd->add_option("--json", pre->json, "write the records as JSON");
+  pre_cmd->add_option("--layers", pre->layers, "layers to run (default: all)");
+  add_press_options(pre_cmd, pre->press);
+
+  return [a, st, off, pre, &g, cmd, off_cmd, pre_cmd, st_cmd] {
+    if (st_cmd->parsed()) return run_static(*st, g);
+    if (off_cmd->parsed()) return run_offline(*off, g, off_cmd);
+    if (pre_cmd->parsed()) return run_prefill(*pre, g, parse_int_list(pre->layers, "layers"));
+    require(!a->trace.empty(), "oracle needs a trace (kvoracle oracle static|offline|prefill TRACE ...)");
     if (a->prefill > 0) {
       require(!a->offline && a->checkpoint.empty() && a->out.empty(),
               "--prefill takes --json for its records; it does not combine with --offline, --checkpoint or --out");
-      return run_prefill_oracle({a->trace, a->json, a->prefill, a->run.layers, a->press}, g);
+      return run_prefill(*a, g, a->run.options().layers);
     }
     if (a->offline) return run_offline(*a, g, cmd);
-    require(a->checkpoint.empty(), "--checkpoint needs --offline (the static oracle is not resumable)");
-    if (!dist::Team::world().root()) return 0;  // the static oracle runs on rank 0
-    const std::string objective = a->run.objective;
-    require(objective == "dense-acc" || objective == "mass" || objective == "fl",
-            "the static oracle's --objective is dense-acc (A), mass (M) or fl (facility location), not '" + objective +
-                "'");
-    const Trace tr = read_trace(a->trace);
-    // The static optimum replays no policy: the configuration carries its budget, layers and heads.
-    const RunConfig run = a->run.build(PolicyId::Full, &tr);
-    require(run.gqa == GqaMode::PerQueryHead, "the static oracle solves one query head at a time: --gqa must be query");
-    const Budget& budget = run.budget;
-    const Concave h = run.policy.objective.h;
-    std::vector<std::pair<int, int>> heads;
-    for (int l : run.chosen_layers(tr.n_layers))
-      for (int hd : run.chosen_heads(tr.n_heads)) heads.emplace_back(l, hd);
-    for (auto [l, hd] : heads) budget.resolve(tr.n_tokens, l, hd);
-    std::vector<std::vector<Solve>> results(heads.size());
-    Progress bar("oracle", static_cast<long>(heads.size()), !g.quiet);
-    parallel_for(static_cast<int>(heads.size()), g.threads, [&](int x) {
-      const auto [l, hd] = heads[x];
-      const int k = budget.resolve(tr.n_tokens, l, hd).total;
-      const HeadView view(tr, l, hd);
-      const Eigen::MatrixXd dense = dense_attention(view);
-      std::vector<double> acc(static_cast<size_t>(tr.n_tokens), 0.0);
-      for (int i = 0; i < tr.n_tokens; ++i) {
-        for (int j = 0; j <= i; ++j) acc[j] += dense(i, j);
-        if (i % a->every != 0 && i != tr.n_tokens - 1) continue;
-        if (objective == "fl") {
-          const int first = std::max(0, i - run.policy.objective.window + 1);
-          const FacilityLocation f(dense.block(first, 0, i - first + 1, i + 1));
-          BranchAndBoundOptions bb;
-          bb.node_limit = a->node_limit;
-          results[x].push_back({i, solve_static(f, k, bb)});
-        } else {
-          std::vector<double> w(static_cast<size_t>(i) + 1);
-          for (int j = 0; j <= i; ++j) w[j] = objective == "mass" ? dense(i, j) : acc[j];
-          results[x].push_back({i, solve_topk(ModularConcave(std::move(w), h, objective), k)});
-        }
-      }
-      bar.tick();
-    });
-    bar.finish();
-    if (!a->out.empty()) {
-      AtomicFile f(a->out);
-      for (size_t x = 0; x < heads.size(); ++x)
-        for (const auto& s : results[x])
-          f.stream() << nlohmann::json{{"layer", heads[x].first}, {"head", heads[x].second}, {"step", s.step},
-                                       {"objective", objective},  {"value", s.sol.value},    {"upper", s.sol.upper},
-                                       {"exact", s.sol.exact},    {"method", s.sol.method},  {"set", s.sol.set}}
-                            .dump()
-                     << '\n';
-      f.commit();
-    }
-    std::map<int, std::tuple<int, long, double, int>> per_layer;  // solves, inexact, mean final value, heads
-    for (size_t x = 0; x < heads.size(); ++x) {
-      auto& [solves, inexact, final_value, nh] = per_layer[heads[x].first];
-      for (const auto& s : results[x]) {
-        ++solves;
-        inexact += s.sol.exact ? 0 : 1;
-      }
-      if (!results[x].empty()) final_value += results[x].back().sol.value;
-      ++nh;
-    }
-    std::cout << "static optimum of " << objective << " on " << a->trace << " (budget " << budget.str() << ")\n";
-    Table t({"layer", "heads", "solves", "inexact", "mean OPT at the last step"});
-    for (const auto& [l, v] : per_layer) {
-      const auto& [solves, inexact, final_value, nh] = v;
-      t.row({std::to_string(l), std::to_string(nh), std::to_string(solves), std::to_string(inexact),
-             fmt(final_value / nh)});
-    }
-    t.print(std::cout);
-    if (!a->out.empty()) std::cout << "per-step optima: " << a->out << '\n';
-    return 0;
+    return run_static(*a, g);
   };
 }
 

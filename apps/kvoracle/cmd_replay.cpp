@@ -11,6 +11,7 @@
 #include "kvo/core/error.hpp"
 #include "kvo/core/progress.hpp"
 #include "kvo/core/replay.hpp"
+#include "kvo/core/text_list.hpp"
 #include "kvo/core/trace_io.hpp"
 #include "kvo/gpu/scorer.hpp"
 #include "options.hpp"
@@ -28,7 +29,7 @@ int run_device_replay(const Trace& tr, const RunConfig& run, const Args& a, cons
   ScorerOptions so;
   so.run = run;
   so.device = parse_scorer_device(a.device);
-  for (const auto& item : split_list(a.budgets)) so.totals.push_back(Amount::parse(item));  // --budgets
+  for (const auto& item : split_list(a.budgets, "budgets")) so.totals.push_back(Amount::parse(item));  // --budgets
   so.threads = g.threads;
   const std::vector<Budget> budgets = so.budgets();
   const auto t0 = std::chrono::steady_clock::now();
@@ -105,9 +106,7 @@ Runner add_replay(CLI::App& app, const Global& g) {
   cmd->add_option("--checkpoint", a->checkpoint,
                   "store each finished head in this directory; a rerun with the same arguments resumes from it");
   return [a, &g, cmd] {
-    const dist::Team& team = dist::Team::world();
-    if (!a->device.empty()) {  // the greedy scorer runs on rank 0 (its own threads or GPU)
-      if (!team.root()) return 0;
+    if (!a->device.empty()) {  // the greedy scorer runs on rank 0 alone (its own threads or GPU)
       const Trace tr = read_trace(a->trace);
       return run_device_replay(tr, a->run.build(parse_policy(a->policy), &tr), *a, g);
     }
@@ -124,13 +123,10 @@ Runner add_replay(CLI::App& app, const Global& g) {
       plan = std::make_unique<ReplayPlan>(tr, ro);
     });
     const ReplayOptions& o = plan->options();
-    const auto bytes = run_plan({"t0", "replay " + a->policy, plan->size(), [&](int u) { return plan->name(u); },
-                                 [&](int u) { return encode_heads(plan->run(u)); }, nullptr},
-                                g.threads, g.quiet, checkpoint.get());
-    if (!team.root()) return 0;
-    std::vector<std::vector<HeadReplay>> units;
-    for (const auto& b : bytes) units.push_back(decode_heads(b));
-    const ReplayResult r = plan->assemble(std::move(units));
+    const std::optional<ReplayResult> result =
+        run_plan(*plan, "t0", "replay " + a->policy, g.threads, g.quiet, checkpoint.get());
+    if (!result) return 0;  // another rank: rank 0 holds the result
+    const ReplayResult& r = *result;
     if (!a->out.empty()) {
       AtomicFile f(a->out);
       for (const auto& h : r.heads)

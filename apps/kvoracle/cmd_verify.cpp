@@ -2,19 +2,20 @@
 // text (D1-D11) on one or more traces, with a report directory. Exit 1 when a theorem check fails (a
 // kvoracle bug); findings and defects are measurements and never fail the command. The work units
 // go to every MPI rank under mpirun/srun; --checkpoint makes a run resumable.
-#include <filesystem>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "commands.hpp"
 #include "distributed.hpp"
-#include "kvo/checks/report_writer.hpp"
-#include "kvo/checks/trace_checks.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/text_list.hpp"
 #include "kvo/core/trace_io.hpp"
+#include "kvo/proofs_check/report_writer.hpp"
+#include "kvo/proofs_check/trace_checks.hpp"
+#include "kvo/proofs_check/trace_set.hpp"
 #include "options.hpp"
 #include "table.hpp"
 
@@ -22,73 +23,19 @@ namespace kvo::cli {
 
 namespace {
 
-namespace fs = std::filesystem;
-
 // Options that name outputs: they do not change results, so a checkpoint does not compare them.
 const std::vector<std::string> kOutputs = {"traces", "--report", "--json", "--plot", "--checkpoint"};
 
-// The trace files named on the command line: files as given, directories as their *.safetensors
-// in name order.
-std::vector<std::string> expand_traces(const std::vector<std::string>& args) {
-  std::vector<std::string> out;
-  for (const auto& a : args) {
-    if (!fs::is_directory(a)) {
-      out.push_back(a);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (const auto& e : fs::directory_iterator(a))
-      if (e.is_regular_file() && e.path().extension() == ".safetensors") found.push_back(e.path().string());
-    require(!found.empty(), "directory '" + a + "' holds no .safetensors trace");
-    std::sort(found.begin(), found.end());
-    out.insert(out.end(), found.begin(), found.end());
+// The library's default sweep as the option's text ("0.05,0.1,0.2,0.3,0.5").
+std::string default_sweep() {
+  std::string s;
+  for (double b : TraceChecksOptions{}.sweep) {
+    std::ostringstream one;
+    one << b;
+    s += (s.empty() ? "" : ",") + one.str();
   }
-  return out;
+  return s;
 }
-
-// Each trace's sub-directory in a several-trace report: the file stem, made unique.
-std::vector<std::string> trace_names(const std::vector<std::string>& paths) {
-  std::vector<std::string> names;
-  std::map<std::string, int> seen;
-  for (const auto& p : paths) {
-    std::string stem = fs::path(p).stem().string();
-    if (stem.empty() || stem[0] == '.') stem = "trace" + stem;
-    const int k = seen[stem]++;
-    names.push_back(k == 0 ? stem : stem + "-" + std::to_string(k + 1));
-  }
-  return names;
-}
-
-// A several-trace report is assembled in DIR/.kvoracle-partial and moved into place at the end, so
-// a failed run leaves no half of a report.
-class StagedReport {
- public:
-  explicit StagedReport(std::string dir) : dir_(std::move(dir)), stage_(dir_ + "/.kvoracle-partial") {
-    std::error_code ec;
-    fs::remove_all(stage_, ec);
-    fs::create_directories(stage_, ec);
-    require(fs::is_directory(stage_), "cannot create report directory '" + dir_ + "'");
-  }
-  ~StagedReport() {
-    std::error_code ec;
-    fs::remove_all(stage_, ec);
-  }
-  std::string stage(const std::string& name) const { return stage_ + "/" + name; }
-  void commit(const std::vector<TraceReportEntry>& traces) {
-    for (const auto& t : traces) {
-      const fs::path to = fs::path(dir_) / t.name;
-      std::error_code ec;
-      fs::remove_all(to, ec);
-      fs::rename(stage(t.name), to, ec);
-      require(!ec, "cannot move the report of " + t.name + " into '" + dir_ + "': " + ec.message());
-    }
-    write_file_atomic(dir_ + "/report.json", multi_report_json(traces).dump(1) + "\n");
-    write_file_atomic(dir_ + "/report.md", multi_report_markdown(traces));
-  }
-
- private:
-  std::string dir_, stage_;
-};
 
 void print_claims(const std::vector<ClaimSummary>& sums) {
   Table t({"claim", "kind", "instance", "records", "paper/theorem holds", "worst", "where"});
@@ -115,7 +62,7 @@ Runner add_verify(CLI::App& app, const Global& g) {
     std::vector<std::string> traces;
     std::string policies = join_policy_names(default_policies(PolicyListUse::Checks));
     std::string checks, report, json, plot, checkpoint;
-    std::string sweep = "0.05,0.1,0.2,0.3,0.5";
+    std::string sweep = default_sweep();
     RunArgs run;
     TraceChecksOptions o;
   };
@@ -148,42 +95,37 @@ Runner add_verify(CLI::App& app, const Global& g) {
       ->capture_default_str();
   add_run_options(cmd, a->run);
   return [a, &g, cmd] {
-    require(a->run.gqa == "query", "verify checks one cache per query head: --gqa must be query");
-    require(a->o.ground >= 2 && a->o.ground <= 16, "--ground must be in [2, 16]");
-    require(a->o.small_k >= 1 && a->o.small_k < a->o.ground, "--small-k must be in [1, ground)");
-    require(a->o.samples >= 1 && a->o.sampled_steps >= 1, "--samples and --sampled-steps must be >= 1");
-    require(a->o.offline_tokens >= 2, "--offline-tokens must be >= 2");
+    require(a->run.options().gqa == "query", "verify checks one cache per query head: gqa must be query");
     std::vector<double> sweep;
     if (a->sweep != "none")
-      for (const auto& item : split_list(a->sweep)) {
+      for (const auto& item : split_list(a->sweep, "sweep")) {
         const Amount b = Amount::parse(item);
-        require(b.is_ratio, "--sweep budgets must be fractions of n (0.1 or 10%), not '" + item + "'");
+        require(b.is_ratio, "sweep budgets must be fractions of n (0.1 or 10%), not '" + item + "'");
         sweep.push_back(b.value);
       }
     TraceChecksOptions base = a->o;
     base.policies = parse_policy_list(a->policies);
     base.threads = g.threads;
     base.sweep = sweep;
-    for (const auto& c : split_list(a->checks)) {
-      claim_info(c);
-      base.checks.insert(c);
-    }
-    const std::vector<std::string> paths = expand_traces(a->traces);
+    for (const auto& c : split_list(a->checks, "checks")) base.checks.insert(c);
+    base.validate();
+    const std::vector<std::string> paths = expand_trace_paths(a->traces);
     const bool several = paths.size() > 1;
     require(!several || a->plot.empty(), "--plot takes one trace; with several, --report draws every trace's plots");
-    const std::vector<std::string> names = trace_names(paths);
+    const std::vector<std::string> names = trace_report_names(paths);
 
     // Rank 0 opens the checkpoint and the report's staging directory; every rank learns a failure.
-    const dist::Team& team = dist::Team::world();
     const auto checkpoint = open_checkpoint(a->checkpoint, cmd, kOutputs, paths);
     std::unique_ptr<StagedReport> staged;
     on_every_rank([&] {
-      if (team.root() && several && !a->report.empty()) staged = std::make_unique<StagedReport>(a->report);
+      if (scaleout::Team::world().root() && several && !a->report.empty())
+        staged = std::make_unique<StagedReport>(a->report);
     });
 
     std::vector<TraceReportEntry> entries;
     std::vector<nlohmann::json> jsons;
     long fails = 0;
+    bool have_results = false;  // rank 0
     for (size_t t = 0; t < paths.size(); ++t) {
       Trace tr;
       TraceChecksOptions o = base;
@@ -195,12 +137,12 @@ Runner add_verify(CLI::App& app, const Global& g) {
             plan = std::make_unique<TraceChecksPlan>(tr, o);
           },
           several ? paths[t] : "");
-      const auto results = run_plan({"t" + std::to_string(t), several ? "verify " + names[t] : "verify", plan->size(),
-                                     [&](int u) { return "'" + paths[t] + "' " + plan->name(u); },
-                                     [&](int u) { return plan->run(u); }, [&](int u) { return plan->cost(u); }},
-                                    g.threads, g.quiet, checkpoint.get());
-      if (!team.root()) continue;
-      const TraceChecksResult res = plan->assemble(results);
+      const std::optional<TraceChecksResult> result =
+          run_plan(PrefixedPlan<TraceChecksResult>(*plan, "'" + paths[t] + "' "), "t" + std::to_string(t),
+                   several ? "verify " + names[t] : "verify", g.threads, g.quiet, checkpoint.get());
+      if (!result) continue;  // another rank: rank 0 holds the results
+      have_results = true;
+      const TraceChecksResult& res = *result;
 
       nlohmann::json meta = {
           {"trace", paths[t]},    {"n", tr.n_tokens},        {"layers", tr.n_layers},          {"heads", tr.n_heads},
@@ -236,7 +178,7 @@ Runner add_verify(CLI::App& app, const Global& g) {
       if (staged) write_report(staged->stage(names[t]), res, meta);
       if (!a->json.empty()) jsons.push_back(res.report.to_json(meta));
     }
-    if (!team.root()) return 0;
+    if (!have_results) return 0;
     if (several) {
       std::cout << "\nAcross " << paths.size() << " traces:\n\n";
       print_cross_trace(entries);

@@ -4,25 +4,24 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "kvo/checks/svg_plot.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/progress.hpp"
-#include "kvo/dist/team.hpp"
 #include "kvo/model/press_eval.hpp"
+#include "kvo/proofs_check/svg_plot.hpp"
+#include "kvo/scaleout/team.hpp"
 #include "model_options.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
 
 int run_press_eval(const PressEvalArgs& a, const Global& g) {
-  if (!dist::Team::world().root()) return 0;  // one model, one process
   model::PressEvalOptions o;
   o.tokens = a.tokens;
   o.prompt_len = a.prompt_len;
   o.presses = a.press.build();
-  o.reference_ratios = a.press.ratios;
+  o.reference_ratios = a.press.ratio_list();
   o.policies = a.policies;
-  o.policy_ratios = a.press.ratios;
+  o.policy_ratios = a.press.ratio_list();
   o.run = a.run;
   const std::string text = read_text(a.text);
   const model::Llama m = load_model(a.model);

@@ -13,7 +13,8 @@ namespace kvo::cli {
 
 struct PressArgs {
   std::string presses = "all";
-  std::vector<double> ratios = {0.5, 0.8, 0.9};
+  std::string ratios = "0.5,0.8,0.9";  // --compression-ratio, comma-separated (text_list.hpp)
+  std::vector<double> ratio_list() const;
   PressOptions defaults;        // window_size, kernel_size, beta, n_sink, lag_size, local_window_size, seed
   bool output_fidelity = true;  // oracle --prefill: each set's output error and the output bound
 

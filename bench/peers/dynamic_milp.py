@@ -1,8 +1,9 @@
 """The offline (nested-eviction) problem as a MILP for HiGHS (highspy), the generic-solver peer
 of kvoracle's min-cost-flow oracle: x[i, j] in {0, 1} for j <= i (token j cached after step i),
 x[i, j] <= x[i-1, j] (no re-entry), sum_j x[i, j] <= k, maximise sum w[i, j] x[i, j]."""
-import numpy as np
+
 import highspy
+import numpy as np
 
 
 def solve_milp(w, k):

@@ -3,6 +3,7 @@ H2OKVCache_LayerWise), in NumPy: all heads of a layer at once, a compacted cache
 attention of the new query over it, accumulated scores, and when the cache exceeds heavy + recent,
 the top-`heavy` scores among positions [0, len - recent) plus the last `recent` positions (a
 vectorised top-k per step). fp64, so its decisions can be compared with kvoracle's."""
+
 import numpy as np
 
 

@@ -7,6 +7,7 @@ KL against the compression ratio, averaged over the texts.
 Usage: press_findings.py --kvoracle build/apps/kvoracle/kvoracle --out DIR
          [--texts GPL-3,Apache-2.0,MPL-2.0] [--prompt 512] [--cont 128] [--ratios 0.5,0.8,0.9,0.95]
 """
+
 import argparse
 import json
 import os
@@ -15,23 +16,26 @@ import sys
 import tempfile
 import time
 
+import kvoracle as kvo
 import numpy as np
 import torch
 import transformers
-
-import kvoracle as kvo
 from kvoracle.hf import compare_presses
 
-MODEL = os.path.join(os.environ.get("KVO_MODEL_DIR") or os.path.expanduser("~/.cache/kvoracle"),
-                     "SmolLM2-135M-Instruct.Q4_1.gguf")
+MODEL = os.path.join(
+    os.environ.get("KVO_MODEL_DIR") or os.path.expanduser("~/.cache/kvoracle"), "SmolLM2-135M-Instruct.Q4_1.gguf"
+)
 
 
 def token_ids(kvoracle, text, n):
     """kvoracle's token ids of the text (transformers' GGUF tokenizer does not split digits)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "ids.safetensors")
-        subprocess.run([kvoracle, "-q", "record", "--text", text, "--tokens", str(n), "--out", path, "--layers", "0"],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [kvoracle, "-q", "record", "--text", text, "--tokens", str(n), "--out", path, "--layers", "0"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         return np.asarray(kvo.read_trace(path).tokens)
 
 
@@ -46,17 +50,28 @@ def plot(records, path):
     ratios = sorted({r["compression_ratio"] for r in records})
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     for name in names:
-        mass = [np.mean([r["mass_fraction"] for r in records if r["press"] == name and r["compression_ratio"] == x])
-                for x in ratios]
-        kl = [np.mean([r["mean_kl"] for r in records if r["press"] == name and r["compression_ratio"] == x])
-              for x in ratios]
+        mass = [
+            np.mean([r["mass_fraction"] for r in records if r["press"] == name and r["compression_ratio"] == x])
+            for x in ratios
+        ]
+        kl = [
+            np.mean([r["mean_kl"] for r in records if r["press"] == name and r["compression_ratio"] == x])
+            for x in ratios
+        ]
         style = {"linestyle": "--", "color": "black"} if name == "optimum" else {}
         a.plot(ratios, mass, marker="o", label=name, **style)
         b.plot(ratios, kl, marker="o", label=name, **style)
-    a.set(xlabel="compression ratio (fraction of the prompt removed)", ylabel="retained mass / optimum",
-          title="attention mass the continuation gives the kept keys")
-    b.set(xlabel="compression ratio", ylabel="mean KL(full || compressed)", yscale="log",
-          title="closed loop: next-token KL to the full cache")
+    a.set(
+        xlabel="compression ratio (fraction of the prompt removed)",
+        ylabel="retained mass / optimum",
+        title="attention mass the continuation gives the kept keys",
+    )
+    b.set(
+        xlabel="compression ratio",
+        ylabel="mean KL(full || compressed)",
+        yscale="log",
+        title="closed loop: next-token KL to the full cache",
+    )
     b.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     tmp = path + ".tmp"
@@ -77,8 +92,8 @@ def main():
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     model = transformers.AutoModelForCausalLM.from_pretrained(
-        os.path.dirname(MODEL), gguf_file=os.path.basename(MODEL), attn_implementation="eager",
-        dtype=torch.float32).eval()
+        os.path.dirname(MODEL), gguf_file=os.path.basename(MODEL), attn_implementation="eager", dtype=torch.float32
+    ).eval()
     ratios = tuple(float(x) for x in a.ratios.split(","))
     os.makedirs(a.out, exist_ok=True)
     records, runs = [], []
@@ -86,13 +101,24 @@ def main():
         path = os.path.join("/usr/share/common-licenses", text)
         ids = token_ids(a.kvoracle, path, a.prompt + a.cont)
         start = time.time()
-        r = compare_presses(model, ids, a.prompt, ratios=ratios,
-                            progress=lambda row: print(f"{text} {row['press']} {row['compression_ratio']}",
-                                                       file=sys.stderr, flush=True))
+        r = compare_presses(
+            model,
+            ids,
+            a.prompt,
+            ratios=ratios,
+            progress=lambda row, text=text: print(
+                f"{text} {row['press']} {row['compression_ratio']}", file=sys.stderr, flush=True
+            ),
+        )
         runs.append({"text": text, "full_nll": r["full_nll"], "seconds": time.time() - start})
         records += [{"text": text, **row} for row in r["rows"]]
-    out = {"model": os.path.basename(MODEL), "prompt": a.prompt, "continuation": a.cont, "runs": runs,
-           "records": records}
+    out = {
+        "model": os.path.basename(MODEL),
+        "prompt": a.prompt,
+        "continuation": a.cont,
+        "runs": runs,
+        "records": records,
+    }
     tmp = os.path.join(a.out, "presses.json.tmp")
     with open(tmp, "w") as f:
         json.dump(out, f, indent=1)

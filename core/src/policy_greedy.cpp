@@ -6,6 +6,7 @@
 #include "kvo/core/facility_location.hpp"
 #include "kvo/core/greedy_evictor.hpp"
 #include "kvo/core/modular_concave.hpp"
+#include "kvo/core/objective_registry.hpp"
 #include "kvo/core/output_fidelity.hpp"
 #include "kvo/core/saturated_coverage.hpp"
 
@@ -25,61 +26,61 @@ Eigen::MatrixXd dense_window(const EvictionState& s, int window) {
 }  // namespace
 
 bool objective_needs_dense(const std::string& name) {
-  return name == "dense-acc" || name == "mass" || name == "fl" || name == "sat-cov" || name == "fidelity";
+  const ObjectiveEntry* e = find_objective(name);
+  return e != nullptr && e->traits.needs_dense;
 }
 
 ObjectiveFactory make_objective(const ObjectiveSpec& spec) {
   const Concave h = spec.h;
-  const std::string& n = spec.name;
-  if (n == "acc")
+  const ObjectiveId id = parse_objective(spec.name).id;  // the registry's names (objective_registry.hpp)
+  using O = ObjectiveId;
+  if (id == O::Acc)
     return [h](const EvictionState& s) {
       std::vector<double> w(s.ground.size());
       for (size_t t = 0; t < w.size(); ++t) w[t] = (*s.accumulated)[s.ground[t]];
       return std::make_unique<ModularConcave>(std::move(w), h, "acc");
     };
-  if (n == "one-step")
+  if (id == O::OneStep)
     return [h](const EvictionState& s) {
       std::vector<double> w(s.ground.size());
       for (size_t t = 0; t < w.size(); ++t) w[t] = (*s.current)[s.ground[t]];
       return std::make_unique<ModularConcave>(std::move(w), h, "one-step");
     };
-  if (n == "dense-acc")
+  if (id == O::DenseAcc)
     return [h](const EvictionState& s) {
       const Eigen::MatrixXd& a = *s.setup->dense;
       std::vector<double> w(s.ground.size());
       for (size_t t = 0; t < w.size(); ++t) w[t] = a.col(s.ground[t]).head(s.step + 1).sum();
       return std::make_unique<ModularConcave>(std::move(w), h, "dense-acc");
     };
-  if (n == "mass")
+  if (id == O::Mass)
     return [h](const EvictionState& s) {
       std::vector<double> w(s.ground.size());
       for (size_t t = 0; t < w.size(); ++t) w[t] = (*s.setup->dense)(s.step, s.ground[t]);
       return std::make_unique<ModularConcave>(std::move(w), h, "mass");
     };
-  if (n == "fl") {
+  if (id == O::FacilityLocation) {
     const int window = spec.window;
     return [window](const EvictionState& s) { return std::make_unique<FacilityLocation>(dense_window(s, window)); };
   }
-  if (n == "sat-cov") {
+  if (id == O::SatCov) {
     const int window = spec.window;
     const double alpha = spec.alpha;
     return [window, alpha](const EvictionState& s) {
       return std::make_unique<SaturatedCoverage>(dense_window(s, window), alpha);
     };
   }
-  if (n == "fidelity")
-    return [](const EvictionState& s) {
-      require(s.setup->head != nullptr && s.setup->head->has_values(),
-              "objective 'fidelity' needs values (v) in the trace");
-      Eigen::VectorXd w(static_cast<long>(s.ground.size()));
-      Eigen::MatrixXd v(static_cast<long>(s.ground.size()), s.setup->head->head_dim());
-      for (size_t t = 0; t < s.ground.size(); ++t) {
-        w[static_cast<long>(t)] = (*s.setup->dense)(s.step, s.ground[t]);
-        v.row(static_cast<long>(t)) = s.setup->head->value(s.ground[t]).transpose();
-      }
-      return std::make_unique<OutputFidelity>(std::move(w), std::move(v));
-    };
-  throw Error("unknown objective '" + n + "' (expected acc, one-step, dense-acc, mass, fl, sat-cov or fidelity)");
+  return [](const EvictionState& s) {  // O::Fidelity
+    require(s.setup->head != nullptr && s.setup->head->has_values(),
+            "objective 'fidelity' needs values (v) in the trace");
+    Eigen::VectorXd w(static_cast<long>(s.ground.size()));
+    Eigen::MatrixXd v(static_cast<long>(s.ground.size()), s.setup->head->head_dim());
+    for (size_t t = 0; t < s.ground.size(); ++t) {
+      w[static_cast<long>(t)] = (*s.setup->dense)(s.step, s.ground[t]);
+      v.row(static_cast<long>(t)) = s.setup->head->value(s.ground[t]).transpose();
+    }
+    return std::make_unique<OutputFidelity>(std::move(w), std::move(v));
+  };
 }
 
 GreedyEvictor::GreedyEvictor(std::string name, ObjectiveFactory objective, bool needs_dense)

@@ -5,6 +5,7 @@
 #include "kvo/core/error.hpp"
 #include "kvo/core/policies.hpp"
 #include "kvo/core/press.hpp"
+#include "kvo/core/text_list.hpp"
 
 namespace kvo {
 namespace {
@@ -149,18 +150,13 @@ std::optional<PolicyId> find_policy(std::string_view name) {
 
 PolicyId parse_policy(std::string_view name) {
   if (const auto id = find_policy(name)) return *id;
-  throw Error("unknown policy '" + std::string(name) + "' (known: " +
-              policy_names_where([](const PolicyTraits&) { return true; }) + ")");
+  throw Error("unknown policy '" + std::string(name) +
+              "' (known: " + policy_names_where([](const PolicyTraits&) { return true; }) + ")");
 }
 
 std::vector<PolicyId> parse_policy_list(std::string_view names) {
   std::vector<PolicyId> out;
-  std::size_t start = 0;
-  while (start <= names.size()) {
-    const std::size_t comma = std::min(names.find(',', start), names.size());
-    if (comma > start) out.push_back(parse_policy(names.substr(start, comma - start)));
-    start = comma + 1;
-  }
+  for (const auto& name : split_list(names, "policies")) out.push_back(parse_policy(name));
   require(!out.empty(), "the policy list '" + std::string(names) + "' names no policy");
   return out;
 }
@@ -203,9 +199,9 @@ const std::vector<PolicyId>& default_policies(PolicyListUse use) {
 }
 
 std::unique_ptr<EvictionPolicy> make_policy(const PolicySpec& spec) {
-  require(spec.sinks >= 0, "--sinks must be >= 0");
-  require(spec.history >= 1, "--history must be >= 1");
-  require(spec.objective.window >= 1, "--window must be >= 1");
+  require(spec.sinks >= 0, "sinks must be >= 0");
+  require(spec.history >= 1, "history must be >= 1");
+  require(spec.objective.window >= 1, "window must be >= 1");
   return policy_entry(spec.id).make(spec);
 }
 
@@ -294,15 +290,10 @@ std::vector<PressId> parse_press_list(std::string_view names) {
     for (const PressEntry& e : kPresses) out.push_back(e.id);
     return out;
   }
-  std::size_t start = 0;
-  while (start <= names.size()) {
-    const std::size_t comma = std::min(names.find(',', start), names.size());
-    const std::string_view item = names.substr(start, comma - start);
-    require(!item.empty(), "empty press name in '" + std::string(names) + "'");
+  for (const auto& item : split_list(names, "presses")) {
     const PressId id = parse_press(item);
-    require(std::find(out.begin(), out.end(), id) == out.end(), "press '" + std::string(item) + "' listed twice");
+    require(std::find(out.begin(), out.end(), id) == out.end(), "press '" + item + "' listed twice");
     out.push_back(id);
-    start = comma + 1;
   }
   require(!out.empty(), "no press named");
   return out;

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/text_list.hpp"
 #include "press_scores.hpp"
 
 namespace kvo {
@@ -50,17 +51,7 @@ PressLayer press_layer_of(const Trace& trace, int layer, int prompt_len) {
   require(layer >= 0 && layer < trace.n_layers, "layer " + std::to_string(layer) + " is not in the trace");
   PressLayer at{&trace, layer, layer, trace.n_layers, prompt_len};
   if (auto it = trace.metadata.find("model_layers"); it != trace.metadata.end() && !it->second.empty()) {
-    std::vector<int> listed;
-    std::size_t start = 0;
-    while (start <= it->second.size()) {
-      const std::size_t comma = std::min(it->second.find(',', start), it->second.size());
-      try {
-        listed.push_back(std::stoi(it->second.substr(start, comma - start)));
-      } catch (const std::exception&) {
-        throw Error("trace metadata model_layers '" + it->second + "' is not a comma-separated list of layers");
-      }
-      start = comma + 1;
-    }
+    const std::vector<int> listed = parse_int_list(it->second, "trace metadata model_layers");
     require(static_cast<int>(listed.size()) == trace.n_layers,
             "trace metadata model_layers lists " + std::to_string(listed.size()) + " layers, the trace has " +
                 std::to_string(trace.n_layers));

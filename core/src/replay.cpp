@@ -147,6 +147,15 @@ ReplayResult ReplayPlan::assemble(std::vector<std::vector<HeadReplay>> units) co
   return r;
 }
 
+std::string ReplayPlan::run_bytes(int unit) const { return encode_heads(run(unit)); }
+
+ReplayResult ReplayPlan::assemble_bytes(const std::vector<std::string>& units) const {
+  std::vector<std::vector<HeadReplay>> decoded;
+  decoded.reserve(units.size());
+  for (const auto& b : units) decoded.push_back(decode_heads(b));
+  return assemble(std::move(decoded));
+}
+
 std::vector<std::vector<int>> HeadReplay::kept_sets() const {
   std::vector<std::vector<int>> out;
   out.reserve(steps.size());

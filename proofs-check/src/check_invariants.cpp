@@ -1,5 +1,5 @@
 // C1 (eviction invariants of Def 2.1/D.12) for every replayed policy and C27 (the invariants of
-// the H2O code variant, theory note §1.7) for h2o.
+// the H2O code variant, docs/theory.md §1.7) for h2o.
 #include <algorithm>
 #include <cmath>
 

@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "head_data.hpp"
-#include "kvo/checks/competitive.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/proofs_check/competitive.hpp"
 
 namespace kvo::detail {
 

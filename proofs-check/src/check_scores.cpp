@@ -7,9 +7,9 @@
 #include <cmath>
 
 #include "head_data.hpp"
-#include "kvo/checks/set_function_checks.hpp"
 #include "kvo/core/modular_concave.hpp"
 #include "kvo/core/safetensors.hpp"
+#include "kvo/proofs_check/set_function_checks.hpp"
 
 namespace kvo::detail {
 namespace {

@@ -9,13 +9,13 @@
 #include <numeric>
 
 #include "claim_sink.hpp"
-#include "kvo/checks/set_function_checks.hpp"
 #include "kvo/core/facility_location.hpp"
 #include "kvo/core/greedy.hpp"
 #include "kvo/core/modular_concave.hpp"
 #include "kvo/core/output_fidelity.hpp"
 #include "kvo/core/saturated_coverage.hpp"
 #include "kvo/oracle/static_oracle.hpp"
+#include "kvo/proofs_check/set_function_checks.hpp"
 
 namespace kvo::detail {
 

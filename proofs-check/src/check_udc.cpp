@@ -1,4 +1,4 @@
-// The paper's dynamic-submodular conditions along realised trajectories (theory note §2.0):
+// The paper's dynamic-submodular conditions along realised trajectories (docs/theory.md §2.0):
 // C10 UDC1's theta along h2o-paper, C11 UDC2's gamma in both directions (D5 the defect between
 // them), and the hypotheses of Theorem 4.4 (C15's hypotheses record). Instantiations: A dense
 // accumulated A_i(j); B one-step p_i renormalised over G_i; C the run's own accumulated score.

@@ -1,4 +1,4 @@
-#include "kvo/checks/competitive.hpp"
+#include "kvo/proofs_check/competitive.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -190,6 +190,15 @@ std::vector<HeadCompetitive> CompetitivePlan::assemble(std::vector<std::vector<H
     return std::tie(a.layer, a.head) < std::tie(b.layer, b.head);
   });
   return out;
+}
+
+std::string CompetitivePlan::run_bytes(int unit) const { return encode_competitive(run(unit)); }
+
+std::vector<HeadCompetitive> CompetitivePlan::assemble_bytes(const std::vector<std::string>& units) const {
+  std::vector<std::vector<HeadCompetitive>> decoded;
+  decoded.reserve(units.size());
+  for (const auto& b : units) decoded.push_back(decode_competitive(b));
+  return assemble(std::move(decoded));
 }
 
 std::vector<HeadCompetitive> competitive_ratios(const Trace& trace, const CompetitiveOptions& o) {

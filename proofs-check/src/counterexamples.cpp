@@ -1,7 +1,7 @@
 // Constructed instances for defects that need a specific shape rather than a trace: D6 (the
 // one-sided eps0 of Lemma D.30 breaks its conclusion) and D7 (a forced new token breaks link (a)
 // of Lemma D.29 although f is monotone). The numbers are computed here, not typed in.
-#include "kvo/checks/counterexamples.hpp"
+#include "kvo/proofs_check/counterexamples.hpp"
 
 #include <algorithm>
 #include <cmath>

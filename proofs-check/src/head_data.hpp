@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "kvo/checks/check_options.hpp"
-#include "kvo/checks/competitive.hpp"
-#include "kvo/checks/report.hpp"
 #include "kvo/core/attention.hpp"
 #include "kvo/core/replay.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/proofs_check/check_options.hpp"
+#include "kvo/proofs_check/competitive.hpp"
+#include "kvo/proofs_check/report.hpp"
 
 namespace kvo::detail {
 

@@ -1,4 +1,4 @@
-#include "kvo/checks/report.hpp"
+#include "kvo/proofs_check/report.hpp"
 
 #include <algorithm>
 #include <cctype>

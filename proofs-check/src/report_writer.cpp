@@ -1,4 +1,4 @@
-#include "kvo/checks/report_writer.hpp"
+#include "kvo/proofs_check/report_writer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 #include <numbers>
 #include <sstream>
 
-#include "kvo/checks/svg_plot.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/proofs_check/svg_plot.hpp"
 
 namespace kvo {
 namespace {

@@ -1,4 +1,4 @@
-#include "kvo/checks/set_function_checks.hpp"
+#include "kvo/proofs_check/set_function_checks.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "kvo/checks/softmax_loss.hpp"
+#include "kvo/proofs_check/softmax_loss.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "kvo/checks/svg_plot.hpp"
+#include "kvo/proofs_check/svg_plot.hpp"
 
 #include <algorithm>
 #include <cmath>

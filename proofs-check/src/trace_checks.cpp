@@ -1,17 +1,17 @@
-#include "kvo/checks/trace_checks.hpp"
+#include "kvo/proofs_check/trace_checks.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 
 #include "head_data.hpp"
-#include "kvo/checks/counterexamples.hpp"
-#include "kvo/checks/softmax_loss.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/memory_limit.hpp"
 #include "kvo/core/parallel.hpp"
 #include "kvo/core/unit_bytes.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/proofs_check/counterexamples.hpp"
+#include "kvo/proofs_check/softmax_loss.hpp"
 
 namespace kvo {
 namespace {
@@ -135,6 +135,19 @@ std::vector<CheckRecord> records_from(const nlohmann::json& a) {
 
 }  // namespace
 
+void TraceChecksOptions::validate() const {
+  require(ground >= 2 && ground <= 16, "ground must be in [2, 16]");
+  require(small_k >= 1 && small_k < ground, "small_k must be in [1, ground)");
+  require(samples >= 1 && sampled_steps >= 1, "samples and sampled_steps must be >= 1");
+  require(sweep_heads >= 1, "sweep_heads must be >= 1");
+  require(offline_tokens >= 2, "offline_tokens must be >= 2");
+  require(loss_random >= 0, "loss_random must be >= 0");
+  for (double b : sweep)
+    require(b > 0 && b <= 1, "sweep budgets must be fractions of n in (0, 1], not " + std::to_string(b));
+  for (const auto& id : checks) claim_info(id);  // unknown ids fail before any work
+  require(!policies.empty(), "no policy to check");
+}
+
 bool check_enabled(const TraceChecksOptions& o, const std::string& id) {
   return o.checks.empty() || o.checks.count(id);
 }
@@ -145,8 +158,7 @@ struct TraceChecksPlan::Lists {
 };
 
 TraceChecksPlan::TraceChecksPlan(const Trace& trace, TraceChecksOptions o) : trace_(trace), o_(std::move(o)) {
-  for (const auto& id : o_.checks) claim_info(id);  // unknown ids fail before any work
-  require(!o_.policies.empty(), "no policy to check");
+  o_.validate();
   require(o_.run.gqa == GqaMode::PerQueryHead, "the checks keep one cache per query head: gqa must be query");
   for (PolicyId id : o_.policies) {  // a bad budget, layer or parameter fails before any work
     const RunConfig run = o_.run.with_policy(id);
@@ -215,10 +227,10 @@ std::string TraceChecksPlan::run(int u) const {
       const auto [layer, head] = lists_->heads[static_cast<size_t>(x.index)];
       const detail::HeadResult hr = detail::check_head(trace_, layer, head, o_);
       return to_unit_bytes({{"records", records_json(hr.records)},
-                       {"rho", hr.extras.rho},
-                       {"rho_min", hr.extras.rho_min},
-                       {"gamma_proof", hr.extras.gamma_proof},
-                       {"theta_b", hr.extras.theta_b}});
+                            {"rho", hr.extras.rho},
+                            {"rho_min", hr.extras.rho_min},
+                            {"gamma_proof", hr.extras.gamma_proof},
+                            {"theta_b", hr.extras.theta_b}});
     }
     case UnitKind::Sweep: {
       const auto [layer, head] = lists_->sweep[static_cast<size_t>(x.index) / o_.sweep.size()];

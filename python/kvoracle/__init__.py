@@ -8,24 +8,26 @@ checks (``verify``), the greedy scorer's CPU twin (``score``), kvpress's presses
 Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` of ``generate``
 (docs/python.md).
 """
+
 from ._core import (  # noqa: F401
     KvEvictionManager,
     KvoError,
     Trace,
-    offline_optimum,
-    output_errors,
+    __version__,
     facility_location_optimum,
     greedy_facility_location,
+    offline_optimum,
+    output_errors,
     policies,
     prefill_optimum,
+    prefill_oracle,
     press_names,
-    run_press,
     read_trace,
     replay,
+    run_press,
     score,
+    static_oracle,
     topk_optimum,
     verify,
     write_trace,
 )
-
-__version__ = "0.1.0"

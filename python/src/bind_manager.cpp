@@ -7,10 +7,12 @@ namespace kvo::python {
 void bind_manager(py::module_& m) {
   py::class_<KvEvictionManager>(m, "KvEvictionManager")
       .def(py::init([](const std::string& policy, const std::string& budget, int n_layers, int n_kv_heads, int batch,
-                       int max_len, int prompt_len, const std::string& recent, std::vector<std::string> overrides,
-                       std::uint64_t seed) {
+                       int max_len, const py::kwargs& kwargs) {
+             require(!kwargs.contains("budget"), "KvEvictionManager: budget is given twice");
+             RunOptions ro = run_options(kwargs, "KvEvictionManager");
+             ro.budget = budget;
              CacheManagerOptions o;
-             o.run = run_config(policy, budget, recent, overrides, prompt_len, seed);
+             o.run = ro.build(parse_policy(policy));
              o.n_layers = n_layers;
              o.n_kv_heads = n_kv_heads;
              o.batch = batch;
@@ -18,8 +20,11 @@ void bind_manager(py::module_& m) {
              return std::make_unique<KvEvictionManager>(o);
            }),
            py::arg("policy"), py::arg("budget"), py::arg("n_layers"), py::arg("n_kv_heads"), py::arg("batch") = 1,
-           py::arg("max_len"), py::arg("prompt_len") = 0, py::arg("recent") = "",
-           py::arg("budget_overrides") = std::vector<std::string>{}, py::arg("seed") = 0)
+           py::arg("max_len"),
+           ("a policy with a budget per (sequence, layer, KV head); prompt_len (default 0) and the policy's "
+            "parameters are run options.\n" +
+            run_options_doc())
+               .c_str())
       .def(
           "step",
           [](KvEvictionManager& mgr, int seq, int layer, int kv_head, int pos, const IntArray& positions,

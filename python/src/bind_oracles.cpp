@@ -3,11 +3,103 @@
 #include "kvo/core/greedy.hpp"
 #include "kvo/core/modular_concave.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/oracle/prefill_run.hpp"
 #include "kvo/oracle/static_oracle.hpp"
+#include "kvo/oracle/static_run.hpp"
 
 namespace kvo::python {
 
+namespace {
+
+// kvpress's press parameters by keyword (window_size=..., n_sink=..., seed=...).
+PressOptions press_parameters_from(const py::kwargs& kwargs, const char* call) {
+  PressOptions o;
+  const std::pair<const char*, int PressOptions::*> ints[] = {{"window_size", &PressOptions::window_size},
+                                                              {"kernel_size", &PressOptions::kernel_size},
+                                                              {"beta", &PressOptions::beta},
+                                                              {"n_sink", &PressOptions::n_sink},
+                                                              {"lag_size", &PressOptions::lag_size},
+                                                              {"local_window_size", &PressOptions::local_window_size},
+                                                              {"chunk_size", &PressOptions::chunk_size}};
+  for (const auto& [key, value] : kwargs) {
+    const std::string name = py::str(key);
+    bool known = false;
+    for (const auto& [n, field] : ints)
+      if (name == n) {
+        o.*field = value.cast<int>();
+        known = true;
+      }
+    if (name == "seed") {
+      o.seed = value.cast<std::uint64_t>();
+      known = true;
+    }
+    require(known, std::string(call) + ": unknown press parameter '" + name +
+                       "' (window_size, kernel_size, beta, n_sink, lag_size, local_window_size, chunk_size, seed)");
+  }
+  return o;
+}
+
+}  // namespace
+
 void bind_oracles(py::module_& m) {
+  m.def(
+      "static_oracle",
+      [](const Trace& t, int every, long long node_limit, int threads, const py::kwargs& kwargs) {
+        StaticOracleRequest req;
+        const std::string objective = req.run.objective;
+        req.run = run_options(kwargs, "static_oracle");
+        if (!kwargs.contains("objective")) req.run.objective = objective;
+        req.every = every;
+        req.node_limit = node_limit;
+        req.threads = threads;
+        StaticOracleResult r;
+        {
+          py::gil_scoped_release release;
+          r = run_static_oracle(t, req);
+        }
+        return json_to_python(nlohmann::json(r.records()));
+      },
+      py::arg("trace"), py::arg("every") = 1, py::arg("node_limit") = 200000, py::arg("threads") = 0,
+      ("the exact static optimum of every chosen head at every N-th step (kvoracle oracle static): one record per "
+       "solve (layer, head, step, objective, value, upper, exact, method, set). objective: dense-acc (default), mass "
+       "or fl.\n" +
+       run_options_doc())
+          .c_str());
+  m.def(
+      "prefill_oracle",
+      [](const Trace& t, int prompt_len, const std::string& presses, std::vector<double> ratios, bool output_fidelity,
+         std::vector<int> layers, int threads, const py::kwargs& kwargs) {
+        PrefillOracleRequest req;
+        req.prompt_len = prompt_len;
+        req.presses = presses;
+        req.ratios = std::move(ratios);
+        req.press = press_parameters_from(kwargs, "prefill_oracle");
+        req.output_fidelity = output_fidelity;
+        req.layers = std::move(layers);
+        req.threads = threads;
+        PrefillOracleResult r;
+        {
+          py::gil_scoped_release release;
+          r = run_prefill_oracle(t, req);
+        }
+        py::list summary;
+        for (const auto& s : r.summary)
+          summary.append(py::dict(
+              py::arg("press") = press_name(s.press), py::arg("compression_ratio") = s.compression_ratio,
+              py::arg("units") = s.units, py::arg("mean_k") = s.mean_k, py::arg("fraction_of_optimum") = s.fraction,
+              py::arg("worst_fraction") = s.worst, py::arg("where") = s.where, py::arg("overlap") = s.overlap,
+              py::arg("prompt_share") = s.share, py::arg("optimum_prompt_share") = s.optimum_share,
+              py::arg("output_error") = r.fidelity ? py::object(py::float_(s.output_error)) : py::none()));
+        return py::dict(py::arg("prompt_len") = r.prompt_len, py::arg("following_queries") = r.following,
+                        py::arg("output_fidelity") = r.fidelity, py::arg("summary") = summary,
+                        py::arg("records") = json_to_python(r.records()));
+      },
+      py::arg("trace"), py::arg("prompt_len"), py::arg("presses") = PrefillOracleRequest{}.presses,
+      py::arg("ratios") = PrefillOracleRequest{}.ratios, py::arg("output_fidelity") = true,
+      py::arg("layers") = std::vector<int>{}, py::arg("threads") = 0,
+      "the exact prefill optimum against kvpress's presses on every chosen layer and KV head (kvoracle oracle "
+      "prefill): per (press, ratio) means in `summary`, one record per unit in `records`; press parameters "
+      "(window_size, n_sink, seed, ...) as keywords");
   m.def(
       "topk_optimum",
       [](const DoubleArray& w, int k, const std::string& h) {

@@ -33,15 +33,7 @@ void bind_presses(py::module_& m) {
         // keyword arguments run_press takes for this press.
         const std::string reads(press_entry(parse_press(press)).reads);
         py::list out;
-        std::size_t start = 0;
-        while (start < reads.size()) {
-          const std::size_t comma = std::min(reads.find(',', start), reads.size());
-          std::string item = reads.substr(start, comma - start);
-          item.erase(0, item.find_first_not_of(' '));
-          item = item.substr(0, item.find(' '));
-          if (!item.empty()) out.append(item);
-          start = comma + 1;
-        }
+        for (const auto& item : split_list(reads, "press parameters")) out.append(item.substr(0, item.find(' ')));
         return out;
       },
       py::arg("press"), "the parameters run_press reads for this press (kvpress's names)");
@@ -64,8 +56,11 @@ void bind_presses(py::module_& m) {
         "why this policy cannot cut a prompt to kvpress's count at this ratio, or '' when it can");
   m.def(
       "policy_prefill_kept",
-      [](const Trace& tr, const std::string& policy, int prompt_len, int k, std::uint64_t seed) {
-        const RunConfig base = run_config(policy, "1", "", {}, prompt_len, seed);
+      [](const Trace& tr, const std::string& policy, int prompt_len, int k, const py::kwargs& kwargs) {
+        RunOptions ro = run_options(kwargs, "policy_prefill_kept");
+        ro.budget = "1";  // the prompt is cut to k below; the budget is not read
+        ro.prompt_len = prompt_len;
+        const RunConfig base = ro.build(parse_policy(policy));
         std::vector<std::vector<int>> kept;
         {
           py::gil_scoped_release release;
@@ -75,9 +70,11 @@ void bind_presses(py::module_& m) {
         for (const auto& s : kept) out.append(to_array(s));
         return out;
       },
-      py::arg("trace"), py::arg("policy"), py::arg("prompt_len"), py::arg("k"), py::arg("seed") = 0,
-      "per (layer, KV head), layer-major: the k prompt positions the policy holds after the prompt (kvpress's "
-      "protocol; KvoraclePress and eval --prefill)");
+      py::arg("trace"), py::arg("policy"), py::arg("prompt_len"), py::arg("k"),
+      ("per (layer, KV head), layer-major: the k prompt positions the policy holds after the prompt (kvpress's "
+       "protocol; KvoraclePress and eval --prefill). The policy's parameters are run options.\n" +
+       run_options_doc())
+          .c_str());
   m.def(
       "run_press",
       [](const Trace& tr, int layer, int prompt_len, const std::string& press, double compression_ratio,

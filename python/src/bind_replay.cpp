@@ -19,11 +19,9 @@ void bind_replay(py::module_& m) {
 
   m.def(
       "replay",
-      [](const Trace& t, const std::string& policy, const std::string& budget, const std::string& recent,
-         const std::string& gqa, int prompt_len, std::uint64_t seed, std::vector<int> layers,
-         std::vector<std::string> overrides) {
+      [](const Trace& t, const std::string& policy, const py::kwargs& kwargs) {
         ReplayOptions o;
-        o.run = run_config(policy, budget, recent, overrides, prompt_len, seed, std::move(layers), gqa);
+        o.run = run_config(policy, kwargs, "replay", &t);
         ReplayResult r;
         {
           py::gil_scoped_release release;
@@ -44,18 +42,20 @@ void bind_replay(py::module_& m) {
         }
         return heads;
       },
-      py::arg("trace"), py::arg("policy") = policy_name(PolicyId::H2O), py::arg("budget") = "20%",
-      py::arg("recent") = "", py::arg("gqa") = "query", py::arg("prompt_len") = 0, py::arg("seed") = 0,
-      py::arg("layers") = std::vector<int>{}, py::arg("budget_overrides") = std::vector<std::string>{},
-      "replay a policy over every head: per head the kept and evicted positions per step");
+      py::arg("trace"), py::arg("policy") = policy_name(PolicyId::H2O),
+      ("replay a policy over every head: per head the kept and evicted positions per step.\n" + run_options_doc())
+          .c_str());
 
   m.def(
       "score",
-      [](const Trace& t, const std::string& policy, std::vector<std::string> budgets, int prompt_len, int threads,
-         const std::string& device) {
+      [](const Trace& t, const std::string& policy, std::vector<std::string> budgets, int threads,
+         const std::string& device, const py::kwargs& kwargs) {
         require(!budgets.empty(), "score needs at least one budget");
+        require(!kwargs.contains("budget"), "score: give the budgets as budgets=[...], not budget");
+        RunOptions ro = run_options(kwargs, "score");
+        ro.budget = budgets.front();
         ScorerOptions o;
-        o.run = run_config(policy, budgets.front(), "", {}, prompt_len);
+        o.run = ro.build(parse_policy(policy), &t);
         for (const auto& b : budgets) o.totals.push_back(Amount::parse(b));
         o.threads = threads;
         o.device = parse_scorer_device(device);
@@ -76,10 +76,11 @@ void bind_replay(py::module_& m) {
         return py::dict(py::arg("device") = r.device, py::arg("units") = units);
       },
       py::arg("trace"), py::arg("policy") = policy_name(PolicyId::H2O),
-      py::arg("budgets") = std::vector<std::string>{"20%"}, py::arg("prompt_len") = 0, py::arg("threads") = 0,
-      py::arg("device") = "cpu",
-      "the greedy scorer (h2o, h2o-paper) over every head and several budgets in one pass: per unit the step each "
-      "token left the cache (-1: kept) and its final score");
+      py::arg("budgets") = std::vector<std::string>{"20%"}, py::arg("threads") = 0, py::arg("device") = "cpu",
+      ("the greedy scorer (h2o, h2o-paper) over every head and several budgets in one pass: per unit the step each "
+       "token left the cache (-1: kept) and its final score.\n" +
+       run_options_doc())
+          .c_str());
 }
 
 }  // namespace kvo::python

@@ -2,11 +2,13 @@
 // eviction manager on numpy arrays (pybind11). Errors arrive as ValueError with kvoracle's
 // one-line message.
 #include "bindings_support.hpp"
+#include "kvo/version.hpp"
 
 using namespace kvo::python;
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "kvoracle: greedy KV-cache eviction against exact oracles on attention traces";
+  m.attr("__version__") = kvo::version;
   py::register_exception<kvo::Error>(m, "KvoError", PyExc_ValueError);
 
   bind_trace(m);

@@ -10,7 +10,8 @@
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/facility_location.hpp"
-#include "kvo/core/run_config.hpp"
+#include "kvo/core/run_options.hpp"
+#include "kvo/core/text_list.hpp"
 
 namespace kvo::python {
 
@@ -79,19 +80,17 @@ inline py::array_t<int> to_array(const std::vector<int>& v) {
   return out;
 }
 
-// The module's one way to a run configuration (the same parsers as the CLI's option table).
-inline RunConfig run_config(const std::string& policy, const std::string& budget, const std::string& recent = "",
-                            const std::vector<std::string>& overrides = {}, int prompt_len = 0, std::uint64_t seed = 0,
-                            std::vector<int> layers = {}, const std::string& gqa = "query") {
-  RunConfig c;
-  c.policy = PolicySpec::named(policy);
-  c.budget = Budget::parse(budget, recent, overrides);
-  c.gqa = parse_gqa(gqa);
-  c.prompt_len = prompt_len;
-  c.seed = seed;
-  c.layers = std::move(layers);
-  return c;
+// The run options of a call, from its keyword arguments: the names of kvo::run_option_table(), the
+// same table and the same parser as the CLI's flags (a list may be a Python list or "a,b"). A
+// keyword the table does not name is refused with the known ones.
+RunOptions run_options(const py::kwargs& kwargs, const char* call);
+// The validated run configuration of one policy; prompt_len defaults to the trace's, as in the CLI.
+inline RunConfig run_config(const std::string& policy, const py::kwargs& kwargs, const char* call,
+                            const Trace* trace = nullptr) {
+  return run_options(kwargs, call).build(parse_policy(policy), trace);
 }
+// "Run options (keyword arguments): sinks=4, history=32, ...": the docstring part every call shares.
+std::string run_options_doc();
 
 inline py::object json_to_python(const nlohmann::json& j) {
   return py::module_::import("json").attr("loads")(j.dump());

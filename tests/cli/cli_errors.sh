@@ -17,7 +17,7 @@ expect_error() {  # expect_error "needle" args...
   if [ $rc -eq 0 ]; then echo "FAIL (exit 0): $*"; fails=$((fails+1)); return; fi
   if [ "$lines" -ne 1 ]; then echo "FAIL ($lines stderr lines): $*"; cat "$dir/stderr"; fails=$((fails+1)); return; fi
   if ! grep -q -- "$needle" "$dir/stderr"; then echo "FAIL (no '$needle'): $*"; cat "$dir/stderr"; fails=$((fails+1)); return; fi
-  if ls "$dir" | grep -q -E 'out\.jsonl|\.tmp\.'; then echo "FAIL (left a file): $*"; fails=$((fails+1)); return; fi
+  if find "$dir" -mindepth 1 -maxdepth 1 \( -name '*out.jsonl*' -o -name '*.tmp.*' \) | grep -q .; then echo "FAIL (left a file): $*"; fails=$((fails+1)); return; fi
   echo "ok: $* -> $(cat "$dir/stderr")"
 }
 expect_error "does not exist" replay "$dir/missing.safetensors" --out "$dir/out.jsonl"
@@ -46,6 +46,8 @@ expect_error "must be in" eval --text /usr/share/common-licenses/GPL-3 --tokens 
 expect_error "does not take --budgets" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --budgets 10
 expect_error "continuation of 2 or more" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 39 --json "$dir/out.jsonl"
 expect_error "must be longer than window_size" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --presses snapkv --json "$dir/out.jsonl"
+expect_error "continuation of 2 or more" eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 40 --prompt-len 39 --json "$dir/out.jsonl"
+expect_error "eval needs --text" eval --tokens 40
 expect_error "keeps every token" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --presses knorm --policies full --json "$dir/out.jsonl"
 expect_error "unknown check id" verify "$dir/ok.safetensors" --checks C99
 expect_error "fractions of n" verify "$dir/ok.safetensors" --sweep 0.1,12
@@ -53,16 +55,28 @@ expect_error "unknown concave" verify "$dir/ok.safetensors" --h cube
 expect_error "not in the trace" replay "$dir/ok.safetensors" --layers 7 --out "$dir/out.jsonl"
 expect_error "larger than the sequence" oracle "$dir/ok.safetensors" --budget 1000 --out "$dir/out.jsonl"
 expect_error "unknown press 'h2o'" oracle "$dir/ok.safetensors" --prefill 32 --presses h2o --json "$dir/out.jsonl"
-expect_error "--prefill must be in \[1, 63\]" oracle "$dir/ok.safetensors" --prefill 64 --json "$dir/out.jsonl"
+expect_error "prompt_len must be in \[1, 63\]" oracle "$dir/ok.safetensors" --prefill 64 --json "$dir/out.jsonl"
 expect_error "outside \[0, 1)" oracle "$dir/ok.safetensors" --prefill 32 --compression-ratio 1 --json "$dir/out.jsonl"
 expect_error "must be longer than window_size (64)" oracle "$dir/ok.safetensors" --prefill 32 --presses snapkv --json "$dir/out.jsonl"
 expect_error "does not combine with --offline" oracle "$dir/ok.safetensors" --prefill 32 --offline
+# The oracle's modes as subcommands, with the same library errors as the older spellings.
+expect_error "prompt_len must be in \[1, 63\]" oracle prefill "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"
+expect_error "objective is dense-acc, mass or fl, not 'acc'" oracle static "$dir/ok.safetensors" --objective acc --out "$dir/out.jsonl"
+expect_error "oracle needs a trace" oracle
+expect_error "prompt-len is required" oracle prefill "$dir/ok.safetensors"
 expect_error "larger than the sequence" verify "$dir/ok.safetensors" --budget 1000
 expect_error "cannot write" synth --out "$dir/no/such/dir/x.safetensors"
 expect_error "unknown GQA mode" replay "$dir/ok.safetensors" --gqa sideways --out "$dir/out.jsonl"
 expect_error "prompt length" replay "$dir/ok.safetensors" --prompt-len 999 --out "$dir/out.jsonl"
 expect_error "heads must be a multiple" synth --out "$dir/x.safetensors" --heads 3 --kv-heads 2
-expect_error "subcommand" frobnicate
+expect_error "unknown command 'frobnicate' (commands: synth, replay" frobnicate
+expect_error "unknown command 'bogus'" bogus --budget 3
+expect_error "unknown command 'bogus'" -j 2 bogus --help
+# Run options are parsed by the library's one parser: errors name the option, as in Python.
+expect_error "history must be >= 1" replay "$dir/ok.safetensors" --policy scissorhands --history 0 --out "$dir/out.jsonl"
+expect_error "sinks: 'two' is not an integer" replay "$dir/ok.safetensors" --sinks two --out "$dir/out.jsonl"
+expect_error "layers: empty item in '0,,1'" replay "$dir/ok.safetensors" --layers 0,,1 --out "$dir/out.jsonl"
+expect_error "unknown concave" verify "$dir/ok.safetensors" --concave cube
 expect_error "run scripts/fetch-model" record --text /usr/share/common-licenses/GPL-3 --out "$dir/out.jsonl" --model "$dir/none.gguf"
 expect_error "bad magic" generate "hi" --model "$dir/ok.safetensors"
 echo "tiny text" > "$dir/tiny.txt"

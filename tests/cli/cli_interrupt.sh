@@ -26,7 +26,7 @@ for sig in INT TERM; do
   rc=$?
   want=$((128 + $(kill -l "$sig")))
   if [ $rc -ne $want ]; then echo "FAIL: exit status $rc after SIG$sig, expected $want"; fails=$((fails+1)); fi
-  if ls "$dir" | grep -q 'out\.jsonl'; then echo "FAIL: a file was left after SIG$sig: $(ls "$dir")"; fails=$((fails+1)); fi
+  if find "$dir" -mindepth 1 -maxdepth 1 -name '*out.jsonl*' | grep -q .; then echo "FAIL: a file was left after SIG$sig: $(ls "$dir")"; fails=$((fails+1)); fi
   grep -q "kvoracle: interrupted" "$dir/stderr" || { echo "FAIL: no 'interrupted' line"; fails=$((fails+1)); }
   echo "ok: SIG$sig while writing -> exit $rc, nothing left, stderr: $(tr '\n' ' ' <"$dir/stderr")"
 done

@@ -1,4 +1,5 @@
 """Writes broken kvoracle traces for the CLI error tests (standard library only)."""
+
 import json
 import math
 import struct
@@ -9,7 +10,7 @@ def write(path, tensors, meta=None):
     header = {"__metadata__": meta or {"format": "kvoracle-trace", "format_version": "1"}}
     data = b""
     for name, (shape, values) in tensors.items():
-        raw = struct.pack("<%df" % len(values), *values)
+        raw = struct.pack(f"<{len(values)}f", *values)
         header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
         data += raw
     h = json.dumps(header).encode()

@@ -25,7 +25,8 @@ TEST(PolicyRegistry, OneEntryPerIdInOrderWithUniqueNames) {
     EXPECT_FALSE(table[x].summary.empty());
     EXPECT_NE(table[x].make, nullptr) << table[x].name;
   }
-  EXPECT_EQ(parse_policy_list("h2o,,tova"), (std::vector<PolicyId>{PolicyId::H2O, PolicyId::Tova}));
+  EXPECT_EQ(parse_policy_list("h2o, tova"), (std::vector<PolicyId>{PolicyId::H2O, PolicyId::Tova}));
+  EXPECT_THROW(parse_policy_list("h2o,,tova"), Error);  // one list rule: an empty item is refused
   EXPECT_THROW(parse_policy_list(","), Error);
   EXPECT_EQ(join_policy_names(default_policies(PolicyListUse::Checks)),
             "h2o,h2o-paper,tova,scissorhands,streaming,window,random,h2o-mask");

@@ -1,11 +1,14 @@
 """Every C++ example of docs/ is run by a test: each ```cpp block of a page must appear, line for
 line (blank runs and clang-format's empty `//` guards aside), between `--8<-- [start:NAME]` and `--8<-- [end:NAME]` in a test
 source under tests/. Usage: check_snippets.py REPO_ROOT"""
+
 import pathlib
 import re
 import sys
 
 root = pathlib.Path(sys.argv[1])
+
+
 def norm(line):
     line = re.sub(r"\s*//\s*$", "", line.strip())
     return re.sub(r"\s+", " ", line)

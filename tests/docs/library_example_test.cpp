@@ -1,15 +1,17 @@
 // The snippets of docs/library.md, compiled and run so the documentation cannot drift.
 #include <gtest/gtest.h>
 
-#include "kvo/checks/report_writer.hpp"
-#include "kvo/checks/trace_checks.hpp"
 #include "kvo/core/attention.hpp"
 #include "kvo/core/facility_location.hpp"
 #include "kvo/core/greedy.hpp"
 #include "kvo/core/replay.hpp"
+#include "kvo/core/run_options.hpp"
 #include "kvo/core/synth.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 #include "kvo/oracle/static_oracle.hpp"
+#include "kvo/oracle/static_run.hpp"
+#include "kvo/proofs_check/report_writer.hpp"
+#include "kvo/proofs_check/trace_checks.hpp"
 
 TEST(LibraryExample, GreedyAgainstTheExactOptimum) {
   // --8<-- [start:greedy]
@@ -67,4 +69,38 @@ TEST(LibraryExample, RunTheClaimChecks) {
   EXPECT_FALSE(bug);
   EXPECT_FALSE(res.report.summaries().empty());
   EXPECT_GT(failing_claims, 0);  // UDC2 (C11) fails on every head
+}
+
+TEST(LibraryExample, CommandsAsLibraryCalls) {
+  kvo::SynthOptions so;
+  so.layers = 1;
+  so.heads = 2;
+  so.kv_heads = 1;
+  so.tokens = 48;
+  so.prompt_len = 8;
+  const kvo::Trace trace = kvo::synthesize(so);
+  // --8<-- [start:commands]
+  kvo::RunOptions run;  // the options of kvo::run_option_table(): the CLI's flags, Python's keywords
+  run.budget = "8";
+  run.sinks = 2;
+  const kvo::RunConfig config = run.build(kvo::PolicyId::Streaming, &trace);  // prompt_len: the trace's
+
+  kvo::StaticOracleRequest request;  // kvoracle oracle static
+  request.run.budget = "8";
+  request.run.objective = "mass";
+  request.every = 16;
+  const kvo::StaticOracleResult optima = kvo::run_static_oracle(trace, request);
+
+  kvo::TraceChecksOptions checks;  // kvoracle verify, as a work plan
+  checks.run = run.build(kvo::PolicyId::H2O, &trace);
+  checks.checks = {"C1", "C10"};
+  const kvo::TraceChecksPlan plan(trace, checks);                      // units: heads, sweep cells, loss instances
+  const kvo::TraceChecksResult result = kvo::run_on_threads(plan, 2);  // or scaleout::run_plan over MPI ranks
+  // --8<-- [end:commands]
+  EXPECT_EQ(config.prompt_len, 8);
+  EXPECT_EQ(config.policy.sinks, 2);
+  EXPECT_EQ(optima.heads.size(), 2u);
+  EXPECT_EQ(optima.heads[0].solves.back().step, 47);
+  EXPECT_EQ(result.report.theorem_failures(), 0);
+  EXPECT_FALSE(result.report.records().empty());
 }

@@ -1,4 +1,5 @@
 """Causal attention probabilities rebuilt in float64 from a trace's q and k, for the tests."""
+
 import numpy as np
 
 

@@ -1,4 +1,5 @@
 """Shared fixtures: paths handed over by ctest through the environment."""
+
 import os
 import pathlib
 import subprocess
@@ -18,7 +19,8 @@ def model_path():
     # Same rule as kvo::model::default_model_path().
     name = "SmolLM2-135M-Instruct.Q4_1.gguf"
     path = os.environ.get("KVO_MODEL") or os.path.join(
-        os.environ.get("KVO_MODEL_DIR") or os.path.expanduser("~/.cache/kvoracle"), name)
+        os.environ.get("KVO_MODEL_DIR") or os.path.expanduser("~/.cache/kvoracle"), name
+    )
     if not pathlib.Path(path).exists():
         pytest.fail(f"model {path} is missing: scripts/fetch-model installs it")
     return path
@@ -54,8 +56,11 @@ def hf_smollm2(model_path):
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     model = transformers.AutoModelForCausalLM.from_pretrained(
-        os.path.dirname(model_path), gguf_file=os.path.basename(model_path), attn_implementation="eager",
-        dtype=torch.float32)
+        os.path.dirname(model_path),
+        gguf_file=os.path.basename(model_path),
+        attn_implementation="eager",
+        dtype=torch.float32,
+    )
     return model.eval()
 
 

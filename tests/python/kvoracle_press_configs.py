@@ -2,6 +2,7 @@
 each policy that can cut a prompt and each press kvoracle computes (names a press and a policy
 share written qualified), at two compression ratios; also what the kvpress suite plugin adds to
 kvpress's list of presses. Small windows, so that a prompt of a few dozen tokens serves every press."""
+
 import kvoracle
 
 _core = kvoracle._core
@@ -13,10 +14,14 @@ SHARED = [name for name in POLICY_NAMES if name in PRESS_NAMES]  # both a policy
 FIRST_POLICY = POLICY_NAMES[0]  # the registry's default
 
 # label -> KvoraclePress options
-POLICIES = {_core.prefill_set(f"policy:{p['name']}")["label"]: ({"seed": 3} if p["seeded"] else {})
-            for p in kvoracle.policies() if not _core.policy_press_refusal(p["name"], 0.5)}
-PRESSES = {_core.prefill_set(f"press:{name}")["label"]: {k: v for k, v in SMALL.items()
-                                                          if k in _core.press_parameters(name)}
-           for name in PRESS_NAMES}
+POLICIES = {
+    _core.prefill_set(f"policy:{p['name']}")["label"]: ({"seed": 3} if p["seeded"] else {})
+    for p in kvoracle.policies()
+    if not _core.policy_press_refusal(p["name"], 0.5)
+}
+PRESSES = {
+    _core.prefill_set(f"press:{name}")["label"]: {k: v for k, v in SMALL.items() if k in _core.press_parameters(name)}
+    for name in PRESS_NAMES
+}
 CONFIGS = {**POLICIES, **PRESSES}
 RATIOS = (0.2, 0.8)

@@ -1,13 +1,13 @@
 """The Python module on numpy arrays, checked against independent numpy/itertools computations."""
+
 import itertools
 import os
 import tempfile
 
+import kvoracle  # installed by scripts/run-tests (pip install .)
 import numpy as np
 import pytest
-
-import kvoracle  # installed by scripts/run-tests (pip install .)
-from kvoracle.hf import EvictionPress
+from kvoracle.hf import EvictionAdapter
 
 
 def random_trace(layers=2, heads=4, kv_heads=2, n=48, d=8, seed=0):
@@ -122,26 +122,26 @@ def softmax(x):
     return e / e.sum()
 
 
-def test_press_drives_the_manager_like_a_decoder():
+def test_adapter_drives_the_manager_like_a_decoder():
     """A numpy decoder (no torch): per layer a dense K tensor [batch, kv, held, d] gathered with the
-    press's keep indices; the held positions equal the manager's and every head keeps k rows."""
+    adapter's keep indices; the held positions equal the manager's and every head keeps k rows."""
     batch, layers, heads, kv_heads, d, n, k = 2, 2, 4, 2, 8, 30, 6
-    press = EvictionPress("h2o", str(k), layers, heads, kv_heads, max_len=n, batch=batch)
+    adapter = EvictionAdapter("h2o", str(k), layers, heads, kv_heads, max_len=n, batch=batch)
     g = np.random.default_rng(3)
     keys = [np.zeros((batch, kv_heads, 0, d)) for _ in range(layers)]
-    for pos in range(n):
+    for _pos in range(n):
         for layer in range(layers):
             new_k = g.standard_normal((batch, kv_heads, 1, d))
             K = np.concatenate([keys[layer], new_k], axis=2)
             q = g.standard_normal((batch, heads, d))
             attn = np.stack([[softmax(K[b, h // 2] @ q[b, h]) for h in range(heads)] for b in range(batch)])
-            keep = press.step(layer, attn)
+            keep = adapter.step(layer, attn)
             keys[layer] = np.stack([np.stack([K[b, kv, keep[b][kv]] for kv in range(kv_heads)]) for b in range(batch)])
     for layer in range(layers):
         assert keys[layer].shape == (batch, kv_heads, k, d)
         for b in range(batch):
             for kv in range(kv_heads):
-                np.testing.assert_array_equal(press.positions[b][layer][kv], press.manager.held(b, layer, kv))
+                np.testing.assert_array_equal(adapter.positions[b][layer][kv], adapter.manager.held(b, layer, kv))
 
 
 def test_scorer_twin_equals_replay():
@@ -157,7 +157,6 @@ def test_scorer_twin_equals_replay():
             for i, kept in enumerate(h["kept"]):
                 mine = [j for j in range(i + 1) if ev[j] < 0 or ev[j] > i]
                 assert mine == list(kept)
-
 
 
 def test_output_errors_and_bound_equal_numpy():
@@ -182,3 +181,10 @@ def test_output_errors_and_bound_equal_numpy():
         bound = u["bound_total"] - sum(u["bound_weights"][j] for j in S)
         assert e <= bound * (1 + 1e-12) + 1e-12
     assert errs[2] == pytest.approx(0, abs=1e-12)
+
+
+def test_the_older_adapter_name_still_works_with_a_warning():
+    import kvoracle.hf as hf
+
+    with pytest.warns(DeprecationWarning, match="EvictionAdapter"):
+        assert hf.EvictionPress is EvictionAdapter

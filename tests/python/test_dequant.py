@@ -1,5 +1,6 @@
 """kvoracle's dequantisation equals the gguf package's numpy dequantisation, bit for bit, on
 every tensor type the model file holds."""
+
 import numpy as np
 from gguf import GGUFReader
 from gguf.quants import dequantize

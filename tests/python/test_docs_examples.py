@@ -1,15 +1,15 @@
 """The runnable examples of docs/ outside C++ (those are tests/docs/check_snippets.py's), each run
 on a small trace written where the example reads one; the Hugging Face examples run on SmolLM2
 loaded by transformers from our GGUF file instead of the hub name they show."""
+
 import json
 import os
 import re
 import subprocess
 
+import kvoracle
 import numpy as np
 import pytest
-
-import kvoracle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -57,8 +57,9 @@ def test_findings_md_analysis_script(tmp_path, kvoracle):
     trace, report = tmp_path / "t.safetensors", tmp_path / "report"
     subprocess.run([kvoracle, "-q", "synth", "--out", str(trace), "--tokens", "96", "--layers", "1"], check=True)
     subprocess.run([kvoracle, "-q", "verify", str(trace), "--budget", "20%", "--report", str(report)], check=True)
-    out = subprocess.run(["python3", "-", str(report / "report.json")], input=body, text=True, capture_output=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["python3", "-", str(report / "report.json")], input=body, text=True, capture_output=True, check=True
+    ).stdout
     for line in ("C19 median ratio", "C15 h2o ", "C17 k0 median", "C4 fp16 drift", "C14 eps+"):
         assert line in out, out
     assert json.load(open(report / "report.json"))["theorem_failures"] == 0
@@ -69,9 +70,10 @@ def hf_block(page, index, model, tmp_path, model_path):
     block = blocks(page, "python")[index]
     block, n_models = re.subn(r"AutoModelForCausalLM\.from_pretrained\((?:[^()]|\n)*?\)", "__model__", block)
     assert n_models == 1, "an HF example loads the model once"
-    block = block.replace("AutoTokenizer.from_pretrained(name)",
-                          f"AutoTokenizer.from_pretrained({os.path.dirname(model_path)!r}, "
-                          f"gguf_file={os.path.basename(model_path)!r})")
+    block = block.replace(
+        "AutoTokenizer.from_pretrained(name)",
+        f"AutoTokenizer.from_pretrained({os.path.dirname(model_path)!r}, gguf_file={os.path.basename(model_path)!r})",
+    )
     block = block.replace('open("text.txt")', 'open("/usr/share/common-licenses/Apache-2.0")')
     block = block.replace('"hf-trace.safetensors"', repr(str(tmp_path / "hf-trace.safetensors")))
     model.set_attn_implementation("eager")
@@ -99,9 +101,10 @@ def test_python_md_hand_written_loop(tmp_path, hf_smollm2, model_path):
     exec(block, scope)  # noqa: S102
     ids = scope["ids"]
     cache = EvictingCache(hf_smollm2, "h2o", "6")
-    out = hf_smollm2.generate(ids, past_key_values=cache, max_new_tokens=24, do_sample=False,
-                              attention_mask=torch.ones_like(ids))
-    assert scope["out_ids"] == out[0, ids.shape[1]:].tolist()
+    out = hf_smollm2.generate(
+        ids, past_key_values=cache, max_new_tokens=24, do_sample=False, attention_mask=torch.ones_like(ids)
+    )
+    assert scope["out_ids"] == out[0, ids.shape[1] :].tolist()
 
 
 @pytest.mark.transformers
@@ -118,14 +121,27 @@ def test_trace_format_md_transformers_example(tmp_path, hf_smollm2, model_path):
 def test_presses_md_kvpress_example(hf_smollm2, kvoracle, tmp_path):
     """KvoraclePress inside kvpress's hook and compare_presses, on 256 tokens of the Apache text."""
     import torch
-    from transformers import DynamicCache
-
     from kvoracle import policies as read_policies
     from kvoracle import read_trace
+    from transformers import DynamicCache
 
     path = tmp_path / "ids.safetensors"
-    subprocess.run([kvoracle, "-q", "record", "--text", "/usr/share/common-licenses/Apache-2.0", "--tokens", "256",
-                    "--layers", "0", "--out", str(path)], check=True)
+    subprocess.run(
+        [
+            kvoracle,
+            "-q",
+            "record",
+            "--text",
+            "/usr/share/common-licenses/Apache-2.0",
+            "--tokens",
+            "256",
+            "--layers",
+            "0",
+            "--out",
+            str(path),
+        ],
+        check=True,
+    )
     ids = torch.tensor(np.asarray(read_trace(str(path)).tokens), dtype=torch.long)[None]
     scope = {"model": hf_smollm2, "input_ids": ids, "cache": DynamicCache()}
     exec(blocks("presses.md", "python")[0], scope)  # noqa: S102

@@ -1,36 +1,45 @@
 """kvoracle.hf on random-initialised small transformers models of six architectures: recorded traces
 rebuild eager attention, replay and verify; EvictingCache reproduces plain generate at full
 budget and holds exactly k rows per head below it; what a trace cannot represent is refused."""
+
 import os
 
+import kvoracle
 import numpy as np
 import pytest
 import torch
 import transformers
-from safetensors import safe_open
-
-import kvoracle
 from causal_attention import causal_probs
 from kvoracle.hf import EvictingCache, record_trace
+from safetensors import safe_open
 
 pytestmark = pytest.mark.transformers
 
 transformers.logging.set_verbosity_error()
 
-SMALL = dict(vocab_size=96, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-             max_position_embeddings=256)
+SMALL = dict(
+    vocab_size=96,
+    hidden_size=64,
+    intermediate_size=96,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    max_position_embeddings=256,
+)
 
 
 def make(arch, **overrides):
     """A small model of `arch` with seeded random weights, eager attention, in eval mode."""
     torch.manual_seed(7)
     if arch == "gpt2":  # absolute positions, no GQA
-        config = transformers.GPT2Config(vocab_size=96, n_embd=64, n_layer=2, n_head=4, n_positions=256,
-                                         **overrides)
+        config = transformers.GPT2Config(vocab_size=96, n_embd=64, n_layer=2, n_head=4, n_positions=256, **overrides)
     else:
-        cls = {"llama": transformers.LlamaConfig, "mistral": transformers.MistralConfig,
-               "qwen2": transformers.Qwen2Config, "phi3": transformers.Phi3Config,
-               "gemma2": transformers.Gemma2Config}[arch]
+        cls = {
+            "llama": transformers.LlamaConfig,
+            "mistral": transformers.MistralConfig,
+            "qwen2": transformers.Qwen2Config,
+            "phi3": transformers.Phi3Config,
+            "gemma2": transformers.Gemma2Config,
+        }[arch]
         extra = {"num_key_value_heads": 2}
         if arch == "gemma2":
             extra.update(head_dim=16, attn_logit_softcapping=None, final_logit_softcapping=None, sliding_window=128)
@@ -84,8 +93,14 @@ def test_evicting_cache_holds_k_rows_per_head(arch):
     model = make(arch)
     ids = torch.randint(0, 96, (1, 30), generator=torch.Generator().manual_seed(3))
     cache = EvictingCache(model, "h2o", "12", log=True)
-    model.generate(ids, past_key_values=cache, max_new_tokens=10, do_sample=False,
-                   attention_mask=torch.ones_like(ids), pad_token_id=0)
+    model.generate(
+        ids,
+        past_key_values=cache,
+        max_new_tokens=10,
+        do_sample=False,
+        attention_mask=torch.ones_like(ids),
+        pad_token_id=0,
+    )
     kv_heads = 4 if arch == "gpt2" else 2
     for layer in range(2):
         assert cache.layers[layer].keys.shape[1:3] == (kv_heads, 12)
@@ -106,8 +121,13 @@ def test_refuses_logit_softcapping(tmp_path):
         record_trace(model, torch.arange(20), str(path))
     assert os.listdir(tmp_path) == []  # no partial file
     with pytest.raises(kvoracle.KvoError, match="softcap"):
-        model.generate(torch.arange(1, 9)[None], attention_mask=torch.ones(1, 8, dtype=torch.long), max_new_tokens=2,
-                       past_key_values=EvictingCache(model, "h2o", "4"), pad_token_id=0)
+        model.generate(
+            torch.arange(1, 9)[None],
+            attention_mask=torch.ones(1, 8, dtype=torch.long),
+            max_new_tokens=2,
+            past_key_values=EvictingCache(model, "h2o", "4"),
+            pad_token_id=0,
+        )
 
 
 def test_refuses_a_sliding_window_shorter_than_the_sequence(tmp_path):
@@ -136,8 +156,13 @@ def test_refuses_bad_input(tmp_path):
     assert os.listdir(tmp_path) == []
     padded = torch.tensor([[1, 1, 1, 1], [0, 1, 1, 1]])
     with pytest.raises(kvoracle.KvoError, match="padding"):
-        model.generate(torch.arange(8).view(2, 4), attention_mask=padded, max_new_tokens=2,
-                       past_key_values=EvictingCache(model, "h2o", "4"), pad_token_id=0)
+        model.generate(
+            torch.arange(8).view(2, 4),
+            attention_mask=padded,
+            max_new_tokens=2,
+            past_key_values=EvictingCache(model, "h2o", "4"),
+            pad_token_id=0,
+        )
 
 
 def test_layers_and_dtypes(tmp_path):
@@ -161,8 +186,9 @@ def test_refuses_models_outside_the_attention_interface(tmp_path):
     torch.manual_seed(7)
     config = transformers.BloomConfig(vocab_size=96, hidden_size=64, n_layer=2, n_head=4)
     model = transformers.AutoModelForCausalLM.from_config(config).eval()
-    with pytest.raises(kvoracle.KvoError, match="does not route its attention through transformers' attention "
-                                                "interface"):
+    with pytest.raises(
+        kvoracle.KvoError, match="does not route its attention through transformers' attention interface"
+    ):
         record_trace(model, torch.arange(1, 9), str(tmp_path / "b.safetensors"))
     with pytest.raises(kvoracle.KvoError, match="does not route"):
         EvictingCache(model, "h2o", "4")
@@ -174,8 +200,14 @@ def test_evicting_cache_prompt_len_truncates_once_after_the_prompt():
     model = make("llama")
     ids = torch.randint(1, 96, (1, 30), generator=torch.Generator().manual_seed(4))
     cache = EvictingCache(model, "h2o", "12", prompt_len=30, log=True)
-    model.generate(ids, past_key_values=cache, max_new_tokens=5, do_sample=False,
-                   attention_mask=torch.ones_like(ids), pad_token_id=0)
+    model.generate(
+        ids,
+        past_key_values=cache,
+        max_new_tokens=5,
+        do_sample=False,
+        attention_mask=torch.ones_like(ids),
+        pad_token_id=0,
+    )
     log = cache.evictions[(0, 0, 0)]
     assert log[0][0] == 29 and len(log[0][1]) == 30 - 12  # one truncation at the prompt's last token
     assert [len(gone) for _, gone in log[1:]] == [1] * 4 and tuple(cache.held(0).shape) == (1, 2, 12)

@@ -2,23 +2,21 @@
 decoder, on kvoracle's token ids (transformers' GGUF tokenizer does not split digits):
 perplexity, attention, record_trace against `kvoracle record`, and EvictingCache against plain
 generate and against kvoracle's EvictingDecoder."""
+
 import json
 import subprocess
 
+import kvoracle as kvo
 import numpy as np
 import pytest
 import torch
-from safetensors.numpy import load_file
-
-import kvoracle as kvo
 from causal_attention import causal_probs
 from kvoracle.hf import EvictingCache, record_trace
+from safetensors.numpy import load_file
 
 pytestmark = pytest.mark.transformers
 
 APACHE = "/usr/share/common-licenses/Apache-2.0"
-
-
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +48,9 @@ def test_transformers_agrees_with_kvoracles_decoder(hf_smollm2, apache512, probe
     for layer in range(30):
         p = causal_probs(trace.q(layer), trace.k(layer), trace.attn_scale)
         a = out.attentions[layer][0].double().numpy()
-        assert np.abs(p - a).max() < 2e-5, layer
+        # fp32 forward passes in two libraries: the portable build (SSE2, no FMA) differs from torch's
+        # kernels by 2.05e-5 at worst (layer 18 of this text), a -march=native build by less than 2e-5.
+        assert np.abs(p - a).max() < 3e-5, layer
         top1 += int((p.argmax(-1) == a.argmax(-1)).sum())
     assert top1 == 30 * 9 * 512  # the same top-1 key on all 138 240 (layer, head, query) rows
 
@@ -86,8 +86,9 @@ def test_evicting_cache_agrees_with_evicting_decoder(hf_smollm2, apache512, prob
     _, ids = apache512
     prompt = ids[:, :64]
     cache = EvictingCache(hf_smollm2, "h2o", "24", log=True)
-    out = hf_smollm2.generate(prompt, past_key_values=cache, max_new_tokens=40, do_sample=False,
-                              attention_mask=torch.ones_like(prompt))
+    out = hf_smollm2.generate(
+        prompt, past_key_values=cache, max_new_tokens=40, do_sample=False, attention_mask=torch.ones_like(prompt)
+    )
     assert all(tuple(layer.keys.shape) == (1, 3, 24, 64) for layer in cache.layers)
     (tmp_path / "ids.json").write_text(json.dumps({"ids": out[0, :-1].tolist()}))
     probe("evict", model_path, tmp_path / "ids.json", "h2o", "24", tmp_path / "evictions.json")

@@ -1,6 +1,7 @@
 """Trace files cross the Python boundary unchanged: a file written by the safetensors package
 reads back identically in kvoracle, a file kvoracle writes loads in Python with the same values,
 and a dense attention tensor [H, n, n] exported from numpy replays."""
+
 import json
 import subprocess
 
@@ -31,12 +32,15 @@ def test_python_written_trace_round_trips(probe, tmp_path):
 
 def test_bf16_reads_exactly(probe, tmp_path):
     import safetensors
+
     src, dst = tmp_path / "bf.safetensors", tmp_path / "out.safetensors"
     q = np.random.default_rng(1).standard_normal((1, 4, 2)).astype(np.float32)
     bits = (q.view(np.uint32) >> 16).astype(np.uint16)  # truncate to bf16
-    header = {"__metadata__": META,
-              "layers.0.q": {"dtype": "BF16", "shape": [1, 4, 2], "data_offsets": [0, 16]},
-              "layers.0.k": {"dtype": "BF16", "shape": [1, 4, 2], "data_offsets": [16, 32]}}
+    header = {
+        "__metadata__": META,
+        "layers.0.q": {"dtype": "BF16", "shape": [1, 4, 2], "data_offsets": [0, 16]},
+        "layers.0.k": {"dtype": "BF16", "shape": [1, 4, 2], "data_offsets": [16, 32]},
+    }
     h = json.dumps(header).encode()
     src.write_bytes(len(h).to_bytes(8, "little") + h + bits.tobytes() + bits.tobytes())
     assert safetensors.safe_open(str(src), "numpy") is not None  # the package accepts the file
@@ -56,7 +60,9 @@ def test_dense_attention_export_replays(kvoracle, tmp_path):
     path = tmp_path / "dense.safetensors"
     save_file({"layers.0.attn": attn.astype(np.float32)}, str(path), metadata=META)
     out = tmp_path / "steps.jsonl"
-    subprocess.run([kvoracle, "-q", "replay", str(path), "--policy", "h2o", "--budget", "6", "--out", str(out)], check=True)
+    subprocess.run(
+        [kvoracle, "-q", "replay", str(path), "--policy", "h2o", "--budget", "6", "--out", str(out)], check=True
+    )
     rows = [json.loads(line) for line in open(out)]
     assert len(rows) == H * n
     assert all(len(r["kept"]) <= 6 for r in rows)

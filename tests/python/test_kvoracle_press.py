@@ -3,21 +3,20 @@ row scored and cut as if it ran alone, kvpress's kept count for every policy and
 press and a policy share refused unless qualified, what cannot run refused when the press is
 built, and one clear line when it sits second in a ComposedPress (issue 30). EvictingCache's rows
 are checked the same way."""
+
 import re
 
+import kvoracle
 import numpy as np
 import pytest
 import torch
 import transformers
-
-import kvoracle
 from kvoracle_press_configs import CONFIGS, FIRST_POLICY, POLICY_NAMES, RATIOS, SHARED
 
 kvpress = pytest.importorskip("kvpress", reason="kvpress is installed by scripts/setup-deps")
+from kvoracle.hf import EvictingCache, KvoraclePress  # noqa: E402
 from kvpress.utils import compute_n_kept  # noqa: E402
 from transformers import DynamicCache  # noqa: E402
-
-from kvoracle.hf import EvictingCache, KvoraclePress  # noqa: E402
 
 pytestmark = [pytest.mark.transformers, pytest.mark.kvpress]
 transformers.logging.set_verbosity_error()
@@ -28,9 +27,16 @@ P = 48
 @pytest.fixture(scope="module")
 def model():
     torch.manual_seed(11)
-    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                                      initializer_range=0.2)  # sharp, content-dependent attention
+    config = transformers.LlamaConfig(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        initializer_range=0.2,
+    )  # sharp, content-dependent attention
     return transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
 
 
@@ -60,8 +66,9 @@ def test_each_batch_row_is_cut_as_if_it_ran_alone(model, rows, name, ratio):
             assert sets.shape[2] == k, (name, layer, sets.shape)  # kvpress's compute_n_kept
             assert keys[layer].shape[2] == k  # what kvpress's pipeline logs as the compressed context length
     for b in range(rows.shape[0]):
-        alone_keys, alone = run(model, KvoraclePress(compression_ratio=ratio, policy=name, options=CONFIGS[name]),
-                                rows[b:b + 1])
+        alone_keys, alone = run(
+            model, KvoraclePress(compression_ratio=ratio, policy=name, options=CONFIGS[name]), rows[b : b + 1]
+        )
         for layer in kept:
             np.testing.assert_array_equal(kept[layer][b], alone[layer][0], err_msg=f"{name} layer {layer} row {b}")
             torch.testing.assert_close(keys[layer][b], alone_keys[layer][0], rtol=1e-5, atol=1e-6)
@@ -94,8 +101,10 @@ def test_what_cannot_run_is_refused_when_the_press_is_built(tmp_path):
         (dict(policy=f"press:{FIRST_POLICY}", compression_ratio=0.5), f"unknown press '{FIRST_POLICY}'"),
         (dict(policy="snapkv", compression_ratio=0.5, options={"n_sink": 4}), "not a parameter of press 'snapkv'"),
         (dict(policy="snapkv", compression_ratio=0.5, options={"window_size": 2.5}), "must be an integer"),
-        (dict(policy=FIRST_POLICY, compression_ratio=0.5, options={"window_size": 4}),
-         f"not a parameter of policy '{FIRST_POLICY}'"),
+        (
+            dict(policy=FIRST_POLICY, compression_ratio=0.5, options={"window_size": 4}),
+            f"not a parameter of policy '{FIRST_POLICY}'",
+        ),
         (dict(policy=FIRST_POLICY, compression_ratio=0.5, trace="t.safetensors"), "read by policy='optimum' only"),
         (dict(policy=FIRST_POLICY, compression_ratio=1.0), r"outside \[0, 1\)"),
     ]
@@ -112,8 +121,9 @@ def test_second_in_a_composed_press_it_stops_with_one_clear_line(model, rows):
     ours_first = kvpress.ComposedPress([first, kvpress.KnormPress(compression_ratio=0.5)])
     with torch.no_grad(), ours_first(model):
         model(rows, past_key_values=DynamicCache())
-    second = kvpress.ComposedPress([kvpress.KnormPress(compression_ratio=0.5),
-                                    KvoraclePress(compression_ratio=0.5, policy=FIRST_POLICY)])
+    second = kvpress.ComposedPress(
+        [kvpress.KnormPress(compression_ratio=0.5), KvoraclePress(compression_ratio=0.5, policy=FIRST_POLICY)]
+    )
     with pytest.raises(kvoracle.KvoError, match="place KvoraclePress first") as e, torch.no_grad(), second(model):
         model(rows, past_key_values=DynamicCache())
     assert "\n" not in str(e.value)
@@ -128,7 +138,7 @@ def test_evicting_cache_runs_each_row_as_if_alone(model, rows):
 
     together = held(rows[:2])
     for b in range(2):
-        alone = held(rows[b:b + 1])
+        alone = held(rows[b : b + 1])
         for layer in range(2):
             torch.testing.assert_close(together[layer][b], alone[layer][0])
     assert not torch.equal(together[0][0], together[0][1])

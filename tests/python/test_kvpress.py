@@ -1,11 +1,11 @@
 """kvpress's presses (kvpress 0.5.5, installed by scripts/setup-deps) against kvoracle's own
 computation of them (kvoracle.run_press, core/press.hpp) on the real SmolLM2 through transformers:
 the same kept set on every layer and KV head, up to the ties docs/presses.md lists."""
+
+import kvoracle as kvo
 import numpy as np
 import pytest
 import torch
-
-import kvoracle as kvo
 from kvoracle.hf import record_trace
 
 kvpress = pytest.importorskip("kvpress", reason="kvpress is installed by scripts/setup-deps")
@@ -25,8 +25,10 @@ def prompt(hf_smollm2, tmp_path_factory, kvoracle):
     import subprocess
 
     d = tmp_path_factory.mktemp("kvpress")
-    subprocess.run([kvoracle, "-q", "record", "--text", APACHE, "--tokens", str(P), "--out", str(d / "ids.safetensors")],
-                   check=True)
+    subprocess.run(
+        [kvoracle, "-q", "record", "--text", APACHE, "--tokens", str(P), "--out", str(d / "ids.safetensors")],
+        check=True,
+    )
     ids = torch.tensor(np.asarray(kvo.read_trace(str(d / "ids.safetensors")).tokens), dtype=torch.long)[None]
     record_trace(hf_smollm2, ids, str(d / "hf.safetensors"))
     return ids, kvo.read_trace(str(d / "hf.safetensors"))
@@ -98,9 +100,8 @@ def test_kvoracle_press_runs_in_kvpress_pipeline(hf_smollm2, model_path):
     exactly as SnapKVPress; kvoracle's h2o and tova run as presses too."""
     import os
 
-    from transformers import AutoTokenizer, pipeline
-
     from kvoracle.hf import KvoraclePress
+    from transformers import AutoTokenizer, pipeline
 
     tok = AutoTokenizer.from_pretrained(os.path.dirname(model_path), gguf_file=os.path.basename(model_path))
     pipe = pipeline("kv-press-text-generation", model=hf_smollm2, tokenizer=tok)
@@ -129,7 +130,7 @@ def test_compare_presses_puts_the_optimum_on_top_of_the_mass(hf_smollm2, prompt,
     rows = {(x["press"], x["compression_ratio"]): x for x in r["rows"]}
     first_policy = kvo.policies()[0]["name"]  # compare_presses' default policy
     assert set(p for p, _ in rows) == {"snapkv", "pyramidkv", "knorm", first_policy, "optimum"} and len(rows) == 10
-    for (press, ratio), x in rows.items():
+    for x in rows.values():
         assert 0 < x["mass_fraction"] <= 1 + 1e-9 and x["worst_fraction"] <= x["mass_fraction"] + 1e-12
         assert np.isfinite(x["nll"]) and x["mean_kl"] >= 0
     for ratio in (0.5, 0.8):
@@ -139,10 +140,29 @@ def test_compare_presses_puts_the_optimum_on_top_of_the_mass(hf_smollm2, prompt,
     assert rows[("optimum", 0.5)]["prompt_share"] >= rows[("optimum", 0.8)]["prompt_share"]
     # The same protocol through kvoracle's own C++ model (eval --prefill): the same closed-loop
     # numbers as transformers up to the two implementations' rounding.
-    subprocess.run([kvoracle, "-q", "eval", "--text", APACHE, "--tokens", "160", "--prefill", "128", "--presses",
-                    "snapkv,pyramidkv,knorm", "--policies", first_policy, "--compression-ratio", "0.5,0.8", "--json",
-                    str(tmp_path / "e.json")],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            kvoracle,
+            "-q",
+            "eval",
+            "--text",
+            APACHE,
+            "--tokens",
+            "160",
+            "--prefill",
+            "128",
+            "--presses",
+            "snapkv,pyramidkv,knorm",
+            "--policies",
+            first_policy,
+            "--compression-ratio",
+            "0.5,0.8",
+            "--json",
+            str(tmp_path / "e.json"),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     ours = json.load(open(tmp_path / "e.json"))
     assert ours["full_nll"] == pytest.approx(r["full_nll"], abs=2e-4)
     for x in ours["rows"]:
@@ -157,8 +177,14 @@ def test_compare_presses_puts_the_optimum_on_top_of_the_mass(hf_smollm2, prompt,
             continue
         assert x["nll"] == pytest.approx(want["nll"], abs=5e-4), x["set"]
         assert x["mean_kl"] == pytest.approx(want["mean_kl"], rel=1e-3, abs=1e-5), x["set"]
-    assert {x["set"] for x in ours["rows"]} == {"snapkv", "pyramidkv", "knorm", first_policy, "optimum",
-                                               "optimum_output_bound"}
+    assert {x["set"] for x in ours["rows"]} == {
+        "snapkv",
+        "pyramidkv",
+        "knorm",
+        first_policy,
+        "optimum",
+        "optimum_output_bound",
+    }
 
 
 def test_kvoracle_pyramidkv_keeps_kvpress_layer_budgets(hf_smollm2, prompt):
@@ -166,7 +192,10 @@ def test_kvoracle_pyramidkv_keeps_kvpress_layer_budgets(hf_smollm2, prompt):
 
     ids, trace = prompt
     lengths = []
-    for press in (kvpress.PyramidKVPress(compression_ratio=0.5), KvoraclePress(compression_ratio=0.5, policy="pyramidkv")):
+    for press in (
+        kvpress.PyramidKVPress(compression_ratio=0.5),
+        KvoraclePress(compression_ratio=0.5, policy="pyramidkv"),
+    ):
         cache = DynamicCache()
         with torch.no_grad(), press(hf_smollm2):
             hf_smollm2(ids, past_key_values=cache)

@@ -1,5 +1,6 @@
 """An independent numpy forward pass of the Llama architecture (fp32) on the GGUF weights;
 kvoracle's logits for the first 32 tokens of a real text must agree to 1e-3 relative."""
+
 import numpy as np
 from gguf import GGUFReader
 from gguf.quants import dequantize
@@ -50,11 +51,11 @@ def reference_logits(path, tokens):
         out = np.zeros((T, D), dtype=np.float32)
         for head in range(H):
             g = head // (H // Hkv)
-            qh, kh, vh = q[:, head * hd:(head + 1) * hd], k[:, g * hd:(g + 1) * hd], v[:, g * hd:(g + 1) * hd]
+            qh, kh, vh = q[:, head * hd : (head + 1) * hd], k[:, g * hd : (g + 1) * hd], v[:, g * hd : (g + 1) * hd]
             s = qh @ kh.T / np.sqrt(hd) + mask
             s = np.exp(s - s.max(axis=1, keepdims=True))
             s /= s.sum(axis=1, keepdims=True)
-            out[:, head * hd:(head + 1) * hd] = s @ vh
+            out[:, head * hd : (head + 1) * hd] = s @ vh
         x = x + out @ w[p + "attn_output.weight"].T
         h = _rms(x, w[p + "ffn_norm.weight"], eps)
         gate = h @ w[p + "ffn_gate.weight"].T

@@ -1,6 +1,7 @@
 """kvoracle's tokenizer against an independent byte-level BPE built with Hugging Face
 `tokenizers` from the GGUF file's own vocabulary and merges (SmolLM's pre-tokenizer: single
 digits, then GPT-2's ByteLevel split)."""
+
 import json
 
 from gguf import GGUFReader
@@ -38,7 +39,9 @@ def test_ids_agree_with_the_reference_and_round_trip(model_path, probe, tmp_path
         got = json.loads(out.read_text())
         text = open(path, encoding="utf-8").read()
         want = ref.encode(text).ids
-        assert got["ids"] == want, f"{path}: first difference at {next(i for i, (a, b) in enumerate(zip(got['ids'], want)) if a != b)}"
+        assert got["ids"] == want, (
+            f"{path}: first difference at {next(i for i, (a, b) in enumerate(zip(got['ids'], want)) if a != b)}"
+        )
         assert got["roundtrip"], path
         # The ids name the same strings in the gguf package's vocabulary.
         assert "".join(tokens[i] for i in got["ids"][:50]) == "".join(ref.id_to_token(i) for i in want[:50])

@@ -1,13 +1,16 @@
-// Test helpers: seeded random traces and set-function instances, and an independent
-// brute-force maximiser over bitmasks (no shared code with oracle/).
+// Test helpers: seeded random traces and set-function instances, an independent brute-force
+// maximiser over bitmasks (no shared code with oracle/), and the message of a refused call.
 #pragma once
 #include <Eigen/Dense>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "kvo/core/error.hpp"
 #include "kvo/core/facility_location.hpp"
 #include "kvo/core/modular_concave.hpp"
 #include "kvo/core/saturated_coverage.hpp"
@@ -97,6 +100,16 @@ inline double bitmask_opt(const SetFunction& f, int k) {
     best = std::max(best, f.evaluate(set));
   }
   return best;
+}
+
+// The kvo::Error message `f` throws ("" when it returns).
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace kvo::test

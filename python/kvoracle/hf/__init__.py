@@ -4,20 +4,36 @@
   through transformers' attention interface (compact q/k/v, one layer at a time).
 - ``EvictingCache(model, policy, budget)``: a transformers Cache that evicts with a kvoracle policy
   inside ``model.generate``.
-- ``EvictionPress``: the numpy adapter for a hand-written generation loop (no torch needed).
+- ``EvictionAdapter``: the numpy adapter for a hand-written generation loop (no torch needed; its
+  older name ``EvictionPress`` still works, with a DeprecationWarning: it is not a kvpress press).
 - ``KvoraclePress``: any kvoracle policy, press or the prefill optimum as a kvpress press.
 - ``compare_presses``: presses against the prefill optimum: retained mass and continuation NLL/KL.
 
 ``record_trace``, ``EvictingCache`` and ``compare_presses`` import torch and transformers when first
 used; ``KvoraclePress`` imports kvpress.
 """
-from .press import EvictionPress  # noqa: F401
 
-_LAZY = {"record_trace": ".record", "EvictingCache": ".cache", "route": ".attention",
-         "KvoraclePress": ".kvpress_press", "compare_presses": ".press_compare"}
+from .loop_adapter import EvictionAdapter  # noqa: F401
+
+_LAZY = {
+    "record_trace": ".record",
+    "EvictingCache": ".cache",
+    "route": ".attention",
+    "KvoraclePress": ".kvpress_press",
+    "compare_presses": ".press_compare",
+}
 
 
 def __getattr__(name):
+    if name == "EvictionPress":
+        import warnings
+
+        warnings.warn(
+            "kvoracle.hf.EvictionPress is now EvictionAdapter (it is not a kvpress press)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return EvictionAdapter
     if name in _LAZY:
         import importlib
 

@@ -5,6 +5,7 @@ While a trace recorder or an EvictingCache is active, each layer's q, k, v go to
 function computes ordinary causal attention with torch's SDPA. No mask tensor is built: the mask
 function registered with it only refuses padded batches.
 """
+
 import threading
 
 import torch
@@ -49,15 +50,21 @@ def refuse_unless_plain(module, kwargs, n_keys):
     """One clear line for every way a layer's attention differs from softmax(scale * q.k)."""
     where = f"layer {getattr(module, 'layer_idx', '?')} ({type(module).__name__})"
     if kwargs.get("softcap") is not None:
-        raise KvoError(f"{where} caps its attention logits (softcap = {kwargs['softcap']}): "
-                       "a kvoracle trace holds softmax(scale * q.k) only; this model cannot be represented")
+        raise KvoError(
+            f"{where} caps its attention logits (softcap = {kwargs['softcap']}): "
+            "a kvoracle trace holds softmax(scale * q.k) only; this model cannot be represented"
+        )
     if kwargs.get("s_aux") is not None or getattr(module, "sinks", None) is not None:
-        raise KvoError(f"{where} has learned attention sinks: a kvoracle trace holds softmax(scale * q.k) "
-                       "only; this model cannot be represented")
+        raise KvoError(
+            f"{where} has learned attention sinks: a kvoracle trace holds softmax(scale * q.k) "
+            "only; this model cannot be represented"
+        )
     window = kwargs.get("sliding_window")
     if window is not None and n_keys > window:
-        raise KvoError(f"{where} attends a sliding window of {window} tokens and the sequence has {n_keys}: "
-                       f"a kvoracle trace holds full causal attention; use at most {window} tokens")
+        raise KvoError(
+            f"{where} attends a sliding window of {window} tokens and the sequence has {n_keys}: "
+            f"a kvoracle trace holds full causal attention; use at most {window} tokens"
+        )
     if getattr(module, "is_cross_attention", False):
         raise KvoError(f"{where} is cross-attention: kvoracle handles causal self-attention only")
     if module.training and kwargs.get("dropout", 0.0):
@@ -88,12 +95,15 @@ def kvoracle_attention(module, query, key, value, attention_mask, scaling=None, 
     return handler.attend(module, query, key, value, scale, kwargs), None
 
 
-def refuse_padding(batch_size=None, cache_position=None, kv_length=None, kv_offset=0, mask_function=None,
-                   attention_mask=None, **kwargs):
+def refuse_padding(
+    batch_size=None, cache_position=None, kv_length=None, kv_offset=0, mask_function=None, attention_mask=None, **kwargs
+):
     """Mask function for "kvoracle": no mask; padded or masked positions are refused."""
     if attention_mask is not None and not bool(attention_mask.all()):
-        raise KvoError("kvoracle.hf: the attention mask hides some positions (padding?): kvoracle's attention "
-                       "takes unpadded sequences only; run them one at a time")
+        raise KvoError(
+            "kvoracle.hf: the attention mask hides some positions (padding?): kvoracle's attention "
+            "takes unpadded sequences only; run them one at a time"
+        )
     return None
 
 
@@ -134,8 +144,10 @@ def route(model):
     """Switches the model's attention to "kvoracle" (restore with model.set_attn_implementation)."""
     register()
     if not getattr(model, "_can_set_attn_implementation", lambda: True)():
-        raise KvoError(f"{type(model).__name__} does not route its attention through transformers' attention "
-                       "interface: kvoracle cannot see its q, k and v")
+        raise KvoError(
+            f"{type(model).__name__} does not route its attention through transformers' attention "
+            "interface: kvoracle cannot see its q, k and v"
+        )
     model.set_attn_implementation(NAME)
     if model.config._attn_implementation != NAME:
         raise KvoError(f"{type(model).__name__} did not accept attn_implementation='{NAME}'")

@@ -7,6 +7,7 @@ KvEvictionManager, and the rows it names leave the cache tensors at once. A prom
 the same way, token by token inside the one prefill call (with prompt_len = P the manager keeps
 everything until the prompt is complete, then truncates once, as the H2O code does).
 """
+
 import numpy as np
 import torch
 from transformers.cache_utils import Cache, CacheLayerMixin
@@ -24,7 +25,7 @@ class EvictingLayer(CacheLayerMixin):
     def __init__(self):
         super().__init__()
         self.positions = None  # int64 [batch, kv_heads, held]
-        self.seen = 0          # tokens this layer has been given (the next token's position)
+        self.seen = 0  # tokens this layer has been given (the next token's position)
 
     def lazy_initialization(self, key_states, value_states):
         self.dtype, self.device = key_states.dtype, key_states.device
@@ -80,15 +81,17 @@ class EvictingCache(Cache):
     budget: tokens ("64") or a ratio ("20%") of max_len, which defaults to the first call's
     length (the prompt), as kvpress's compression ratio does. Unpadded sequences only.
     log=True keeps every eviction: `evictions[(seq, layer, kv_head)]` = [(step, [positions])].
+    Other keyword arguments are kvoracle's run options (prompt_len, recent, seed, sinks, history,
+    objective, ...: `help(kvoracle.KvEvictionManager)`), passed to the eviction manager.
     """
 
-    def __init__(self, model, policy="h2o", budget="20%", max_len=None, prompt_len=0, recent="", seed=0, log=False):
+    def __init__(self, model, policy="h2o", budget="20%", max_len=None, log=False, **options):
         config = model.config.get_text_config(decoder=True)
         self.n_layers = config.num_hidden_layers
         self.n_positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", 1 << 20)
         super().__init__(layers=[EvictingLayer() for _ in range(self.n_layers)])
         self.policy, self.budget_spec, self.max_len = policy, str(budget), max_len
-        self.prompt_len, self.recent, self.seed = prompt_len, recent, seed
+        self.options = options
         self.manager, self.batch = None, None
         self.evictions = {} if log else None
         self._pending = None
@@ -97,8 +100,10 @@ class EvictingCache(Cache):
     # transformers calls update() just before the layer's attention function: remember the layer.
     def update(self, key_states, value_states, layer_idx, cache_kwargs=None):
         if self._pending is not None:
-            raise KvoError("EvictingCache: layer {} never reached kvoracle's attention function (the model's "
-                           "attention is no longer 'kvoracle'?)".format(self._pending))
+            raise KvoError(
+                f"EvictingCache: layer {self._pending} never reached kvoracle's attention function (the model's "
+                "attention is no longer 'kvoracle'?)"
+            )
         if self.manager is None:
             self._start(key_states)
         keys, values = self.layers[layer_idx].update(key_states, value_states, cache_kwargs)
@@ -111,25 +116,36 @@ class EvictingCache(Cache):
         budget, max_len = self.budget_spec, self.max_len
         if max_len is None:  # a ratio refers to the prompt; positions may go on to the model's limit
             prompt = key_states.shape[2]
-            budget = str(KvEvictionManager(self.policy, budget, self.n_layers, n_kv, max_len=prompt,
-                                           recent=self.recent).budget(0, 0))
+            budget = str(
+                KvEvictionManager(self.policy, budget, self.n_layers, n_kv, max_len=prompt, **self.options).budget(0, 0)
+            )
             max_len = max(self.n_positions, prompt)
-        self.manager = KvEvictionManager(self.policy, budget, self.n_layers, n_kv, batch=self.batch, max_len=max_len,
-                                         prompt_len=self.prompt_len, recent=self.recent, seed=self.seed)
+        self.manager = KvEvictionManager(
+            self.policy,
+            budget,
+            self.n_layers,
+            n_kv,
+            batch=self.batch,
+            max_len=max_len,
+            **self.options,
+        )
 
     def attend(self, module, query, key, value, scale, kwargs):
         """Per new token: its queries attend the rows held; the manager evicts; rows leave."""
         attention._active.handler = None
         layer_idx, self._pending = self._pending, None
         if module.layer_idx != layer_idx:
-            raise KvoError(f"EvictingCache: attention of layer {module.layer_idx} after the cache update of layer "
-                           f"{layer_idx}")
+            raise KvoError(
+                f"EvictingCache: attention of layer {module.layer_idx} after the cache update of layer {layer_idx}"
+            )
         layer = self.layers[layer_idx]
         attention.refuse_unless_plain(module, {**kwargs, "sliding_window": None}, key.shape[2])
         window = kwargs.get("sliding_window")
         if window is not None and layer.seen > window:
-            raise KvoError(f"EvictingCache: layer {layer_idx} attends a sliding window of {window} tokens; "
-                           f"past {window} tokens the model's own cache drops rows, which kvoracle does not model")
+            raise KvoError(
+                f"EvictingCache: layer {layer_idx} attends a sliding window of {window} tokens; "
+                f"past {window} tokens the model's own cache drops rows, which kvoracle does not model"
+            )
         b_n, h_kv, n_rows, _ = key.shape
         m, group = query.shape[2], query.shape[1] // h_kv
         first = n_rows - m  # rows of earlier tokens
@@ -140,15 +156,15 @@ class EvictingCache(Cache):
             evicted = False  # until the first eviction of this call, the visible rows are a prefix
             for t in range(m):
                 if evicted:
-                    rows = self._visible_rows(live[b, :, :first + t + 1], layer_idx)     # [h_kv, c]
+                    rows = self._visible_rows(live[b, :, : first + t + 1], layer_idx)  # [h_kv, c]
                     k_rows = key[b].gather(1, rows[..., None].expand(-1, -1, key.shape[-1]))
                     v_rows = value[b].gather(1, rows[..., None].expand(-1, -1, value.shape[-1]))
                     held = positions[b].gather(1, rows).numpy().astype(np.int32)
                 else:
                     rows = None
-                    k_rows, v_rows = key[b, :, :first + t + 1], value[b, :, :first + t + 1]  # [h_kv, c, d]
-                    held = positions[b, :, :first + t + 1].numpy().astype(np.int32)
-                q_t = query[b, :, t].view(h_kv, group, -1)                                 # [h_kv, g, d]
+                    k_rows, v_rows = key[b, :, : first + t + 1], value[b, :, : first + t + 1]  # [h_kv, c, d]
+                    held = positions[b, :, : first + t + 1].numpy().astype(np.int32)
+                q_t = query[b, :, t].view(h_kv, group, -1)  # [h_kv, g, d]
                 probs = torch.softmax((q_t.float() @ k_rows.float().transpose(1, 2)) * scale, dim=-1)  # [h_kv, g, c]
                 out[b, t] = (probs.to(v_rows.dtype) @ v_rows).reshape(query.shape[1], -1)
                 mean = probs.double().mean(1).numpy()
@@ -163,8 +179,10 @@ class EvictingCache(Cache):
                             self.evictions.setdefault((b, layer_idx, kv), []).append((pos, [int(g) for g in gone]))
         counts = live.sum(-1)
         if bool((counts != counts.flatten()[0]).any()):
-            raise KvoError(f"EvictingCache: layer {layer_idx} KV heads hold different numbers of rows "
-                           f"({counts.tolist()}); per-head budgets need a ragged cache")
+            raise KvoError(
+                f"EvictingCache: layer {layer_idx} KV heads hold different numbers of rows "
+                f"({counts.tolist()}); per-head budgets need a ragged cache"
+            )
         if not bool(live.all()):
             layer.keep(live.nonzero()[:, 2].view(b_n, h_kv, -1))
         return out
@@ -173,8 +191,10 @@ class EvictingCache(Cache):
     def _visible_rows(visible, layer_idx):
         counts = visible.sum(-1)
         if bool((counts != counts[0]).any()):
-            raise KvoError(f"EvictingCache: layer {layer_idx} KV heads hold different numbers of rows "
-                           f"({counts.tolist()}); per-head budgets need a ragged cache")
+            raise KvoError(
+                f"EvictingCache: layer {layer_idx} KV heads hold different numbers of rows "
+                f"({counts.tolist()}); per-head budgets need a ragged cache"
+            )
         return visible.nonzero()[:, 1].view(visible.shape[0], -1)
 
     def held(self, layer_idx):
@@ -185,8 +205,11 @@ class EvictingCache(Cache):
         return None if self.manager is None else self.manager.budget(layer_idx, kv_head)
 
     def bytes_held(self):
-        return sum(l.keys.numel() * l.keys.element_size() + l.values.numel() * l.values.element_size()
-                   for l in self.layers if l.is_initialized)
+        return sum(
+            l.keys.numel() * l.keys.element_size() + l.values.numel() * l.values.element_size()
+            for l in self.layers
+            if l.is_initialized
+        )
 
     def _unsupported(self, what):
         raise KvoError(f"EvictingCache: {what} is not supported (each sequence has its own eviction history)")

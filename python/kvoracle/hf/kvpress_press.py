@@ -20,6 +20,7 @@ keeps per KV head the positions that ``policy`` names:
 A name that is both a press and a policy (``tova``, ``random``) must be qualified; every
 configuration that cannot run is refused when the press is built, in one line.
 """
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,8 +74,10 @@ class KvoraclePress(BasePress):
             allowed = _core.press_parameters(name)
             for key, value in options.items():
                 if key not in allowed:
-                    _refuse(f"option '{key}' is not a parameter of press '{name}' (it reads: "
-                            f"{', '.join(allowed) or 'none'})")
+                    _refuse(
+                        f"option '{key}' is not a parameter of press '{name}' (it reads: "
+                        f"{', '.join(allowed) or 'none'})"
+                    )
                 _check_int(key, value, 0)
         else:
             why = _core.policy_press_refusal(name, float(self.compression_ratio))
@@ -92,16 +95,19 @@ class KvoraclePress(BasePress):
         layer, kind, name = module.layer_idx, self._set["kind"], self._set["name"]
         if kind == "optimum":
             rec = self._recorded
-            if rec.n_tokens <= P or not np.allclose(rec.k(layer)[:, :P], keys[row].float().cpu().numpy(), atol=1e-4,
-                                                     rtol=1e-4):
-                _refuse(f"the trace {self.trace} is not a recording of the prompt of batch row {row} followed by a "
-                        f"continuation (layer {layer})")
+            if rec.n_tokens <= P or not np.allclose(
+                rec.k(layer)[:, :P], keys[row].float().cpu().numpy(), atol=1e-4, rtol=1e-4
+            ):
+                _refuse(
+                    f"the trace {self.trace} is not a recording of the prompt of batch row {row} followed by a "
+                    f"continuation (layer {layer})"
+                )
             return np.stack([_core.prefill_optimum(rec, layer, kv, P, k)["set"] for kv in range(n_kv)]), k
         cos, sin = kwargs["position_embeddings"]
-        cos, sin = (t[row:row + 1] if t.shape[0] > 1 else t for t in (cos, sin))
-        q = get_prerope_query_states(module, hidden_states[row:row + 1])
+        cos, sin = (t[row : row + 1] if t.shape[0] > 1 else t for t in (cos, sin))
+        q = get_prerope_query_states(module, hidden_states[row : row + 1])
         q = q * cos[:, -P:].unsqueeze(1) + rotate_half(q) * sin[:, -P:].unsqueeze(1)
-        arrays = [[t[0].detach().float().cpu().numpy()] for t in (q, keys[row:row + 1], values[row:row + 1])]
+        arrays = [[t[0].detach().float().cpu().numpy()] for t in (q, keys[row : row + 1], values[row : row + 1])]
         one = _core.Trace.from_arrays(*arrays, attn_scale=float(module.scaling), prompt_len=P)
         # The model layer this one is (pyramidkv's budget falls with it).
         one.metadata = {"model_layers": str(layer), "model_n_layers": str(module.config.num_hidden_layers)}
@@ -116,17 +122,21 @@ class KvoraclePress(BasePress):
         batch, n_kv, P = keys.shape[:3]
         layer = module.layer_idx
         if hidden_states.shape[1] != P:
-            _refuse(f"layer {layer} holds {P} keys for {hidden_states.shape[1]} prompt queries: a press before it "
-                    "(in a ComposedPress) has already cut this layer and kvpress does not say which positions it "
-                    "kept; place KvoraclePress first")
+            _refuse(
+                f"layer {layer} holds {P} keys for {hidden_states.shape[1]} prompt queries: a press before it "
+                "(in a ComposedPress) has already cut this layer and kvpress does not say which positions it "
+                "kept; place KvoraclePress first"
+            )
         k = compute_n_kept(P, self.compression_ratio)
         rows = []
         for row in range(batch):
             kept, want = self._row_kept(module, hidden_states, keys, values, kwargs, row, k)
             kept = np.asarray(kept, dtype=np.int64)
             if kept.shape != (n_kv, want) or (np.diff(kept, axis=1) <= 0).any() or kept.min() < 0 or kept.max() >= P:
-                _refuse(f"internal: '{self.policy}' kept {kept.shape} positions on layer {layer}, row {row}, not "
-                        f"{want} distinct ones per KV head")
+                _refuse(
+                    f"internal: '{self.policy}' kept {kept.shape} positions on layer {layer}, row {row}, not "
+                    f"{want} distinct ones per KV head"
+                )
             rows.append(kept)
         return np.stack(rows)
 

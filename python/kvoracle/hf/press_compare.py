@@ -13,6 +13,7 @@ one text, in both of the measures people ask for:
 The ``optimum`` row compresses to the mass-optimal set: a look-ahead what-if (it reads the
 continuation's attention); its mass fraction is 1 by definition, its NLL is measured, not bounded.
 """
+
 import os
 import tempfile
 
@@ -59,11 +60,16 @@ def _prefill_then_continue(model, ids, P, press):
                     first = model(ids[:, :P], past_key_values=cache).logits[0, -1:]
             model.set_attn_implementation("sdpa")
             if len({layer.keys.shape[2] for layer in cache.layers}) == 1:
-                rest = model(ids[:, P:n - 1], past_key_values=cache,
-                             position_ids=torch.arange(P, n - 1).unsqueeze(0)).logits[0]
+                rest = model(
+                    ids[:, P : n - 1], past_key_values=cache, position_ids=torch.arange(P, n - 1).unsqueeze(0)
+                ).logits[0]
             else:
-                rest = torch.cat([model(ids[:, t:t + 1], past_key_values=cache, position_ids=torch.tensor([[t]])).logits[0]
-                                  for t in range(P, n - 1)])
+                rest = torch.cat(
+                    [
+                        model(ids[:, t : t + 1], past_key_values=cache, position_ids=torch.tensor([[t]])).logits[0]
+                        for t in range(P, n - 1)
+                    ]
+                )
     finally:
         model.set_attn_implementation(before)
     return torch.cat([first, rest])
@@ -89,8 +95,9 @@ def _entries(presses, policies):
     return out
 
 
-def compare_presses(model, input_ids, prompt_len, presses=None, ratios=(0.5, 0.8, 0.9, 0.95), policies=None,
-                    seed=0, progress=None):
+def compare_presses(
+    model, input_ids, prompt_len, presses=None, ratios=(0.5, 0.8, 0.9, 0.95), policies=None, seed=0, progress=None
+):
     """Records per (press or policy, ratio): mass fraction of the optimum (mean, worst), prompt mass
     kept, continuation NLL and mean KL to the full cache. ``presses``: kvpress registry names
     (default: every press kvoracle computes); ``policies``: kvoracle policies run as KvoraclePress
@@ -101,8 +108,9 @@ def compare_presses(model, input_ids, prompt_len, presses=None, ratios=(0.5, 0.8
     if ids.ndim == 2 and ids.shape[0] == 1:
         ids = ids[0]
     if ids.ndim != 1:  # a batch would otherwise be read as one sequence, its rows end to end
-        raise _core.KvoError(f"compare_presses: input_ids must be one sequence ([n] or [1, n]), not shape "
-                             f"{tuple(ids.shape)}")
+        raise _core.KvoError(
+            f"compare_presses: input_ids must be one sequence ([n] or [1, n]), not shape {tuple(ids.shape)}"
+        )
     ids = ids.reshape(1, -1)
     n, P = ids.shape[1], int(prompt_len)
     if not 1 <= P < n - 1:
@@ -141,9 +149,19 @@ def compare_presses(model, input_ids, prompt_len, presses=None, ratios=(0.5, 0.8
                         fractions.append(value / opt if opt > 0 else 1.0)
                         shares.append(value / mass if mass > 0 else 1.0)
                         ks.append(len(S))
-                rows.append({"press": entry["label"], "kind": entry["kind"], "compression_ratio": ratio, "k": float(np.mean(ks)),
-                             "mass_fraction": float(np.mean(fractions)), "worst_fraction": float(np.min(fractions)),
-                             "prompt_share": float(np.mean(shares)), "nll": nll, "mean_kl": kl})
+                rows.append(
+                    {
+                        "press": entry["label"],
+                        "kind": entry["kind"],
+                        "compression_ratio": ratio,
+                        "k": float(np.mean(ks)),
+                        "mass_fraction": float(np.mean(fractions)),
+                        "worst_fraction": float(np.min(fractions)),
+                        "prompt_share": float(np.mean(shares)),
+                        "nll": nll,
+                        "mean_kl": kl,
+                    }
+                )
                 if progress:
                     progress(rows[-1])
     return {"tokens": n, "prompt_len": P, "full_nll": full_nll, "rows": rows}

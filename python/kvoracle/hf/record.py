@@ -5,6 +5,7 @@ Each layer's post-RoPE q, k (and v) are copied to the output file as the layer i
 memory stays near one layer's q/k/v; the layer's output is computed by torch's SDPA (no n x n
 tensor). Attention that is not softmax(scale * q.k) over causal keys is refused in one line.
 """
+
 import json
 import os
 
@@ -19,8 +20,16 @@ _ENTRY_RESERVE = 192  # header bytes reserved per tensor (name, dtype, shape, of
 
 
 def _dtype(dtype):
-    key = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", np.float32: "f32",
-           np.float16: "f16", "float32": "f32", "float16": "f16", "bfloat16": "bf16"}.get(dtype, dtype)
+    key = {
+        torch.float32: "f32",
+        torch.float16: "f16",
+        torch.bfloat16: "bf16",
+        np.float32: "f32",
+        np.float16: "f16",
+        "float32": "f32",
+        "float16": "f16",
+        "bfloat16": "bf16",
+    }.get(dtype, dtype)
     if key not in _DTYPES:
         raise KvoError(f"record_trace: dtype {dtype!r} is not one of f32, f16, bf16")
     return _DTYPES[key]
@@ -44,8 +53,11 @@ class _StreamingSafetensors:
         data = tensor.detach().contiguous().cpu()
         raw = (data.view(torch.int16) if tag == "BF16" else data).numpy().tobytes()
         self.f.write(raw)
-        self.entries[name] = {"dtype": tag, "shape": list(data.shape),
-                              "data_offsets": [self.offset, self.offset + len(raw)]}
+        self.entries[name] = {
+            "dtype": tag,
+            "shape": list(data.shape),
+            "data_offsets": [self.offset, self.offset + len(raw)],
+        }
         self.offset += len(raw)
 
     def close(self, metadata):
@@ -68,15 +80,24 @@ class _Recorder:
     """Handler of the "kvoracle" attention function while record_trace runs."""
 
     def __init__(self, out, layers, torch_dtype, tag, values, n):
-        self.out, self.layers, self.torch_dtype, self.tag, self.values, self.n = out, layers, torch_dtype, tag, values, n
+        self.out, self.layers, self.torch_dtype, self.tag, self.values, self.n = (
+            out,
+            layers,
+            torch_dtype,
+            tag,
+            values,
+            n,
+        )
         self.seen, self.scales, self.heads = [], {}, {}
 
     def attend(self, module, query, key, value, scale, kwargs):
         layer = module.layer_idx
         attention.refuse_unless_plain(module, kwargs, key.shape[2])
         if query.shape[2] != key.shape[2]:
-            raise KvoError(f"record_trace: layer {layer} saw {key.shape[2]} keys for {query.shape[2]} queries "
-                           "(the model must run without a cache)")
+            raise KvoError(
+                f"record_trace: layer {layer} saw {key.shape[2]} keys for {query.shape[2]} queries "
+                "(the model must run without a cache)"
+            )
         self.seen.append(layer)
         if layer in self.layers:
             index = self.layers.index(layer)
@@ -107,14 +128,18 @@ def record_trace(model, input_ids, path, layers=None, dtype="f32", values=True, 
     if ids.ndim == 2 and ids.shape[0] == 1:
         ids = ids[0]
     if ids.ndim != 1 or ids.numel() < 1 or ids.dtype.is_floating_point:
-        raise KvoError(f"record_trace: input_ids must be one sequence of integer token ids ([n] or [1, n]), "
-                       f"got shape {tuple(ids.shape)} and dtype {ids.dtype}")
+        raise KvoError(
+            f"record_trace: input_ids must be one sequence of integer token ids ([n] or [1, n]), "
+            f"got shape {tuple(ids.shape)} and dtype {ids.dtype}"
+        )
     config = _text_config(model)
     n, vocab = int(ids.numel()), getattr(config, "vocab_size", None)
     if vocab is not None and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
         bad = int(torch.nonzero((ids < 0) | (ids >= vocab))[0, 0])
-        raise KvoError(f"record_trace: token id {int(ids[bad])} at position {bad} is outside the model's "
-                       f"vocabulary of {vocab} (ids from another tokenizer?)")
+        raise KvoError(
+            f"record_trace: token id {int(ids[bad])} at position {bad} is outside the model's "
+            f"vocabulary of {vocab} (ids from another tokenizer?)"
+        )
     limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
     if limit is not None and n > limit:
         raise KvoError(f"record_trace: {n} tokens exceed the model's {limit} positions")
@@ -128,14 +153,21 @@ def record_trace(model, input_ids, path, layers=None, dtype="f32", values=True, 
     name = getattr(config, "_name_or_path", "") or getattr(model, "name_or_path", "") or type(model).__name__
     import transformers
 
-    metadata = {"format": "kvoracle-trace", "format_version": "1", "model": str(name),
-                "model_type": str(getattr(config, "model_type", "")), "model_layers": ",".join(map(str, layers)),
-                "prompt_len": str(int(prompt_len)), "vocab_size": str(vocab or ""),
-                "rope_layout": "half-split" if getattr(config, "rope_parameters", None) or
-                getattr(config, "rope_theta", None) else "none",
-                "text_source": text_source,
-                "recorder": f"kvoracle.hf.record_trace (transformers {transformers.__version__}, "
-                            f"torch {torch.__version__}, {tag})"}
+    metadata = {
+        "format": "kvoracle-trace",
+        "format_version": "1",
+        "model": str(name),
+        "model_type": str(getattr(config, "model_type", "")),
+        "model_layers": ",".join(map(str, layers)),
+        "prompt_len": str(int(prompt_len)),
+        "vocab_size": str(vocab or ""),
+        "rope_layout": "half-split"
+        if getattr(config, "rope_parameters", None) or getattr(config, "rope_theta", None)
+        else "none",
+        "text_source": text_source,
+        "recorder": f"kvoracle.hf.record_trace (transformers {transformers.__version__}, "
+        f"torch {torch.__version__}, {tag})",
+    }
     theta = (getattr(config, "rope_parameters", None) or {}).get("rope_theta", getattr(config, "rope_theta", None))
     if theta is not None:
         metadata["rope_theta"] = str(theta)
@@ -148,12 +180,16 @@ def record_trace(model, input_ids, path, layers=None, dtype="f32", values=True, 
             base(input_ids=ids[None].to(model.device), use_cache=False)
         missing = [l for l in layers if l not in recorder.seen]
         if missing:
-            raise KvoError(f"record_trace: layers {missing} of {type(model).__name__} never called transformers' "
-                           "attention interface (custom attention code, e.g. ALiBi): kvoracle cannot record them")
+            raise KvoError(
+                f"record_trace: layers {missing} of {type(model).__name__} never called transformers' "
+                "attention interface (custom attention code, e.g. ALiBi): kvoracle cannot record them"
+            )
         scales = {recorder.scales[i] for i in range(len(layers))}
         if len(scales) != 1:
-            raise KvoError(f"record_trace: the recorded layers use different attention scales {sorted(scales)}; "
-                           "record them in separate traces")
+            raise KvoError(
+                f"record_trace: the recorded layers use different attention scales {sorted(scales)}; "
+                "record them in separate traces"
+            )
         h, h_kv, _ = recorder.heads[0]
         if any(recorder.heads[i][:2] != (h, h_kv) for i in range(len(layers))) or h % h_kv:
             raise KvoError("record_trace: the recorded layers have different head counts; record them separately")

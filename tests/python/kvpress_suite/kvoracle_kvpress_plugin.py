@@ -13,6 +13,7 @@ scripts/setup-deps) run against kvoracle.hf.KvoraclePress, offline and on the CP
 
 run_suite.py chooses the tests; docs/presses.md says what runs and what is left out, and why.
 """
+
 import os
 import pathlib
 import sys
@@ -26,14 +27,18 @@ sys.path.insert(0, str(HERE.parent))  # kvoracle_press_configs
 HUB_MODELS = {"MaxJeblick/llama2-0b-unit-test", "maxjeblick/llama2-0b-unit-test"}
 CONTROLS = {"KnormPress", "SnapKVPress", "StreamingLLMPress", "TOVAPress"}
 _models, _tokenizer = {}, []
-_real_model, _real_tokenizer = transformers.AutoModelForCausalLM.from_pretrained, transformers.AutoTokenizer.from_pretrained
+_real_model, _real_tokenizer = (
+    transformers.AutoModelForCausalLM.from_pretrained,
+    transformers.AutoTokenizer.from_pretrained,
+)
 _real_pipeline = transformers.pipeline
 
 
 def _model_path():
     name = "SmolLM2-135M-Instruct.Q4_1.gguf"  # kvo::model::default_model_path()'s rule
     return os.environ.get("KVO_MODEL") or os.path.join(
-        os.environ.get("KVO_MODEL_DIR") or os.path.expanduser("~/.cache/kvoracle"), name)
+        os.environ.get("KVO_MODEL_DIR") or os.path.expanduser("~/.cache/kvoracle"), name
+    )
 
 
 def offline_tokenizer():
@@ -50,9 +55,16 @@ def offline_model(name, attn_implementation=None, **kwargs):
     attn = attn_implementation or "sdpa"
     if attn not in _models:
         torch.manual_seed(0)
-        config = transformers.LlamaConfig(vocab_size=len(offline_tokenizer()), hidden_size=128, intermediate_size=256,
-                                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                          max_position_embeddings=2048, initializer_range=0.1)
+        config = transformers.LlamaConfig(
+            vocab_size=len(offline_tokenizer()),
+            hidden_size=128,
+            intermediate_size=256,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=2048,
+            initializer_range=0.1,
+        )
         model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attn).eval()
         model.config.name_or_path = name
         if kwargs.get("output_attentions"):
@@ -89,8 +101,9 @@ def _in_place(configuration):
     from kvoracle_press_configs import CONFIGS
 
     def press(*args, compression_ratio=0.0, **kwargs):
-        return KvoraclePress(compression_ratio=compression_ratio, policy=configuration,
-                             options=dict(CONFIGS[configuration]))
+        return KvoraclePress(
+            compression_ratio=compression_ratio, policy=configuration, options=dict(CONFIGS[configuration])
+        )
 
     class StoreKnormPress(KvoraclePress):
         """KvoraclePress computing kvpress's knorm, recording the scores kvpress's test compares."""
@@ -116,15 +129,19 @@ def pytest_configure(config):
     sys.path.insert(0, str(config.rootpath))  # kvpress's tests/ package
     import tests.default_presses as listed
     import tests.fixtures as fixtures
-
     from kvoracle.hf import KvoraclePress
     from kvoracle_press_configs import CONFIGS, RATIOS
 
     fixtures.AutoModelForCausalLM = transformers.AutoModelForCausalLM
     fixtures.pipeline = offline_pipeline
     controls = [entry for entry in listed.default_presses if entry["cls"].__name__ in CONTROLS]
-    ours = [{"cls": KvoraclePress, "kwargs": [{"compression_ratio": r, "policy": name, "options": dict(options)}
-                                              for r in RATIOS]} for name, options in CONFIGS.items()]
+    ours = [
+        {
+            "cls": KvoraclePress,
+            "kwargs": [{"compression_ratio": r, "policy": name, "options": dict(options)} for r in RATIOS],
+        }
+        for name, options in CONFIGS.items()
+    ]
     listed.default_presses[:] = controls + ours
 
 

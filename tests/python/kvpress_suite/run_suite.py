@@ -3,6 +3,7 @@ through kvoracle_kvpress_plugin.py: once with every KvoraclePress configuration 
 list of presses, then once per configuration of IN_PLACE with KvoraclePress in place of the press
 kvpress's tests build by name. Usage: run_suite.py KVPRESS_SOURCE_DIR (the release's root, holding
 tests/; scripts/setup-deps unpacks it under .venv/src)."""
+
 import os
 import pathlib
 import subprocess
@@ -13,8 +14,10 @@ HERE = pathlib.Path(__file__).resolve().parent
 # kvpress's tests that take their presses from tests/default_presses.py. Wrappers that need a
 # ScorerPress (AdaKV, ChunkPress, DecodingPress, ...) return early for a BasePress, in kvpress's
 # own code; issue 33 makes KvoraclePress a ScorerPress.
-ADDED = ["tests/presses/test_presses.py::test_presses_run",
-         "tests/test_decoding_compression.py::test_all_presses_work_with_decoding_press"]
+ADDED = [
+    "tests/presses/test_presses.py::test_presses_run",
+    "tests/test_decoding_compression.py::test_all_presses_work_with_decoding_press",
+]
 # kvpress's tests that build one press by name (KnormPress, ExpectedAttentionPress), where it is
 # used as a prefill press. Left out: test_pipeline and test_pipeline_single_or_no_question assert
 # the unit-test model's own tokenizer counts (23 context tokens), which SmolLM2's tokenizer does
@@ -24,32 +27,55 @@ ADDED = ["tests/presses/test_presses.py::test_presses_run",
 # random model's greedy answer follows the kept set); the DecodingPress tests use KnormPress as a
 # ScorerPress base too. The masking code's H2O is not in place: test_press_call's 5-token prompt at
 # ratio 0.2 is its refused corner k = P - 1 (core/policy_press.hpp).
-IN_PLACE_TESTS = ["tests/presses/test_presses.py::test_composed_press",
-                  "tests/test_pipeline.py::test_pipeline_with_cache",
-                  "tests/test_press_call.py::test_context_manager_adds_and_removes_hook",
-                  "tests/test_press_call.py::test_context_manager_applies_compression"]
+IN_PLACE_TESTS = [
+    "tests/presses/test_presses.py::test_composed_press",
+    "tests/test_pipeline.py::test_pipeline_with_cache",
+    "tests/test_press_call.py::test_context_manager_adds_and_removes_hook",
+    "tests/test_press_call.py::test_context_manager_applies_compression",
+]
 # In place: kvpress's knorm (and its keep-highest-score test), kvpress's SnapKV, the registry's
 # default policy, and both readings of every name a press and a policy share.
 sys.path.insert(0, str(HERE.parent))
 from kvoracle_press_configs import FIRST_POLICY, SHARED  # noqa: E402
 
-IN_PLACE = {"knorm": ["tests/presses/test_presses.py::test_presses_keep_highest_score"], "snapkv": [],
-            FIRST_POLICY: [], **{f"{kind}:{name}": [] for name in SHARED for kind in ("policy", "press")}}
+IN_PLACE = {
+    "knorm": ["tests/presses/test_presses.py::test_presses_keep_highest_score"],
+    "snapkv": [],
+    FIRST_POLICY: [],
+    **{f"{kind}:{name}": [] for name in SHARED for kind in ("policy", "press")},
+}
 
 
 def pytest(root, tests, env=None):
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "kvoracle_kvpress_plugin",
-               "--rootdir", str(root), *[str(root / t) for t in tests]]
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
-                   **(env or {})}
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "kvoracle_kvpress_plugin",
+        "--rootdir",
+        str(root),
+        *[str(root / t) for t in tests],
+    ]
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        **(env or {}),
+    }
     print("+", " ".join(command[3:]), *(f"[{k}={v}]" for k, v in (env or {}).items()), flush=True)
     return subprocess.run(command, cwd=root, env=environment).returncode
 
 
 def main():
     if len(sys.argv) != 2 or not (pathlib.Path(sys.argv[1]) / "tests" / "default_presses.py").is_file():
-        print("usage: run_suite.py KVPRESS_SOURCE_DIR (kvpress's release with its tests/: scripts/setup-deps "
-              "unpacks it under .venv/src)", file=sys.stderr)
+        print(
+            "usage: run_suite.py KVPRESS_SOURCE_DIR (kvpress's release with its tests/: scripts/setup-deps "
+            "unpacks it under .venv/src)",
+            file=sys.stderr,
+        )
         return 2
     root = pathlib.Path(sys.argv[1]).resolve()
     failed = []

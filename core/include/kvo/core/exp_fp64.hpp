@@ -1,5 +1,5 @@
 // exp in fp64 that compilers vectorise: a branch-free Cody-Waite reduction, a degree-13 Taylor
-// polynomial and a two-step scaling by 2^k. Within 1 ulp of exp (tests/core/exp_fp64_test.cpp),
+// polynomial and a two-step scaling by 2^k. Within 1 ulp of exp (tests/core/softmax_kernels_test.cpp),
 // exp(-inf) = 0, exp(+inf) = inf, NaN propagates, subnormal results rounded once. Every softmax of
 // the replay engine and of the scorer's CPU twin uses it, so the two stay bit-identical while the
 // exponentials run several to an instruction (the libm call does not vectorise).

@@ -1,6 +1,6 @@
 // Facility location over a window of queries: FL(T) = sum_r max_{j in T} s(r, j), with the max
 // over the empty set = 0. With s >= 0 it is monotone and submodular by construction. For
-// attention, s(r, j) = a_{r,j} over the last w queries r (theory note §2.0, objective E).
+// attention, s(r, j) = a_{r,j} over the last w queries r (docs/theory.md §2.0, objective E).
 #pragma once
 #include <Eigen/Dense>
 

@@ -1,7 +1,7 @@
 // Greedy maximisers for any SetFunction under |S| <= k: naive, lazy (CELF) and stochastic.
 // Tie rule everywhere: among equal gains the smallest element index wins, so naive and lazy
 // greedy return the same picks. Each result carries the a-posteriori upper bound on OPT_k
-// (Leskovec et al. 2007; theory note §3.4), valid when f is monotone submodular.
+// (Leskovec et al. 2007; docs/theory.md §3.4), valid when f is monotone submodular.
 #pragma once
 #include <cstdint>
 #include <vector>

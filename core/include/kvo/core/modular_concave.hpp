@@ -1,5 +1,5 @@
 // f(T) = h(sum_{j in T} w_j): the family of H2O objectives (M) retained mass, (A) dense
-// accumulated score and (B) one-step cache-dependent score (theory note §2.0).
+// accumulated score and (B) one-step cache-dependent score (docs/theory.md §2.0).
 // Monotone and submodular by construction when every w_j >= 0 (h is concave, non-decreasing).
 #pragma once
 #include <vector>

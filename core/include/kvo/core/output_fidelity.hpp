@@ -1,4 +1,4 @@
-// Output fidelity of one query (theory note §2.0, objective E): with o_full = sum_j a_j v_j / sum_j a_j
+// Output fidelity of one query (docs/theory.md §2.0, objective E): with o_full = sum_j a_j v_j / sum_j a_j
 // over the whole ground set and o_T = sum_{j in T} a_j v_j / sum_{j in T} a_j,
 //   phi(T) = |o_full|^2 - |o_T - o_full|^2,   phi(empty) = 0 (o_empty := 0).
 // Neither monotone nor submodular by construction: it tests the "attention is submodular" premise.

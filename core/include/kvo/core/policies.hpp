@@ -1,4 +1,4 @@
-// The named eviction policies (semantics in docs/policies.md; theory note §1.7). Tie rule of every
+// The named eviction policies (semantics in docs/policies.md; docs/theory.md §1.7). Tie rule of every
 // score-based policy: among equal scores the oldest token is evicted.
 #pragma once
 #include <cstdint>
@@ -91,7 +91,7 @@ class RandomPolicy final : public NestedPolicy {
   std::mt19937_64 rng_;
 };
 
-// H2O as recommended (theory note §1.7) and as in the real-drop code (H2OKVCache_LayerWise):
+// H2O as recommended (docs/theory.md §1.7) and as in the real-drop code (H2OKVCache_LayerWise):
 // accumulate the attention renormalised over the actual cache; outside the window of the last
 // `recent` tokens, evict the smallest accumulated score. The prefill accumulates the full prompt
 // attention and is truncated once to the top-heavy scores over [0, P - r) plus the last r.

@@ -61,7 +61,7 @@ inline std::string press_name(PressId id) { return std::string(press_entry(id).n
 // kvo::Error "unknown press 'x' (known: ...)" for a name that is neither a registry key nor a class.
 std::optional<PressId> find_press(std::string_view name);  // by registry key or kvpress class
 PressId parse_press(std::string_view name);
-std::string press_names_joined();  // "observed_attention, tova, ..." for messages
+std::string press_names_joined();                               // "observed_attention, tova, ..." for messages
 std::vector<PressId> parse_press_list(std::string_view names);  // "snapkv,tova"; "all": every press
 
 // kvpress's compute_n_kept: max(1, int(P * (1 - compression_ratio))).

@@ -11,6 +11,7 @@
 
 #include "kvo/core/run_config.hpp"
 #include "kvo/core/trace.hpp"
+#include "kvo/core/work_plan.hpp"
 
 namespace kvo {
 
@@ -56,14 +57,17 @@ struct ReplayResult {
 
 // replay's work as independent units (one query head, or one KV group when heads share a cache),
 // unit u seeded with run.seed + u: what `kvoracle replay` and the offline oracle spread over MPI
-// ranks (dist/unit_runner.hpp). replay() runs every unit on threads, then assemble().
-class ReplayPlan {
+// ranks (scaleout/unit_runner.hpp). replay() runs every unit on threads, then assemble().
+class ReplayPlan final : public WorkPlan<ReplayResult> {
  public:
   ReplayPlan(const Trace& trace, ReplayOptions options);  // validates; the trace must outlive it
-  int size() const;
-  std::string name(int unit) const;  // "layer 3 head 5"
+  int size() const override;
+  std::string name(int unit) const override;  // "layer 3 head 5"
   std::vector<HeadReplay> run(int unit) const;
   ReplayResult assemble(std::vector<std::vector<HeadReplay>> units) const;  // heads by (layer, head)
+  // The work-plan form: a unit's heads as bytes (encode_heads), and the result from every unit's bytes.
+  std::string run_bytes(int unit) const override;
+  ReplayResult assemble_bytes(const std::vector<std::string>& units) const override;
   const ReplayOptions& options() const { return o_; }
 
  private:

@@ -1,4 +1,4 @@
-// GGUF v3 reader (ggml-org/ggml docs/gguf.md): header, typed metadata, tensor infos and
+// GGUF v3 reader (the GGUF specification, gguf.md in ggml-org/ggml): header, typed metadata, tensor infos and
 // alignment, memory-mapped; every count, length and offset is checked against the file, so no
 // input can make it read out of bounds. Dequantises F32, F16, BF16, Q4_0, Q4_1 and Q8_0.
 #pragma once

@@ -1,5 +1,5 @@
 // Exact offline optimum of the nested (irreversible-eviction) problem with an additive
-// per-step objective (theory note §3.6; proof in docs/oracle.md):
+// per-step objective (docs/theory.md §3.6; proof in docs/oracle.md):
 //   maximise sum_i sum_{j in S_i} w(i, j)  s.t.  S_i ⊆ S_{i-1} ∪ {i},  |S_i| <= k,
 // optionally with the last r tokens forced in (heavy capacity h = k - r, the H2O shape).
 // Solvers: a min-cost assignment of eviction steps to tokens (the default), min-cost flow by
@@ -65,7 +65,7 @@ OfflineSolution solve_offline_brute(const OfflineProblem& p);
 OfflineSolution solve_offline_enumerate(int n, int budget, int recent, const StepObjective& g);
 
 // Upper bounds on the offline optimum of monotone submodular per-step objectives at any n, where
-// the DP cannot go: the sum of static optima sum_i opt_i (theory note D.27), and the exact flow
+// the DP cannot go: the sum of static optima sum_i opt_i (docs/theory.md §2.7, D.27), and the exact flow
 // optimum of the modular relaxation g_i(S) <= g_i({}) + sum_{j in S} (g_i({j}) - g_i({})).
 // `objective(i)` builds g_i over the ground set {0..i}.
 struct OfflineUpperBound {

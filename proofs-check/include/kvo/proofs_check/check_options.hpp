@@ -1,0 +1,43 @@
+// What `kvoracle verify` runs: the shared run configuration (budget, prompt, seed, layers, the
+// policies' parameters), the policies to replay, the claim ids to check and each check's sizes.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kvo/core/run_config.hpp"
+
+namespace kvo {
+
+struct TraceChecksOptions {
+  // Budget, prompt, seed, layers and the policies' parameters (run.policy.id is set per policy);
+  // one cache per query head (gqa must be query).
+  RunConfig run;
+  std::vector<PolicyId> policies = default_policies(PolicyListUse::Checks);
+  std::set<std::string> checks;  // ids to run; empty: all
+  int samples = 120;             // sampled sets per scan (C5, C6, C12)
+  int sampled_steps = 2;         // steps per head for the small-ground checks (C6-C8, C16, C20-C22)
+  int ground = 12;               // small ground set (most recent keys) for brute force
+  int small_k = 4;
+  std::vector<double> sweep = {0.05, 0.1, 0.2, 0.3, 0.5};  // budgets of the retained-mass plot
+  int sweep_heads = 1;                                     // heads per layer in the sweep (head (layer + t) mod H)
+  // C19, D10 and the sweep's OPT_dyn solve the offline problem on the first min(n, offline_tokens)
+  // steps (its n x n weights and O(n^2 k) time are the only super-linear cost of a head).
+  int offline_tokens = 2048;
+  int loss_heads = 3;   // key matrices used as A in C23-C26 (first, middle, last layer)
+  int loss_random = 8;  // random instances for C23-C26
+  int threads = 0;
+  std::function<void()> on_tick;  // progress: one tick per unit of work_units()
+
+  // Refuses, with one line naming the option, what cannot run: ground outside [2, 16], small_k
+  // outside [1, ground), samples, sampled_steps or sweep_heads below 1, offline_tokens below 2,
+  // a sweep budget outside (0, 1], an unknown check id, no policy. TraceChecksPlan calls it.
+  void validate() const;
+};
+
+// True when `id` is among o.checks (or o.checks is empty: every check runs).
+bool check_enabled(const TraceChecksOptions& o, const std::string& id);
+
+}  // namespace kvo

@@ -1,0 +1,72 @@
+// The results of `kvoracle verify`: one record per check x instance x (layer, head), the catalogue of
+// the claims (C1-C27 of docs/theory.md §4) and defects (D1-D11, §2.12) they come from, and the
+// per-claim summary that report.json and report.md are written from.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace kvo {
+
+// Theorem: must hold; a failure is a bug in kvoracle (exit non-zero). Finding: an empirical claim
+// about real attention, reported with its measured values, never pass/fail. Defect: a numerical
+// demonstration of a flaw in the published text (§2.12).
+enum class ClaimKind { Theorem, Finding, Defect };
+std::string to_string(ClaimKind k);
+
+struct ClaimInfo {
+  std::string id;                  // "C1".."C27", "D1".."D11"
+  std::string title;               // what is checked, in one line
+  std::string source;              // where in the paper
+  std::string metric;              // the headline number of a record
+  bool higher_is_worse = true;     // direction of the metric's worst case
+  std::string function;            // the function in proofs-check/src that checks it
+  std::vector<std::string> tests;  // tests (Suite.Name) feeding it an input on which it must fail
+  std::string doc() const;         // its row in docs/checks.md ("docs/checks.md#c1")
+};
+const std::vector<ClaimInfo>& claim_catalogue();
+const ClaimInfo& claim_info(const std::string& id);  // kvo::Error for an unknown id
+
+struct CheckRecord {
+  std::string id;       // claim id
+  std::string variant;  // instance: objective, policy or data set ("A[id]", "h2o", "random")
+  ClaimKind kind = ClaimKind::Finding;
+  int layer = -1, head = -1;  // -1: not tied to a head of the trace
+  bool holds = true;          // theorem: holds; finding/defect: the paper's statement holds here
+  double metric = 0.0;        // the claim's headline number (ClaimInfo::metric)
+  long step = -1;             // where the worst case occurs (-1: not a step)
+  nlohmann::json detail = nlohmann::json::object();
+};
+
+// A record as the object report.json lists (and back; kvo::Error when malformed). The unit
+// results `verify` exchanges between ranks and stores in checkpoints carry records this way.
+nlohmann::json record_to_json(const CheckRecord& r);
+CheckRecord record_from_json(const nlohmann::json& j);
+ClaimKind claim_kind(const std::string& name);  // "theorem", "finding", "defect"
+
+struct ClaimSummary {
+  std::string id, variant;
+  ClaimKind kind = ClaimKind::Finding;
+  long records = 0, holding = 0;
+  double worst = 0.0;  // worst metric over the records
+  std::string where;   // "layer L head H step i" of the worst record
+  double median = 0.0;
+};
+
+class Report {
+ public:
+  void add(CheckRecord r) { records_.push_back(std::move(r)); }
+  void append(std::vector<CheckRecord> rs);
+  const std::vector<CheckRecord>& records() const { return records_; }
+  // One summary per (claim, variant), in catalogue order then variant order of first appearance.
+  std::vector<ClaimSummary> summaries() const;
+  long theorem_failures() const;
+  // Sort records by (claim order, variant, layer, head) so output is independent of thread timing.
+  void sort();
+  nlohmann::json to_json(const nlohmann::json& meta) const;
+
+ private:
+  std::vector<CheckRecord> records_;
+};
+
+}  // namespace kvo

@@ -1,0 +1,38 @@
+// Greedy generation as a library call (model/generate.hpp): the argmax of the batched forward pass
+// at every step, a request validated before any work, and the eos rule.
+#include "kvo/model/generate.hpp"
+
+#include <gtest/gtest.h>
+
+#include "kvo/core/error.hpp"
+#include "model_fixture.hpp"
+
+using namespace kvo;
+
+TEST(Generate, EachTokenIsTheArgmaxOfTheFullForwardPass) {
+  const auto& m = test::shared_model();
+  const auto prompt = test::gpl3_tokens(12);
+  model::GenerateRequest req;
+  req.max_tokens = 6;
+  req.stop_at_eos = false;
+  const model::GenerateResult r = model::generate(m, prompt, req);
+  ASSERT_EQ(r.ids.size(), 6u);
+  std::vector<int> all(prompt.begin(), prompt.end());
+  for (int t = 0; t < 6; ++t) {
+    auto cache = m.new_cache(static_cast<int>(all.size()));
+    const model::MatrixRM logits = m.forward(all, cache);
+    Eigen::Index best = 0;
+    logits.row(logits.rows() - 1).maxCoeff(&best);
+    EXPECT_EQ(r.ids[static_cast<size_t>(t)], static_cast<int>(best)) << t;
+    all.push_back(r.ids[static_cast<size_t>(t)]);
+  }
+  EXPECT_EQ(r.text, m.tokenizer().decode(r.ids));
+}
+
+TEST(Generate, BadRequestsAreRefusedWithOneLine) {
+  const auto& m = test::shared_model();
+  model::GenerateRequest req;
+  req.max_tokens = 0;
+  EXPECT_THROW(model::generate(m, test::gpl3_tokens(4), req), Error);
+  EXPECT_THROW(model::generate(m, std::vector<int>{}, {}), Error);
+}
