@@ -37,7 +37,7 @@ std::unique_ptr<EvictionPolicy> make_full(const PolicySpec&) { return std::make_
 std::unique_ptr<EvictionPolicy> make_oracle(const PolicySpec& s) {
   require(s.schedule != nullptr,
           "policy oracle follows the offline optimum of the whole trace; only kvoracle eval computes its schedule "
-          "(use kvoracle oracle --offline for the optimum itself)");
+          "(the offline optimum itself: solve_offline, kvoracle oracle offline)");
   return std::make_unique<ScheduledPolicy>(policy_name(PolicyId::Oracle), s.schedule);
 }
 
@@ -72,7 +72,7 @@ constexpr std::array<PolicyEntry, kPolicyCount> kTable = {{
      &make_h2o_paper},
     {Greedy,
      "greedy",
-     "generic dynamic-submodular greedy on --objective (Definition 4.3)",
+     "generic dynamic-submodular greedy on its objective (Definition 4.3)",
      "k, objective",
      {true, true, ByObjective, true, ScorerVariant::None, false, false, false, false, false},
      &make_greedy},

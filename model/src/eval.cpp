@@ -45,7 +45,7 @@ long eval_units(const EvalOptions& o) {
 
 EvalResult evaluate_policies(const Llama& model, const std::string& text, const EvalOptions& o) {
   const LlamaConfig& c = model.config();
-  require(o.tokens >= 2 && o.tokens <= c.context, "eval: --tokens must be in [2, " + std::to_string(c.context) + "]");
+  require(o.tokens >= 2 && o.tokens <= c.context, "eval: tokens must be in [2, " + std::to_string(c.context) + "]");
   require(!o.policies.empty() && !o.budgets.empty(), "eval: at least one policy and one budget");
   std::vector<int> ids = model.tokenizer().encode(text);
   require(static_cast<int>(ids.size()) >= o.tokens, "eval: the text has " + std::to_string(ids.size()) +

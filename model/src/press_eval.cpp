@@ -42,7 +42,8 @@ KvCache compressed_cache(const Llama& m, const KvCache& prompt, const std::vecto
     pc.start[static_cast<size_t>(l)] = static_cast<int>(kmax - k);
     for (int kv = 0; kv < n_kv; ++kv) {
       const auto& s = kept[static_cast<size_t>(l * n_kv + kv)];
-      require(s.size() == k, "eval --prefill: the KV heads of layer " + std::to_string(l) + " keep different counts");
+      require(s.size() == k,
+              "prefill evaluation: the KV heads of layer " + std::to_string(l) + " keep different counts");
       for (size_t x = 0; x < k; ++x) {
         const int row = static_cast<int>(kmax - k + x);
         pc.k[static_cast<size_t>(l)].block(row, kv * hd, 1, hd) =
@@ -65,15 +66,15 @@ long press_eval_rows(const PressEvalOptions& o) {
 PressEvalResult evaluate_presses(const Llama& model, const std::string& text, const PressEvalOptions& o) {
   const LlamaConfig& c = model.config();
   const int n = o.tokens, P = o.prompt_len;
-  require(n >= 3 && n <= c.context, "eval --prefill: --tokens must be in [3, " + std::to_string(c.context) + "]");
-  require(P >= 1 && P <= n - 2, "eval --prefill: the prompt must be in [1, " + std::to_string(n - 2) +
+  require(n >= 3 && n <= c.context, "prefill evaluation: tokens must be in [3, " + std::to_string(c.context) + "]");
+  require(P >= 1 && P <= n - 2, "prefill evaluation: the prompt must be in [1, " + std::to_string(n - 2) +
                                     "] tokens so that a continuation of 2 or more follows, got " + std::to_string(P));
-  require(!o.presses.empty() || !o.reference_ratios.empty(), "eval --prefill: no press and no reference to run");
+  require(!o.presses.empty() || !o.reference_ratios.empty(), "prefill evaluation: no press and no reference to run");
   for (const auto* ratios : {&o.reference_ratios, &o.policy_ratios})
     for (double r : *ratios)
-      require(r >= 0 && r < 1, "eval --prefill: compression ratio " + std::to_string(r) + " is outside [0, 1)");
+      require(r >= 0 && r < 1, "prefill evaluation: compression ratio " + std::to_string(r) + " is outside [0, 1)");
   std::vector<int> ids = model.tokenizer().encode(text);
-  require(static_cast<int>(ids.size()) >= n, "eval --prefill: the text has " + std::to_string(ids.size()) +
+  require(static_cast<int>(ids.size()) >= n, "prefill evaluation: the text has " + std::to_string(ids.size()) +
                                                  " tokens, fewer than the " + std::to_string(n) + " asked for");
   ids.resize(static_cast<size_t>(n));
   // The text's trace by this model: what the presses score and the optimum reads.
@@ -100,7 +101,8 @@ PressEvalResult evaluate_presses(const Llama& model, const std::string& text, co
   }
   for (const PolicyId id : o.policies)
     for (double ratio : o.policy_ratios)
-      if (const std::string why = policy_press_refusal(id, ratio); !why.empty()) throw Error("eval --prefill: " + why);
+      if (const std::string why = policy_press_refusal(id, ratio); !why.empty())
+        throw Error("prefill evaluation: " + why);
   for (const PolicyId id : o.policies)
     for (double ratio : o.policy_ratios) {
       PlannedRow pr;

@@ -43,8 +43,8 @@ class TraceTap final : public LayerTap {
 
 Trace record_trace(const Llama& model, const std::string& text, const RecordOptions& o) {
   const LlamaConfig& c = model.config();
-  require(o.tokens >= 2, "record: --tokens must be >= 2");
-  require(o.tokens <= c.context, "record: --tokens " + std::to_string(o.tokens) + " exceeds the model's context (" +
+  require(o.tokens >= 2, "record: tokens must be >= 2");
+  require(o.tokens <= c.context, "record: tokens " + std::to_string(o.tokens) + " exceeds the model's context (" +
                                      std::to_string(c.context) + ")");
   std::vector<int> ids = model.tokenizer().encode(text);
   require(static_cast<int>(ids.size()) >= o.tokens, "record: the text has " + std::to_string(ids.size()) +

@@ -2,7 +2,8 @@
 
 The C++ library through pybind11 on numpy arrays: trace I/O (``read_trace``, ``write_trace``,
 ``Trace.from_arrays``), ``policies``, ``replay``, the oracles (``topk_optimum``,
-``facility_location_optimum``, ``greedy_facility_location``, ``offline_optimum``), the claim
+``facility_location_optimum``, ``greedy_facility_location``, ``offline_optimum``, and over a whole
+trace ``static_oracle`` and ``prefill_oracle``, the calls behind ``kvoracle oracle static|prefill``), the claim
 checks (``verify``), the greedy scorer's CPU twin (``score``), kvpress's presses (``run_press``,
 ``press_names``) with the exact ``prefill_optimum`` and the attention-output error ``output_errors``, and the decoder-facing ``KvEvictionManager``. ``kvoracle.hf`` brings
 Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` of ``generate``

@@ -65,7 +65,7 @@ Checkpoint::Checkpoint(std::string dir, nlohmann::json identity) : dir_(std::mov
   require(identity.is_object(), "internal: a checkpoint identity is a JSON object");
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  require(fs::is_directory(dir_), "--checkpoint '" + dir_ + "' is not a directory and cannot be created");
+  require(fs::is_directory(dir_), "checkpoint directory '" + dir_ + "' is not a directory and cannot be created");
   const std::string manifest = dir_ + "/manifest.json";
   if (fs::exists(manifest)) {
     nlohmann::json m;
@@ -86,7 +86,7 @@ Checkpoint::Checkpoint(std::string dir, nlohmann::json identity) : dir_(std::mov
   } else {
     for (const auto& e : fs::directory_iterator(dir_))
       require(e.path().filename().string()[0] == '.',
-              "--checkpoint '" + dir_ + "' is not empty and has no manifest: use an empty or new directory");
+              "checkpoint directory '" + dir_ + "' is not empty and has no manifest: use an empty or new directory");
     write_file_atomic(
         manifest,
         nlohmann::json{{"format", "kvoracle-checkpoint"}, {"format_version", kFormatVersion}, {"identity", identity}}
