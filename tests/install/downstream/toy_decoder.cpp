@@ -32,7 +32,7 @@ std::vector<double> attention(int pos, const std::vector<int>& held) {
 int main() {
   const int n = 96, layers = 2, kv_heads = 2, budget = 16;
   kvo::CacheManagerOptions o;
-  o.run.policy = kvo::PolicySpec::named("h2o");
+  o.run.policy.id = kvo::PolicyId::H2O;  // kvo::policy_table(): every policy with its name and traits
   o.run.budget = kvo::Budget::parse(std::to_string(budget));
   o.n_layers = layers;
   o.n_kv_heads = kv_heads;
