@@ -9,6 +9,7 @@
 #include "kvo/core/error.hpp"
 #include "kvo/core/exp_fp64.hpp"
 #include "kvo/core/lane_sum.hpp"
+#include "kvo/core/multiversion.hpp"
 
 namespace kvo {
 
@@ -27,7 +28,7 @@ HeadView::HeadView(const Trace& trace, int layer, int head)
     attn_ = trace.attn[layer].data() + static_cast<size_t>(head) * n_ * static_cast<size_t>(n_);
 }
 
-void HeadView::logits(int i, std::span<const int> keys, std::span<double> out) const {
+KVO_MULTIVERSION void HeadView::logits(int i, std::span<const int> keys, std::span<double> out) const {
   if (q_ != nullptr) {
     const float* qi = q_ + static_cast<size_t>(i) * d_;
     // Explicit fused multiply-add in index order: the GPU scorer and its CPU twin
@@ -68,7 +69,7 @@ Eigen::VectorXd HeadView::value(int j) const {
   return out;
 }
 
-void softmax(std::span<const double> logits, std::span<double> out) {
+KVO_MULTIVERSION void softmax(std::span<const double> logits, std::span<double> out) {
   if (logits.empty()) return;
   const double m = *std::max_element(logits.begin(), logits.end());
   if (!std::isfinite(m)) {

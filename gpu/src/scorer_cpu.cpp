@@ -10,6 +10,7 @@
 #include "kvo/core/error.hpp"
 #include "kvo/core/exp_fp64.hpp"
 #include "kvo/core/lane_sum.hpp"
+#include "kvo/core/multiversion.hpp"
 #include "kvo/core/parallel.hpp"
 #include "kvo/gpu/scorer.hpp"
 #include "kvo/gpu/scorer_math.hpp"
@@ -42,7 +43,8 @@ double min_of_gathered(const double* v, const int* idx, size_t n) {
 }
 
 // One unit, as the CUDA back end gets it: validated job, prompt length, Algorithm 2's variant or not.
-void run_unit(const Trace& tr, const ScorerJob& job, int prompt_len, bool paper, ScorerUnit& out) {
+// One version per x86-64 level: the softmax's exp_fp64 is inlined into it.
+KVO_MULTIVERSION void run_unit(const Trace& tr, const ScorerJob& job, int prompt_len, bool paper, ScorerUnit& out) {
   const int n = tr.n_tokens, d = tr.head_dim;
   const float* q = tr.q[static_cast<size_t>(job.layer)].data() + static_cast<size_t>(job.head) * n * d;
   const float* k = tr.k[static_cast<size_t>(job.layer)].data() + static_cast<size_t>(tr.kv_head_of(job.head)) * n * d;

@@ -4,14 +4,17 @@
 #pragma once
 #include <math.h>  // ::fma on the host and the device
 
+#include "kvo/core/multiversion.hpp"
+
 #if defined(__CUDACC__)
 #define KVO_HD __host__ __device__ inline
 #define KVO_HD_KERNEL __host__ __device__ inline
 #else
 #define KVO_HD inline
 // The blocked dot loops stay out of line on the host: inlined with a constant d, GCC 12
-// re-vectorises them across the element index with scalar inserts (3x slower).
-#define KVO_HD_KERNEL __attribute__((noinline)) inline
+// re-vectorises them across the element index with scalar inserts (3x slower). A portable build
+// compiles them once per x86-64 level (kvo/core/multiversion.hpp).
+#define KVO_HD_KERNEL __attribute__((noinline)) KVO_MULTIVERSION inline
 #endif
 
 namespace kvo::scorer {
