@@ -14,7 +14,7 @@
 #include "kvo/core/text_list.hpp"
 #include "kvo/core/trace_io.hpp"
 #include "kvo/oracle/static_run.hpp"
-#include "kvo/proofs_check/competitive.hpp"
+#include "kvo/proofs_check/offline_run.hpp"
 #include "options.hpp"
 #include "press_options.hpp"
 #include "table.hpp"
@@ -25,82 +25,37 @@ namespace {
 // The heads go to every MPI rank under mpirun/srun; --checkpoint makes the run resumable.
 template <class Args>
 int run_offline(const Args& a, const Global& g, const CLI::App* cmd) {
+  OfflineOracleRequest req;
+  req.trace = a.trace;
+  req.run = a.run.options();
+  req.policies = parse_policy_list(a.policies);
+  req.forced_window = a.forced_window;
+  req.json_path = a.json;
+  req.validate();
   const auto checkpoint = open_checkpoint(a.checkpoint, cmd, {"trace", "--json", "--out", "--checkpoint"}, {a.trace});
-  Trace tr;
-  CompetitiveOptions co;
-  std::unique_ptr<CompetitivePlan> plan;
-  on_every_rank([&] {
-    tr = read_trace(a.trace);
-    co.forced_window = a.forced_window;
-    for (const PolicyId id : parse_policy_list(a.policies)) {
-      ReplayOptions ro;
-      ro.run = a.run.build(id, &tr);
-      co.policies.push_back(std::move(ro));
-    }
-    plan = std::make_unique<CompetitivePlan>(tr, co);
-  });
-  const auto result = run_plan(*plan, "t0", "oracle --offline", g.threads, g.quiet, checkpoint.get());
+  const scaleout::RankTeam team(g.threads, !g.quiet, checkpoint.get());
+  const std::optional<OfflineOracleResult> result = run_offline_oracle(req, team);
   if (!result) return 0;  // another rank: rank 0 holds the result
-  const std::vector<HeadCompetitive>& heads = *result;
-  double opt = 0, stat = 0;
-  long bugs = 0;
-  std::vector<std::string> names;
-  for (const auto& pr : heads.front().policies) names.push_back(pr.policy);
-  std::vector<double> mean(names.size(), 0.0), worst(names.size(), 1e300), value(names.size(), 0.0),
-      excess(names.size(), 0.0);
-  std::vector<std::string> outside(names.size());  // the first reason the ordering does not apply
-  nlohmann::json jh = nlohmann::json::array();
-  for (const auto& h : heads) {
-    opt += h.opt_dyn;
-    stat += h.static_sum;
-    bugs += static_cast<long>(h.violations.size());
-    nlohmann::json jp = nlohmann::json::object();
-    for (size_t x = 0; x < h.policies.size(); ++x) {
-      const auto& pr = h.policies[x];
-      mean[x] += pr.ratio;
-      worst[x] = std::min(worst[x], pr.ratio);
-      value[x] += pr.value;
-      excess[x] = std::max(excess[x], pr.value - h.opt_dyn);
-      if (outside[x].empty()) outside[x] = pr.outside;
-      jp[pr.policy] = {{"value", pr.value},
-                       {"ratio", pr.ratio},
-                       {"nested", pr.nested},
-                       {"ordering_checked", pr.outside.empty()},
-                       {"outside_problem", pr.outside}};
-    }
-    jh.push_back({{"layer", h.layer},
-                  {"head", h.head},
-                  {"k", h.k},
-                  {"opt_dyn", h.opt_dyn},
-                  {"dual_bound", h.dual_bound},
-                  {"static_sum", h.static_sum},
-                  {"policies", jp},
-                  {"violations", h.violations}});
-  }
-  const double nh = static_cast<double>(heads.size());
-  std::cout << "offline optimum of the retained dense mass on " << a.trace << " (n = " << tr.n_tokens << ", budget "
-            << co.policies.front().run.budget.str() << ", forced window " << a.forced_window << ", " << heads.size()
-            << " heads)\n"
-            << "mean per head: OPT_dyn = " << fmt(opt / nh) << ", sum_i opt_i = " << fmt(stat / nh)
-            << ", OPT_dyn / sum_i opt_i = " << fmt(opt / stat) << "\n";
+  const OfflineOracleResult& r = *result;
+  const double nh = static_cast<double>(r.heads.size());
+  std::cout << "offline optimum of the retained dense mass on " << a.trace << " (n = " << r.n_tokens << ", budget "
+            << r.budget << ", forced window " << a.forced_window << ", " << r.heads.size() << " heads)\n"
+            << "mean per head: OPT_dyn = " << fmt(r.opt_dyn_sum / nh) << ", sum_i opt_i = " << fmt(r.static_sum / nh)
+            << ", OPT_dyn / sum_i opt_i = " << fmt(r.opt_dyn_sum / r.static_sum) << "\n";
   Table t({"policy", "nested", "mean value", "mean ratio", "worst head ratio", "max excess over OPT_dyn", "ordering"});
   long unchecked = 0;
-  for (size_t x = 0; x < names.size(); ++x) {
-    unchecked += outside[x].empty() ? 0 : 1;
-    t.row({names[x], heads.front().policies[x].nested ? "yes" : "no", fmt(value[x] / nh), fmt(mean[x] / nh),
-           fmt(worst[x]), excess[x] > 0 ? fmt(excess[x]) : "-",
-           outside[x].empty() ? "checked" : "not checked: " + outside[x]});
+  for (const OfflinePolicySummary& p : r.policies) {
+    unchecked += p.outside.empty() ? 0 : 1;
+    t.row({p.policy, p.nested ? "yes" : "no", fmt(p.mean_value), fmt(p.mean_ratio), fmt(p.worst_ratio),
+           p.max_excess > 0 ? fmt(p.max_excess) : "-", p.outside.empty() ? "checked" : "not checked: " + p.outside});
   }
   t.print(std::cout);
-  std::cout << "ordering policy <= OPT_dyn <= sum_i opt_i (for the " << names.size() - static_cast<size_t>(unchecked)
-            << " policies inside OPT_dyn's problem) and dual certificates: " << bugs
-            << (bugs ? " violations [FAILS: bug in kvoracle]" : " violations [holds]") << '\n';
-  if (!a.json.empty()) {
-    write_file_atomic(
-        a.json, nlohmann::json{{"trace", a.trace}, {"forced_window", a.forced_window}, {"heads", jh}}.dump(1) + "\n");
-    std::cout << "results: " << a.json << '\n';
-  }
-  return bugs ? 1 : 0;
+  std::cout << "ordering policy <= OPT_dyn <= sum_i opt_i (for the "
+            << r.policies.size() - static_cast<size_t>(unchecked)
+            << " policies inside OPT_dyn's problem) and dual certificates: " << r.violations
+            << (r.violations ? " violations [FAILS: bug in kvoracle]" : " violations [holds]") << '\n';
+  if (!a.json.empty()) std::cout << "results: " << a.json << '\n';
+  return r.violations ? 1 : 0;
 }
 
 }  // namespace

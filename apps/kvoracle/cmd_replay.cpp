@@ -112,9 +112,10 @@ Runner add_replay(CLI::App& app, const Global& g) {
     }
     require(a->budgets.empty(), "--budgets needs --device (the scorer replays several budgets in one pass)");
     const auto checkpoint = open_checkpoint(a->checkpoint, cmd, {"trace", "--out", "--checkpoint"}, {a->trace});
+    const scaleout::RankTeam team(g.threads, !g.quiet, checkpoint.get());
     Trace tr;
     std::unique_ptr<ReplayPlan> plan;
-    on_every_rank([&] {
+    team.together([&] {
       tr = read_trace(a->trace);
       ReplayOptions ro;
       ro.run = a->run.build(parse_policy(a->policy), &tr);
@@ -123,8 +124,7 @@ Runner add_replay(CLI::App& app, const Global& g) {
       plan = std::make_unique<ReplayPlan>(tr, ro);
     });
     const ReplayOptions& o = plan->options();
-    const std::optional<ReplayResult> result =
-        run_plan(*plan, "t0", "replay " + a->policy, g.threads, g.quiet, checkpoint.get());
+    const std::optional<ReplayResult> result = team.run(*plan, "t0", "replay " + a->policy);
     if (!result) return 0;  // another rank: rank 0 holds the result
     const ReplayResult& r = *result;
     if (!a->out.empty()) {

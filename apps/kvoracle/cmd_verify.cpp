@@ -16,6 +16,8 @@
 #include "kvo/proofs_check/report_writer.hpp"
 #include "kvo/proofs_check/trace_checks.hpp"
 #include "kvo/proofs_check/trace_set.hpp"
+#include "kvo/proofs_check/verify_run.hpp"
+#include "kvo/scaleout/rank_team.hpp"
 #include "options.hpp"
 #include "table.hpp"
 
@@ -95,108 +97,49 @@ Runner add_verify(CLI::App& app, const Global& g) {
       ->capture_default_str();
   add_run_options(cmd, a->run);
   return [a, &g, cmd] {
-    require(a->run.options().gqa == "query", "verify checks one cache per query head: gqa must be query");
-    std::vector<double> sweep;
-    if (a->sweep != "none")
+    TraceChecksOptions checks = a->o;
+    checks.policies = parse_policy_list(a->policies);
+    checks.sweep.clear();
+    if (a->sweep != "none") {
       for (const auto& item : split_list(a->sweep, "sweep")) {
         const Amount b = Amount::parse(item);
         require(b.is_ratio, "sweep budgets must be fractions of n (0.1 or 10%), not '" + item + "'");
-        sweep.push_back(b.value);
+        checks.sweep.push_back(b.value);
       }
-    TraceChecksOptions base = a->o;
-    base.policies = parse_policy_list(a->policies);
-    base.threads = g.threads;
-    base.sweep = sweep;
-    for (const auto& c : split_list(a->checks, "checks")) base.checks.insert(c);
-    base.validate();
-    const std::vector<std::string> paths = expand_trace_paths(a->traces);
-    const bool several = paths.size() > 1;
-    require(!several || a->plot.empty(), "--plot takes one trace; with several, --report draws every trace's plots");
-    const std::vector<std::string> names = trace_report_names(paths);
+    }
+    for (const auto& c : split_list(a->checks, "checks")) checks.checks.insert(c);
+    const VerifyRequest req{a->traces, std::move(checks), a->run.options(), a->report, a->json, a->plot, false};
+    req.validate();
 
-    // Rank 0 opens the checkpoint and the report's staging directory; every rank learns a failure.
-    const auto checkpoint = open_checkpoint(a->checkpoint, cmd, kOutputs, paths);
-    std::unique_ptr<StagedReport> staged;
-    on_every_rank([&] {
-      if (scaleout::Team::world().root() && several && !a->report.empty())
-        staged = std::make_unique<StagedReport>(a->report);
+    const auto checkpoint = open_checkpoint(a->checkpoint, cmd, kOutputs, expand_trace_paths(a->traces));
+    const scaleout::RankTeam team(g.threads, !g.quiet, checkpoint.get());
+    const std::optional<VerifyResult> result = run_verify(req, team, [](const VerifiedTrace& v) {
+      std::cout << "kvoracle verify " << v.path << ": n = " << v.trace->n_tokens << ", " << v.trace->n_layers
+                << " layers x " << v.trace->n_heads << " heads, budget " << v.result->budget << ", "
+                << v.result->report.records().size() << " records\n";
     });
-
-    std::vector<TraceReportEntry> entries;
-    std::vector<nlohmann::json> jsons;
-    long fails = 0;
-    bool have_results = false;  // rank 0
-    for (size_t t = 0; t < paths.size(); ++t) {
-      Trace tr;
-      TraceChecksOptions o = base;
-      std::unique_ptr<TraceChecksPlan> plan;
-      on_every_rank(  // a bad trace: one line from rank 0, every rank exits non-zero
-          [&] {
-            tr = read_trace(paths[t]);
-            o.run = a->run.build(o.policies.front(), &tr);  // the plan validates every policy's parameters
-            plan = std::make_unique<TraceChecksPlan>(tr, o);
-          },
-          several ? paths[t] : "");
-      const std::optional<TraceChecksResult> result =
-          run_plan(PrefixedPlan<TraceChecksResult>(*plan, "'" + paths[t] + "' "), "t" + std::to_string(t),
-                   several ? "verify " + names[t] : "verify", g.threads, g.quiet, checkpoint.get());
-      if (!result) continue;  // another rank: rank 0 holds the results
-      have_results = true;
-      const TraceChecksResult& res = *result;
-
-      nlohmann::json meta = {
-          {"trace", paths[t]},    {"n", tr.n_tokens},        {"layers", tr.n_layers},          {"heads", tr.n_heads},
-          {"budget", res.budget}, {"policies", a->policies}, {"prompt_len", o.run.prompt_len}, {"seed", o.run.seed}};
-      for (const char* key : {"model", "text_source", "model_sha256"})
-        if (tr.metadata.count(key)) meta[key] = tr.metadata.at(key);
-      std::cout << "kvoracle verify " << paths[t] << ": n = " << tr.n_tokens << ", " << tr.n_layers << " layers x "
-                << tr.n_heads << " heads, budget " << res.budget << ", " << res.report.records().size() << " records\n";
-      const long trace_fails = res.report.theorem_failures();
-      fails += trace_fails;
-      if (!several) {
-        std::cout << '\n';
-        print_claims(res.report.summaries());
-        std::cout << "\nTheorem checks: "
-                  << (fails == 0 ? "all hold" : std::to_string(fails) + " FAIL (a bug in kvoracle)")
-                  << "; findings and defects are measurements of the paper's claims, not pass/fail.\n";
-        if (!a->report.empty()) {
-          const auto files = write_report(a->report, res, meta);
-          std::cout << "report: " << a->report << "/report.md (" << files.size() << " files)\n";
-        }
-        if (!a->json.empty()) {
-          write_file_atomic(a->json, res.report.to_json(meta).dump(1) + "\n");
-          std::cout << "results: " << a->json << '\n';
-        }
-        if (!a->plot.empty()) {
-          write_file_atomic(a->plot, report_plots(res).front().second);
-          std::cout << "plot: " << a->plot << '\n';
-        }
-        continue;
-      }
-      entries.push_back(
-          {names[t], meta, res.report.summaries(), static_cast<long>(res.report.records().size()), trace_fails});
-      if (staged) write_report(staged->stage(names[t]), res, meta);
-      if (!a->json.empty()) jsons.push_back(res.report.to_json(meta));
-    }
-    if (!have_results) return 0;
-    if (several) {
-      std::cout << "\nAcross " << paths.size() << " traces:\n\n";
-      print_cross_trace(entries);
+    if (!result) return 0;  // another rank: rank 0 holds the results
+    const VerifyResult& r = *result;
+    if (!r.several) {
+      std::cout << '\n';
+      print_claims(r.traces.front().summaries);
       std::cout << "\nTheorem checks: "
-                << (fails == 0 ? "all hold on every trace" : std::to_string(fails) + " FAIL (a bug in kvoracle)")
+                << (r.theorem_failures == 0 ? "all hold"
+                                            : std::to_string(r.theorem_failures) + " FAIL (a bug in kvoracle)")
                 << "; findings and defects are measurements of the paper's claims, not pass/fail.\n";
-      if (staged) {
-        staged->commit(entries);
-        std::cout << "report: " << a->report << "/report.md (" << entries.size() << " traces)\n";
-      }
-      if (!a->json.empty()) {
-        nlohmann::json j = multi_report_json(entries);
-        j["reports"] = jsons;
-        write_file_atomic(a->json, j.dump(1) + "\n");
-        std::cout << "results: " << a->json << '\n';
-      }
+      if (!a->report.empty()) std::cout << "report: " << a->report << "/report.md (" << r.report_files << " files)\n";
+    } else {
+      std::cout << "\nAcross " << r.traces.size() << " traces:\n\n";
+      print_cross_trace(r.traces);
+      std::cout << "\nTheorem checks: "
+                << (r.theorem_failures == 0 ? "all hold on every trace"
+                                            : std::to_string(r.theorem_failures) + " FAIL (a bug in kvoracle)")
+                << "; findings and defects are measurements of the paper's claims, not pass/fail.\n";
+      if (!a->report.empty()) std::cout << "report: " << a->report << "/report.md (" << r.report_files << " traces)\n";
     }
-    return fails == 0 ? 0 : 1;
+    if (!a->json.empty()) std::cout << "results: " << a->json << '\n';
+    if (!a->plot.empty()) std::cout << "plot: " << a->plot << '\n';
+    return r.theorem_failures == 0 ? 0 : 1;
   };
 }
 

@@ -3,6 +3,7 @@
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/facility_location.hpp"
+#include "kvo/core/json_fields.hpp"
 #include "kvo/core/modular_concave.hpp"
 #include "kvo/core/objective_registry.hpp"
 #include "kvo/core/parallel.hpp"
@@ -25,27 +26,23 @@ nlohmann::json StaticOracleRequest::to_json() const {
 }
 
 StaticOracleRequest StaticOracleRequest::from_json(const nlohmann::json& j) {
-  require(j.is_object(), "static oracle request: expected a JSON object");
   StaticOracleRequest r;
-  for (const auto& [key, value] : j.items()) {
-    try {
-      if (key == "run") {
-        nlohmann::json run = value;
-        if (run.is_object() && !run.contains("objective")) run["objective"] = r.run.objective;  // the default
-        r.run = run_options_from_json(run);
-      } else if (key == "every") {
-        r.every = value.get<int>();
-      } else if (key == "node_limit") {
-        r.node_limit = value.get<long long>();
-      } else if (key == "threads") {
-        r.threads = value.get<int>();
-      } else {
-        throw Error("static oracle request: unknown field '" + key + "'");
-      }
-    } catch (const nlohmann::json::exception&) {
-      throw Error("static oracle request: '" + key + "' has the wrong type: " + value.dump());
+  read_json_fields(j, "static oracle request", [&](const std::string& key, const nlohmann::json& value) {
+    if (key == "run") {
+      nlohmann::json run = value;
+      if (run.is_object() && !run.contains("objective")) run["objective"] = r.run.objective;  // the default
+      r.run = run_options_from_json(run);
+    } else if (key == "every") {
+      r.every = value.get<int>();
+    } else if (key == "node_limit") {
+      r.node_limit = value.get<long long>();
+    } else if (key == "threads") {
+      r.threads = value.get<int>();
+    } else {
+      return false;
     }
-  }
+    return true;
+  });
   return r;
 }
 

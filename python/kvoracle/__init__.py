@@ -3,9 +3,11 @@
 The C++ library through pybind11 on numpy arrays: trace I/O (``read_trace``, ``write_trace``,
 ``Trace.from_arrays``), ``policies``, ``replay``, the oracles (``topk_optimum``,
 ``facility_location_optimum``, ``greedy_facility_location``, ``offline_optimum``, and over a whole
-trace ``static_oracle`` and ``prefill_oracle``, the calls behind ``kvoracle oracle static|prefill``), the claim
-checks (``verify``), the greedy scorer's CPU twin (``score``), kvpress's presses (``run_press``,
-``press_names``) with the exact ``prefill_optimum`` and the attention-output error ``output_errors``, and the decoder-facing ``KvEvictionManager``. ``kvoracle.hf`` brings
+trace ``static_oracle``, ``offline_oracle`` and ``prefill_oracle``, the calls behind ``kvoracle oracle
+static|offline|prefill``), the claim
+checks (``verify`` on a Trace, ``verify_traces`` on files with the report of ``kvoracle verify``), the greedy scorer's CPU twin (``score``), kvpress's presses (``run_press``,
+``press_names``) with the exact ``prefill_optimum`` and the attention-output error ``output_errors``, and the decoder-facing ``KvEvictionManager``; the real model in kvoracle's C++ (``Model``: tokenizer,
+greedy ``generate``). ``kvoracle.hf`` brings
 Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` of ``generate``
 (docs/python.md).
 """
@@ -13,11 +15,14 @@ Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` 
 from ._core import (  # noqa: F401
     KvEvictionManager,
     KvoError,
+    Model,
     Trace,
     __version__,
+    default_model_path,
     facility_location_optimum,
     greedy_facility_location,
     offline_optimum,
+    offline_oracle,
     output_errors,
     policies,
     prefill_optimum,
@@ -30,5 +35,6 @@ from ._core import (  # noqa: F401
     static_oracle,
     topk_optimum,
     verify,
+    verify_traces,
     write_trace,
 )

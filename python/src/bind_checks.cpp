@@ -1,22 +1,56 @@
-// kvoracle._core: the claim checks of kvoracle verify.
+// kvoracle._core: the claim checks of kvoracle verify, on a Trace object (verify) and on trace
+// files with their report (verify_traces, the library call behind the CLI's command).
 #include "bindings_support.hpp"
 #include "kvo/proofs_check/trace_checks.hpp"
+#include "kvo/proofs_check/verify_run.hpp"
 
 namespace kvo::python {
+
+namespace {
+
+// The check options both calls take, with TraceChecksOptions' defaults.
+struct CheckSizes {
+  int samples, sampled_steps, ground, small_k, sweep_heads, offline_tokens, loss_random;
+};
+
+TraceChecksOptions checks_options(const std::vector<std::string>& policies, const std::vector<std::string>& checks,
+                                  const std::optional<std::vector<double>>& sweep, const CheckSizes& z) {
+  TraceChecksOptions o;
+  if (!policies.empty()) {
+    o.policies.clear();
+    for (const auto& p : policies) o.policies.push_back(parse_policy(p));
+  }
+  for (const auto& c : checks) o.checks.insert(c);
+  if (sweep) o.sweep = *sweep;  // None: the library's default sweep, as the CLI's
+  o.samples = z.samples;
+  o.sampled_steps = z.sampled_steps;
+  o.ground = z.ground;
+  o.small_k = z.small_k;
+  o.sweep_heads = z.sweep_heads;
+  o.offline_tokens = z.offline_tokens;
+  o.loss_random = z.loss_random;
+  return o;
+}
+
+const TraceChecksOptions kDefaults;
+
+std::string sizes_doc() {
+  return "Check options (the CLI's verify flags): samples, sampled_steps, ground, small_k, sweep_heads, "
+         "offline_tokens, loss_random.\n";
+}
+
+}  // namespace
 
 void bind_checks(py::module_& m) {
   m.def(
       "verify",
       [](const Trace& t, std::vector<std::string> policies, std::vector<std::string> checks,
-         std::optional<std::vector<double>> sweep, const py::kwargs& kwargs) {
-        TraceChecksOptions o;
-        if (!policies.empty()) {
-          o.policies.clear();
-          for (const auto& p : policies) o.policies.push_back(parse_policy(p));
-        }
+         std::optional<std::vector<double>> sweep, int samples, int sampled_steps, int ground, int small_k,
+         int sweep_heads, int offline_tokens, int loss_random, const py::kwargs& kwargs) {
+        TraceChecksOptions o =
+            checks_options(policies, checks, sweep,
+                           {samples, sampled_steps, ground, small_k, sweep_heads, offline_tokens, loss_random});
         o.run = run_options(kwargs, "verify").build(o.policies.front(), &t);
-        for (auto& c : checks) o.checks.insert(c);
-        if (sweep) o.sweep = std::move(*sweep);  // None: the library's default sweep, as the CLI's
         TraceChecksResult r;
         {
           py::gil_scoped_release release;
@@ -26,8 +60,48 @@ void bind_checks(py::module_& m) {
       },
       py::arg("trace"), py::arg("policies") = std::vector<std::string>{},
       py::arg("checks") = std::vector<std::string>{}, py::arg("sweep") = py::none(),
-      ("run the claim checks C1-C27 / D1-D11; returns report.json as a dict (docs/report-format.md).\n" +
+      py::arg("samples") = kDefaults.samples, py::arg("sampled_steps") = kDefaults.sampled_steps,
+      py::arg("ground") = kDefaults.ground, py::arg("small_k") = kDefaults.small_k,
+      py::arg("sweep_heads") = kDefaults.sweep_heads, py::arg("offline_tokens") = kDefaults.offline_tokens,
+      py::arg("loss_random") = kDefaults.loss_random,
+      ("run the claim checks C1-C27 / D1-D11; returns report.json as a dict (docs/report-format.md).\n" + sizes_doc() +
        run_options_doc())
+          .c_str());
+
+  m.def(
+      "verify_traces",
+      [](std::vector<std::string> traces, std::string report, std::string json, std::string plot,
+         std::vector<std::string> policies, std::vector<std::string> checks, std::optional<std::vector<double>> sweep,
+         int samples, int sampled_steps, int ground, int small_k, int sweep_heads, int offline_tokens, int loss_random,
+         int threads, const py::kwargs& kwargs) {
+        VerifyRequest req;
+        req.traces = std::move(traces);
+        req.checks =
+            checks_options(policies, checks, sweep,
+                           {samples, sampled_steps, ground, small_k, sweep_heads, offline_tokens, loss_random});
+        req.run = run_options(kwargs, "verify_traces");
+        req.report_dir = std::move(report);
+        req.json_path = std::move(json);
+        req.plot_path = std::move(plot);
+        req.keep_reports = true;
+        std::optional<VerifyResult> r;
+        {
+          py::gil_scoped_release release;
+          r = run_verify(req, WorkTeam(threads));
+        }
+        return json_to_python(r->to_json());
+      },
+      py::arg("traces"), py::kw_only(), py::arg("report") = "", py::arg("json") = "", py::arg("plot") = "",
+      py::arg("policies") = std::vector<std::string>{}, py::arg("checks") = std::vector<std::string>{},
+      py::arg("sweep") = py::none(), py::arg("samples") = kDefaults.samples,
+      py::arg("sampled_steps") = kDefaults.sampled_steps, py::arg("ground") = kDefaults.ground,
+      py::arg("small_k") = kDefaults.small_k, py::arg("sweep_heads") = kDefaults.sweep_heads,
+      py::arg("offline_tokens") = kDefaults.offline_tokens, py::arg("loss_random") = kDefaults.loss_random,
+      py::arg("threads") = 0,
+      ("`kvoracle verify` on trace files or directories: the claim checks, the report directory (report=), "
+       "report.json (json=) and the ratio plot (plot=, one trace) as the CLI writes them. Returns one trace's "
+       "report.json as a dict, or for several the report across them with every trace's under 'reports'.\n" +
+       sizes_doc() + run_options_doc())
           .c_str());
 }
 

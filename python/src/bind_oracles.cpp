@@ -6,6 +6,7 @@
 #include "kvo/oracle/prefill_run.hpp"
 #include "kvo/oracle/static_oracle.hpp"
 #include "kvo/oracle/static_run.hpp"
+#include "kvo/proofs_check/offline_run.hpp"
 
 namespace kvo::python {
 
@@ -100,6 +101,35 @@ void bind_oracles(py::module_& m) {
       "the exact prefill optimum against kvpress's presses on every chosen layer and KV head (kvoracle oracle "
       "prefill): per (press, ratio) means in `summary`, one record per unit in `records`; press parameters "
       "(window_size, n_sink, seed, ...) as keywords");
+  m.def(
+      "offline_oracle",
+      [](const std::string& trace, std::vector<std::string> policies, int forced_window, std::string json, int threads,
+         const py::kwargs& kwargs) {
+        OfflineOracleRequest req;
+        req.trace = trace;
+        if (!policies.empty()) {
+          req.policies.clear();
+          for (const auto& p : policies) req.policies.push_back(parse_policy(p));
+        }
+        req.forced_window = forced_window;
+        req.json_path = std::move(json);
+        req.run = run_options(kwargs, "offline_oracle");
+        std::optional<OfflineOracleResult> r;
+        {
+          py::gil_scoped_release release;
+          r = run_offline_oracle(req, WorkTeam(threads));
+        }
+        nlohmann::json j = r->to_json();
+        j["summary"] = r->summary_json();
+        return json_to_python(j);
+      },
+      py::arg("trace"), py::kw_only(), py::arg("policies") = std::vector<std::string>{}, py::arg("forced_window") = 0,
+      py::arg("json") = "", py::arg("threads") = 0,
+      ("the exact offline optimum OPT_dyn on every head of a trace file and each policy's competitive ratio "
+       "(kvoracle oracle offline): the --json file's fields (trace, forced_window, heads) and `summary`, the "
+       "table the CLI prints.\n" +
+       run_options_doc())
+          .c_str());
   m.def(
       "topk_optimum",
       [](const DoubleArray& w, int k, const std::string& h) {

@@ -17,4 +17,5 @@ PYBIND11_MODULE(_core, m) {
   bind_checks(m);
   bind_manager(m);
   bind_presses(m);
+  bind_model(m);
 }

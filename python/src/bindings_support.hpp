@@ -101,7 +101,8 @@ void bind_trace(py::module_& m);   // Trace, read_trace, write_trace
 void bind_replay(py::module_& m);  // policies, replay, score
 void bind_oracles(
     py::module_& m);               // topk_optimum, facility_location_optimum, greedy_facility_location, offline_optimum
-void bind_checks(py::module_& m);  // verify
+void bind_checks(py::module_& m);  // verify, verify_traces
+void bind_model(py::module_& m);   // Model: tokenizer, generate
 void bind_manager(py::module_& m);
 void bind_presses(py::module_& m);  // kvpress presses, the prefill optimum
 

@@ -1,5 +1,8 @@
 // The snippets of docs/library.md, compiled and run so the documentation cannot drift.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/facility_location.hpp"
@@ -7,11 +10,13 @@
 #include "kvo/core/replay.hpp"
 #include "kvo/core/run_options.hpp"
 #include "kvo/core/synth.hpp"
+#include "kvo/core/trace_io.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 #include "kvo/oracle/static_oracle.hpp"
 #include "kvo/oracle/static_run.hpp"
 #include "kvo/proofs_check/report_writer.hpp"
 #include "kvo/proofs_check/trace_checks.hpp"
+#include "kvo/proofs_check/verify_run.hpp"
 
 TEST(LibraryExample, GreedyAgainstTheExactOptimum) {
   // --8<-- [start:greedy]
@@ -79,6 +84,11 @@ TEST(LibraryExample, CommandsAsLibraryCalls) {
   so.tokens = 48;
   so.prompt_len = 8;
   const kvo::Trace trace = kvo::synthesize(so);
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kvo-library-example-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string trace_path = (dir / "trace.safetensors").string(), report_dir = (dir / "report").string();
+  kvo::write_trace(trace_path, trace);
   // --8<-- [start:commands]
   kvo::RunOptions run;  // the options of kvo::run_option_table(): the CLI's flags, Python's keywords
   run.budget = "8";
@@ -96,6 +106,13 @@ TEST(LibraryExample, CommandsAsLibraryCalls) {
   checks.checks = {"C1", "C10"};
   const kvo::TraceChecksPlan plan(trace, checks);                      // units: heads, sweep cells, loss instances
   const kvo::TraceChecksResult result = kvo::run_on_threads(plan, 2);  // or scaleout::run_plan over MPI ranks
+
+  kvo::VerifyRequest verify;  // kvoracle verify TRACE --report DIR: trace files in, report out
+  verify.traces = {trace_path};
+  verify.run.budget = "8";
+  verify.checks.checks = {"C1", "C10"};
+  verify.report_dir = report_dir;
+  const std::optional<kvo::VerifyResult> verified = kvo::run_verify(verify, kvo::WorkTeam(2));
   // --8<-- [end:commands]
   EXPECT_EQ(config.prompt_len, 8);
   EXPECT_EQ(config.policy.sinks, 2);
@@ -103,4 +120,8 @@ TEST(LibraryExample, CommandsAsLibraryCalls) {
   EXPECT_EQ(optima.heads[0].solves.back().step, 47);
   EXPECT_EQ(result.report.theorem_failures(), 0);
   EXPECT_FALSE(result.report.records().empty());
+  ASSERT_TRUE(verified.has_value());
+  EXPECT_EQ(verified->theorem_failures, 0);
+  EXPECT_TRUE(std::filesystem::exists(dir / "report" / "report.md"));
+  std::filesystem::remove_all(dir);
 }

@@ -38,6 +38,20 @@ def test_python_md_module_example(tmp_path):
     assert scope["report"]["format"] == "kvoracle-report"
 
 
+def test_python_md_whole_commands_example(tmp_path, model_path):
+    block = blocks("python.md", "python")[1]
+    path = str(tmp_path / "t.safetensors")
+    small_trace(path)
+    block = block.replace("build/traces/smollm2-gpl3-1024.safetensors", path)
+    block = block.replace("build/report-py", str(tmp_path / "report")).replace(
+        "kvoracle.Model()", f"kvoracle.Model({model_path!r})"
+    )
+    scope = {}
+    exec(block, scope)  # noqa: S102
+    assert scope["rep"]["format"] == "kvoracle-report" and (tmp_path / "report" / "report.md").exists()
+    assert [p["policy"] for p in scope["off"]["summary"]["policies"]] == ["h2o", "tova"]
+
+
 def test_trace_format_reading_example(tmp_path):
     block = blocks("trace-format.md", "python")[0]
     assert "safe_open(" in block
@@ -82,7 +96,7 @@ def hf_block(page, index, model, tmp_path, model_path):
 
 @pytest.mark.transformers
 def test_python_md_transformers_example(tmp_path, hf_smollm2, model_path):
-    block, scope = hf_block("python.md", 1, hf_smollm2, tmp_path, model_path)
+    block, scope = hf_block("python.md", 2, hf_smollm2, tmp_path, model_path)
     assert "record_trace(model, ids" in block and "EvictingCache(model" in block
     exec(block, scope)  # noqa: S102
     assert scope["meta"]["model_type"] == "llama"
@@ -97,7 +111,7 @@ def test_python_md_hand_written_loop(tmp_path, hf_smollm2, model_path):
     import torch
     from kvoracle.hf import EvictingCache
 
-    block, scope = hf_block("python.md", 2, hf_smollm2, tmp_path, model_path)
+    block, scope = hf_block("python.md", 3, hf_smollm2, tmp_path, model_path)
     exec(block, scope)  # noqa: S102
     ids = scope["ids"]
     cache = EvictingCache(hf_smollm2, "h2o", "6")
@@ -154,4 +168,4 @@ def test_every_python_block_of_docs_is_run_here():
     """A new ```python block anywhere in docs/ must get a test above (and this count updated)."""
     pages = sorted(p for p in os.listdir(os.path.join(ROOT, "docs")) if p.endswith(".md"))
     counts = {p: len(blocks(p, "python")) for p in pages}
-    assert {p: c for p, c in counts.items() if c} == {"python.md": 3, "trace-format.md": 2, "presses.md": 1}
+    assert {p: c for p, c in counts.items() if c} == {"python.md": 4, "trace-format.md": 2, "presses.md": 1}

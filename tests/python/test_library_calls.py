@@ -81,3 +81,47 @@ def test_library_calls_refuse_bad_requests(trace_file):
         kvo.prefill_oracle(t, 48)
     with pytest.raises(ValueError, match="unknown press parameter 'windowsize'"):
         kvo.prefill_oracle(t, 32, windowsize=3)
+
+
+def test_verify_traces_same_report_as_the_cli(kvoracle, trace_file, tmp_path):
+    small = ["--checks", "C1,C10,D1", "--sweep", "0.25", "--samples", "20", "--loss-random", "2", "--budget", "25%"]
+    run(kvoracle, "verify", trace_file, *small, "--json", tmp_path / "cli.json", "--report", tmp_path / "cli")
+    cli = json.load(open(tmp_path / "cli.json"))
+    py = kvo.verify_traces([str(trace_file)], report=str(tmp_path / "py"), json=str(tmp_path / "py.json"),
+                           checks=["C1", "C10", "D1"], sweep=[0.25], samples=20, loss_random=2, budget="25%")  # fmt: skip
+    assert same_records(py["records"], cli["records"]) and py["meta"] == cli["meta"]
+    assert (tmp_path / "py" / "report.md").exists() and json.load(open(tmp_path / "py.json"))["meta"] == cli["meta"]
+    both = kvo.verify_traces([str(trace_file), str(trace_file)], checks=["C1"], sweep=[], budget="25%")
+    assert [t["name"] for t in both["traces"]] == ["t", "t-2"] and len(both["reports"]) == 2
+    with pytest.raises(ValueError, match="plot takes one trace"):
+        kvo.verify_traces([str(trace_file), str(trace_file)], plot=str(tmp_path / "p.svg"))
+    with pytest.raises(ValueError, match="verify_traces: unknown option 'histroy'"):
+        kvo.verify_traces([str(trace_file)], histroy=3)
+
+
+def test_offline_oracle_same_file_and_summary_as_the_cli(kvoracle, trace_file, tmp_path):
+    run(kvoracle, "oracle", "offline", trace_file, "--budget", "8", "--policies", "h2o,tova", "--json", tmp_path / "c.json")  # fmt: skip
+    py = kvo.offline_oracle(str(trace_file), policies="h2o,tova".split(","), budget="8", json=str(tmp_path / "p.json"))
+    assert same_records(json.load(open(tmp_path / "p.json")), json.load(open(tmp_path / "c.json")))
+    s = py.pop("summary")
+    assert same_records(py, json.load(open(tmp_path / "c.json")))
+    assert [p["policy"] for p in s["policies"]] == ["h2o", "tova"] and s["violations"] == 0
+    assert all(p["worst_ratio"] <= p["mean_ratio"] + 1e-12 <= 1 + 1e-9 for p in s["policies"] if p["ordering_checked"])
+    with pytest.raises(ValueError, match="forced_window must be >= 0"):
+        kvo.offline_oracle(str(trace_file), forced_window=-1)
+
+
+def test_model_generates_what_the_cli_generates(kvoracle, model_path):
+    prompt = "The capital of France is"
+    cli = subprocess.run([kvoracle, "generate", prompt, "-n", "6", "--model", model_path], check=True,
+                         capture_output=True, text=True).stdout  # fmt: skip
+    m = kvo.Model(model_path)
+    ids = m.tokenize(prompt)
+    out = m.generate(prompt, max_tokens=6)
+    assert cli == prompt + out["text"] + "\n"
+    assert m.generate(ids, max_tokens=6) == out and m.detokenize(out["ids"]) == out["text"]
+    assert 1 <= len(out["ids"]) <= 6 and m.path == model_path
+    with pytest.raises(ValueError, match="max_tokens"):
+        m.generate(ids, max_tokens=0)
+    with pytest.raises(ValueError):
+        kvo.Model(model_path + ".missing")

@@ -1,0 +1,188 @@
+#include "kvo/proofs_check/verify_run.hpp"
+
+#include <memory>
+
+#include "kvo/core/atomic_file.hpp"
+#include "kvo/core/error.hpp"
+#include "kvo/core/json_fields.hpp"
+#include "kvo/core/policy_registry.hpp"
+#include "kvo/core/trace_io.hpp"
+#include "kvo/proofs_check/trace_set.hpp"
+
+namespace kvo {
+
+void VerifyRequest::validate() const {
+  require(!traces.empty(), "verify needs at least one trace");
+  require(run.gqa == "query", "verify checks one cache per query head: gqa must be query");
+  require(traces.size() == 1 || plot_path.empty(),
+          "plot takes one trace; with several, the report draws every trace's plots");
+  checks.validate();
+}
+
+nlohmann::json VerifyRequest::to_json() const {
+  std::vector<std::string> policies;
+  for (const PolicyId id : checks.policies) policies.push_back(policy_name(id));
+  return {{"traces", traces},
+          {"policies", policies},
+          {"checks", std::vector<std::string>(checks.checks.begin(), checks.checks.end())},
+          {"samples", checks.samples},
+          {"sampled_steps", checks.sampled_steps},
+          {"ground", checks.ground},
+          {"small_k", checks.small_k},
+          {"sweep", checks.sweep},
+          {"sweep_heads", checks.sweep_heads},
+          {"offline_tokens", checks.offline_tokens},
+          {"loss_heads", checks.loss_heads},
+          {"loss_random", checks.loss_random},
+          {"run", kvo::to_json(run)},
+          {"report_dir", report_dir},
+          {"json_path", json_path},
+          {"plot_path", plot_path},
+          {"keep_reports", keep_reports}};
+}
+
+VerifyRequest VerifyRequest::from_json(const nlohmann::json& j) {
+  VerifyRequest r;
+  TraceChecksOptions& c = r.checks;
+  read_json_fields(j, "verify request", [&](const std::string& key, const nlohmann::json& value) {
+    if (key == "traces") {
+      r.traces = value.get<std::vector<std::string>>();
+    } else if (key == "policies") {
+      c.policies.clear();
+      for (const auto& name : value.get<std::vector<std::string>>()) c.policies.push_back(parse_policy(name));
+    } else if (key == "checks") {
+      const auto ids = value.get<std::vector<std::string>>();
+      c.checks = std::set<std::string>(ids.begin(), ids.end());
+    } else if (key == "samples") {
+      c.samples = value.get<int>();
+    } else if (key == "sampled_steps") {
+      c.sampled_steps = value.get<int>();
+    } else if (key == "ground") {
+      c.ground = value.get<int>();
+    } else if (key == "small_k") {
+      c.small_k = value.get<int>();
+    } else if (key == "sweep") {
+      c.sweep = value.get<std::vector<double>>();
+    } else if (key == "sweep_heads") {
+      c.sweep_heads = value.get<int>();
+    } else if (key == "offline_tokens") {
+      c.offline_tokens = value.get<int>();
+    } else if (key == "loss_heads") {
+      c.loss_heads = value.get<int>();
+    } else if (key == "loss_random") {
+      c.loss_random = value.get<int>();
+    } else if (key == "run") {
+      r.run = run_options_from_json(value);
+    } else if (key == "report_dir") {
+      r.report_dir = value.get<std::string>();
+    } else if (key == "json_path") {
+      r.json_path = value.get<std::string>();
+    } else if (key == "plot_path") {
+      r.plot_path = value.get<std::string>();
+    } else if (key == "keep_reports") {
+      r.keep_reports = value.get<bool>();
+    } else {
+      return false;
+    }
+    return true;
+  });
+  return r;
+}
+
+nlohmann::json VerifyResult::to_json() const {
+  if (!several) return reports.empty() ? nlohmann::json::object() : reports.front();
+  nlohmann::json j = multi_report_json(traces);
+  if (!reports.empty()) j["reports"] = reports;
+  return j;
+}
+
+std::optional<VerifyResult> run_verify(const VerifyRequest& request, const WorkTeam& team,
+                                       const std::function<void(const VerifiedTrace&)>& on_trace) {
+  request.validate();
+  const std::vector<std::string> paths = expand_trace_paths(request.traces);
+  const bool several = paths.size() > 1;
+  require(!several || request.plot_path.empty(),
+          "plot takes one trace; with several, the report draws every trace's plots");
+  const std::vector<std::string> names = trace_report_names(paths);
+  const bool keep = request.keep_reports || !request.json_path.empty();
+  const std::string policies = join_policy_names(request.checks.policies);
+
+  // The leader opens the staging folder of a several-trace report; every member learns a failure.
+  std::unique_ptr<StagedReport> staged;
+  team.together([&] {
+    if (team.leader() && several && !request.report_dir.empty())
+      staged = std::make_unique<StagedReport>(request.report_dir);
+  });
+
+  VerifyResult out;
+  out.several = several;
+  bool leader = false;
+  for (size_t t = 0; t < paths.size(); ++t) {
+    Trace tr;
+    TraceChecksOptions o = request.checks;
+    o.threads = team.threads();
+    std::unique_ptr<TraceChecksPlan> plan;
+    team.together(  // a bad trace: one line, every member stops
+        [&] {
+          tr = read_trace(paths[t]);
+          o.run = request.run.build(o.policies.front(), &tr);  // the plan validates every policy's parameters
+          plan = std::make_unique<TraceChecksPlan>(tr, o);
+        },
+        several ? paths[t] : "");
+    // Built piece by piece: GCC 12 warns falsely (-Wrestrict) on "'" + path + "' " here.
+    std::string unit_prefix = "'";
+    unit_prefix.append(paths[t]).append("' ");
+    std::string section = "t";
+    section.append(std::to_string(t));
+    std::string label = "verify";
+    if (several) label.append(" ").append(names[t]);
+    const std::optional<TraceChecksResult> result =
+        team.run(PrefixedPlan<TraceChecksResult>(*plan, unit_prefix), section, label);
+    if (!result) continue;  // another member: the leader holds the results
+    leader = true;
+    const TraceChecksResult& res = *result;
+    nlohmann::json meta = {
+        {"trace", paths[t]},    {"n", tr.n_tokens},     {"layers", tr.n_layers},          {"heads", tr.n_heads},
+        {"budget", res.budget}, {"policies", policies}, {"prompt_len", o.run.prompt_len}, {"seed", o.run.seed}};
+    for (const char* key : {"model", "text_source", "model_sha256"})
+      if (tr.metadata.count(key)) meta[key] = tr.metadata.at(key);
+    const long fails = res.report.theorem_failures();
+    out.theorem_failures += fails;
+    if (on_trace) on_trace({paths[t], names[t], meta, &tr, &res, fails});
+    out.traces.push_back(
+        {names[t], meta, res.report.summaries(), static_cast<long>(res.report.records().size()), fails});
+    if (keep) out.reports.push_back(res.report.to_json(meta));
+    if (several) {
+      if (staged) write_report(staged->stage(names[t]), res, meta);
+      continue;
+    }
+    if (!request.report_dir.empty()) {
+      const std::vector<std::string> files = write_report(request.report_dir, res, meta);
+      out.report_files = static_cast<int>(files.size());
+      out.written.insert(out.written.end(), files.begin(), files.end());
+    }
+    if (!request.json_path.empty()) {
+      write_file_atomic(request.json_path, out.reports.back().dump(1) + "\n");
+      out.written.push_back(request.json_path);
+    }
+    if (!request.plot_path.empty()) {
+      write_file_atomic(request.plot_path, report_plots(res).front().second);
+      out.written.push_back(request.plot_path);
+    }
+  }
+  if (!leader) return std::nullopt;
+  if (several) {
+    if (staged) {
+      staged->commit(out.traces);
+      out.report_files = static_cast<int>(out.traces.size());
+      out.written.push_back(request.report_dir);
+    }
+    if (!request.json_path.empty()) {
+      write_file_atomic(request.json_path, out.to_json().dump(1) + "\n");
+      out.written.push_back(request.json_path);
+    }
+  }
+  return out;
+}
+
+}  // namespace kvo
