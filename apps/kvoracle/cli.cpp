@@ -26,6 +26,7 @@ Cli::Cli() {
   };
   reg(add_synth);
   reg(add_replay);
+  reg(add_score);
   reg(add_oracle);
   reg(add_verify);
   reg(add_policies);

@@ -1,5 +1,6 @@
 // kvoracle replay: runs one policy over a trace; per-step JSON Lines and a summary table. The heads
-// go to every MPI rank under mpirun/srun (the --device scorer runs on rank 0).
+// go to every MPI rank under mpirun/srun. kvoracle score (also spelled `replay --device`): the greedy
+// scorer, on rank 0 alone.
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -21,10 +22,10 @@ namespace kvo::cli {
 
 namespace {
 
-// kvoracle replay --device: the greedy scorer (CUDA or its CPU twin) for the H2O family.
+// kvoracle score (replay --device): the greedy scorer (CUDA or its CPU twin) for the H2O family.
 template <typename Args>
 int run_device_replay(const Trace& tr, const RunConfig& run, const Args& a, const Global& g) {
-  require(run.gqa == GqaMode::PerQueryHead, "--device replays one cache per query head: --gqa must be query");
+  require(run.gqa == GqaMode::PerQueryHead, "the greedy scorer replays one cache per query head: gqa must be query");
   require(!a.probs, "--probs is not available with --device (the scorer keeps scores, not probabilities)");
   ScorerOptions so;
   so.run = run;
@@ -83,7 +84,34 @@ int run_device_replay(const Trace& tr, const RunConfig& run, const Args& a, cons
   return 0;
 }
 
+std::string scorer_policies() {
+  return policy_names_where([](const PolicyTraits& t) { return t.scorer != ScorerVariant::None; });
+}
+
 }  // namespace
+
+Runner add_score(CLI::App& app, const Global& g) {
+  auto* cmd =
+      app.add_subcommand("score", "the greedy scorer (" + scorer_policies() +
+                                      ") over every head and several budgets in one pass, on the CPU twin or a GPU");
+  struct Args {
+    std::string trace, policy = policy_name(PolicyId::H2O), out, device = "cpu", budgets;
+    bool probs = false;  // not an option here: the scorer keeps scores, not probabilities
+    RunArgs run;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("trace", a->trace, "trace file (.safetensors)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--policy,-p", a->policy, "eviction policy: " + scorer_policies())->capture_default_str();
+  cmd->add_option("--device", a->device, "cpu (the twin), cuda, or auto (the GPU when there is one)")
+      ->capture_default_str();
+  cmd->add_option("--budgets", a->budgets, "several budget totals in one pass, e.g. 5%,10%,20% (replaces --budget)");
+  cmd->add_option("--out,-o", a->out, "per-step kept and evicted keys as JSON Lines");
+  add_run_options(cmd, a->run);
+  return [a, &g] {
+    const Trace tr = read_trace(a->trace);
+    return run_device_replay(tr, a->run.build(parse_policy(a->policy), &tr), *a, g);
+  };
+}
 
 Runner add_replay(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand("replay", "replay an eviction policy over a trace");
@@ -97,9 +125,9 @@ Runner add_replay(CLI::App& app, const Global& g) {
   cmd->add_option("--policy,-p", a->policy, "eviction policy (see `kvoracle policies`)")->capture_default_str();
   cmd->add_option("--out,-o", a->out, "per-step records as JSON Lines");
   cmd->add_flag("--probs", a->probs, "include the renormalised probabilities in --out");
-  cmd->add_option("--device", a->device, "run the greedy scorer (" + policy_names_where([](const PolicyTraits& t) {
-                                           return t.scorer != ScorerVariant::None;
-                                         }) + ") on cpu (the twin), cuda, or auto");
+  cmd->add_option("--device", a->device,
+                  "the same as `kvoracle score --device`: the greedy scorer (" + scorer_policies() +
+                      ") on cpu (the twin), cuda, or auto");
   cmd->add_option("--budgets", a->budgets,
                   "with --device: several budget totals in one pass, e.g. 5%,10%,20% (replaces --budget)");
   add_run_options(cmd, a->run);

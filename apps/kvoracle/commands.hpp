@@ -13,6 +13,7 @@ struct Global {
 using Runner = std::function<int()>;
 Runner add_synth(CLI::App& app, const Global& g);
 Runner add_replay(CLI::App& app, const Global& g);
+Runner add_score(CLI::App& app, const Global& g);
 Runner add_oracle(CLI::App& app, const Global& g);
 Runner add_verify(CLI::App& app, const Global& g);
 Runner add_policies(CLI::App& app, const Global& g);

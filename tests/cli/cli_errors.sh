@@ -41,6 +41,8 @@ expect_error "unknown objective" replay "$dir/ok.safetensors" --policy greedy --
 expect_error "replays h2o, h2o-realdrop, h2o-paper, not 'tova'" replay "$dir/ok.safetensors" --device cpu --policy tova
 expect_error "unknown device" replay "$dir/ok.safetensors" --device tpu
 expect_error "needs --device" replay "$dir/ok.safetensors" --budgets 10%,20%
+expect_error "replays h2o, h2o-realdrop, h2o-paper, not 'tova'" score "$dir/ok.safetensors" --policy tova
+expect_error "gqa must be query" score "$dir/ok.safetensors" --gqa kv-max
 expect_error "unknown policy" eval --text /usr/share/common-licenses/GPL-3 --tokens 16 --policies nope
 expect_error "must be in" eval --text /usr/share/common-licenses/GPL-3 --tokens 1
 expect_error "does not take --budgets" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --budgets 10

@@ -9,6 +9,10 @@ trap 'rm -rf "$dir"' EXIT
 "$K" -q oracle "$dir/t.safetensors" --budget 16 --out "$dir/o.jsonl"
 "$K" -q replay "$dir/t.safetensors" --device auto --budgets 10%,30% --out "$dir/s.jsonl" >"$dir/s.txt"
 grep -q "^device: " "$dir/s.txt"
+# `score` is the same run as `replay --device`: the same records and table (the timing line aside)
+"$K" -q score "$dir/t.safetensors" --device auto --budgets 10%,30% --out "$dir/s2.jsonl" >"$dir/s2.txt"
+cmp "$dir/s.jsonl" "$dir/s2.jsonl"
+diff <(grep -v "head-steps/s" "$dir/s.txt" | grep -v "^per-step") <(grep -v "head-steps/s" "$dir/s2.txt" | grep -v "^per-step")
 "$K" -q oracle "$dir/t.safetensors" --budget 6 --objective fl --every 24
 # synth writes prompt_len 64, which every command honours; the prefill holds more than k tokens, so
 # OPT_dyn's ordering is checked on a decode-only run (--prompt-len 0) and reported unchecked otherwise.
