@@ -60,7 +60,7 @@ void BM_VerifyHead(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * n);
 }
 
-// What spreading verify over MPI ranks adds per unit (issue 18): rank 0 receives each head's
+// What spreading verify over MPI ranks adds per unit: rank 0 receives each head's
 // results as bytes (CBOR) and assembles the report from them; a rank encodes its results. Both per
 // record, on one head's real unit of verify/head/n, next to that unit's compute (verify/head/n).
 struct HeadUnit {
@@ -99,7 +99,7 @@ void BM_UnitEncode(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * u.records);
 }
 
-// n = 256, then 1024 .. 8192 by doubling (the long-context scaling of issue 17).
+// n = 256, then 1024 .. 8192 by doubling (the long-context scaling of docs/oracle.md).
 void long_context_sizes(benchmark::internal::Benchmark* b) {
   b->Arg(256);
   for (int n = 1024; n <= 8192; n *= 2) b->Arg(n);

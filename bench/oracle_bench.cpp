@@ -1,5 +1,5 @@
 // Exact oracles: branch and bound on facility location (target: n = 80, k = 10 under 1 s), brute
-// force, top-k, the offline optimum, and the prefill optimum with kvpress's presses (issue 19;
+// force, top-k, the offline optimum, and the prefill optimum with kvpress's presses (docs/presses.md;
 // compare with attention/dense of checks_bench on the same trace).
 #include <benchmark/benchmark.h>
 

@@ -2,18 +2,18 @@
 // perplexity, mean KL of the next-token distribution and K/V bytes held, per policy and budget,
 // as a table, JSON and an SVG plot (perplexity against budget).
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/progress.hpp"
 #include "kvo/core/text_list.hpp"
-#include "kvo/model/eval.hpp"
+#include "kvo/model/eval_run.hpp"
 #include "kvo/proofs_check/svg_plot.hpp"
 #include "model_options.hpp"
 #include "options.hpp"
 #include "press_eval_report.hpp"
+#include "press_options.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
@@ -68,12 +68,15 @@ Runner add_eval(CLI::App& app, const Global& g) {
   add_press_options(pre_cmd, pre->press);
 
   auto run_prefill = [&g](const Args& x, const CLI::App* c) {
-    PressEvalArgs pa{x.text, x.model, x.json, x.plot, x.tokens, x.prefill, x.press, {}, {}};
-    if (c->count("--policies") > 0) {  // kvoracle's policies as prefill presses, only when asked
-      pa.policies = parse_policy_list(x.policies);
-      pa.run = x.run.build(pa.policies.front());
-    }
-    return run_press_eval(pa, g);
+    model::PressEvalRequest req;
+    req.tokens = x.tokens;
+    req.prompt_len = x.prefill;
+    req.presses = x.press.presses;
+    req.ratios = x.press.ratio_list();
+    req.press = x.press.defaults;
+    if (c->count("--policies") > 0) req.policies = parse_policy_list(x.policies);  // only when asked
+    req.run = x.run.options();
+    return print_press_eval(std::move(req), x.text, x.model, x.json, x.plot, g);
   };
   return [a, pre, &g, cmd, pre_cmd, run_prefill] {
     if (pre_cmd->parsed()) return run_prefill(*pre, pre_cmd);
@@ -84,25 +87,21 @@ Runner add_eval(CLI::App& app, const Global& g) {
               "--prefill compresses with --presses, --policies and --compression-ratio; it does not take --budgets");
       return run_prefill(*a, cmd);
     }
-    model::EvalOptions o;
-    o.tokens = a->tokens;
-    o.policies = parse_policy_list(a->policies);
-    for (const auto& b : split_list(a->budgets, "budgets")) o.budgets.push_back(Amount::parse(b));
-    o.run = a->run.build(o.policies.front());  // evaluate_policies validates every policy's parameters
+    model::EvalRequest req;
+    req.tokens = a->tokens;
+    req.policies = parse_policy_list(a->policies);
+    req.budgets = split_list(a->budgets, "budgets");
+    req.run = a->run.options();
+    req.validate();
     const std::string text = read_text(a->text);
     const model::Llama m = load_model(a->model);
-    Progress bar("eval", model::eval_units(o), !g.quiet);
-    o.on_token = [&bar] { bar.tick(); };
-    const model::EvalResult r = model::evaluate_policies(m, text, o);
+    Progress bar("eval", model::eval_units(req.options()), !g.quiet);
+    req.on_token = [&bar] { bar.tick(); };
+    const model::EvalResult r = model::run_eval(m, text, req);
     bar.finish();
     std::cout << "kvoracle eval " << a->text << ": " << r.tokens << " tokens, teacher-forced, full-cache perplexity "
               << fmt(r.full_ppl) << " (" << fmt(static_cast<double>(r.full_bytes) / (1 << 20), 3) << " MiB of K/V)\n";
     Table t({"policy", "budget", "k", "perplexity", "vs full", "mean KL", "peak K/V MiB", "of full"});
-    nlohmann::json out = {{"text", a->text},
-                          {"tokens", r.tokens},
-                          {"full_ppl", r.full_ppl},
-                          {"full_bytes", r.full_bytes},
-                          {"points", nlohmann::json::array()}};
     LinePlot plot;
     plot.title =
         "perplexity against KV budget (" + std::to_string(r.tokens) + " tokens, full cache " + fmt(r.full_ppl) + ")";
@@ -117,17 +116,11 @@ Runner add_eval(CLI::App& app, const Global& g) {
       t.row({p.policy, p.budget, std::to_string(p.k), fmt(p.ppl), fmt(p.ppl / r.full_ppl), fmt(p.mean_kl),
              fmt(static_cast<double>(p.peak_bytes) / (1 << 20), 3),
              fmt(static_cast<double>(p.peak_bytes) / static_cast<double>(r.full_bytes), 3)});
-      out["points"].push_back({{"policy", p.policy},
-                               {"budget", p.budget},
-                               {"k", p.k},
-                               {"ppl", p.ppl},
-                               {"mean_kl", p.mean_kl},
-                               {"peak_bytes", p.peak_bytes}});
       plot.add_point(p.policy, static_cast<double>(p.k) / r.tokens, p.ppl, policy_traits(p.id).offline);
     }
     t.print(std::cout);
     if (!a->json.empty()) {
-      write_file_atomic(a->json, out.dump(2) + "\n");
+      write_file_atomic(a->json, model::eval_result_json(r, a->text).dump(2) + "\n");
       std::cout << "results: " << a->json << '\n';
     }
     if (!a->plot.empty()) {

@@ -1,5 +1,4 @@
 // kvoracle record / generate / perplexity: the real model (SmolLM2-135M-Instruct) in our C++.
-#include <cmath>
 #include <filesystem>
 #include <iostream>
 
@@ -10,6 +9,7 @@
 #include "kvo/core/trace_io.hpp"
 #include "kvo/model/generate.hpp"
 #include "kvo/model/llama.hpp"
+#include "kvo/model/perplexity.hpp"
 #include "kvo/model/recorder.hpp"
 #include "model_options.hpp"
 #include "options.hpp"
@@ -77,7 +77,7 @@ Runner add_perplexity(CLI::App& app, const Global&) {
   auto* cmd = app.add_subcommand("perplexity", "teacher-forced perplexity of a text under full attention");
   struct Args {
     std::string text, model;
-    int tokens = 1024;
+    int tokens = model::kPerplexityTokens;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--text,-t", a->text, "UTF-8 text file")->required()->check(CLI::ExistingFile);
@@ -85,13 +85,9 @@ Runner add_perplexity(CLI::App& app, const Global&) {
   add_model_option(cmd, a->model);
   return [a] {
     const model::Llama m = load_model(a->model);
-    std::vector<int> ids = m.tokenizer().encode(read_text(a->text));
-    if (a->tokens > 0 && static_cast<int>(ids.size()) > a->tokens) ids.resize(static_cast<size_t>(a->tokens));
-    require(static_cast<int>(ids.size()) <= m.config().context, "the text exceeds the model's context; pass --tokens");
-    const double nll = model::mean_nll(m, ids);
-    // n tokens give n - 1 predictions (token t + 1 from tokens 0..t): the mean is over those.
-    std::cout << "perplexity " << std::exp(nll) << " (mean NLL " << nll << " nats over " << ids.size() - 1
-              << " next-token predictions) on the first " << ids.size() << " tokens of " << a->text << '\n';
+    const model::PerplexityResult r = model::perplexity(m, read_text(a->text), a->tokens);
+    std::cout << "perplexity " << r.perplexity << " (mean NLL " << r.mean_nll << " nats over " << r.predictions
+              << " next-token predictions) on the first " << r.tokens << " tokens of " << a->text << '\n';
     return 0;
   };
 }

@@ -4,18 +4,12 @@
 #include <string>
 
 #include "commands.hpp"
-#include "kvo/core/run_config.hpp"
-#include "press_options.hpp"
+#include "kvo/model/press_eval_run.hpp"
 
 namespace kvo::cli {
 
-struct PressEvalArgs {
-  std::string text, model, json, plot;
-  int tokens = 0, prompt_len = 0;
-  PressArgs press;
-  std::vector<PolicyId> policies;  // kvoracle's policies as prefill presses
-  RunConfig run;                   // their parameters
-};
-int run_press_eval(const PressEvalArgs& a, const Global& g);
+// Runs `request` (kvo::model::run_press_eval) on the text file with the model file and prints it.
+int print_press_eval(model::PressEvalRequest request, const std::string& text_path, const std::string& model_path,
+                     const std::string& json_path, const std::string& plot_path, const Global& g);
 
 }  // namespace kvo::cli

@@ -2,9 +2,11 @@
 
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <variant>
 
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/press_parameters.hpp"
 #include "kvo/core/progress.hpp"
 #include "kvo/core/text_list.hpp"
 #include "kvo/core/trace_io.hpp"
@@ -26,29 +28,17 @@ void add_press_options(CLI::App* cmd, PressArgs& a) {
                   "fractions of the prompt's keys removed (kvpress's compression_ratio)")
       ->capture_default_str()
       ->group(group);
-  cmd->add_option("--window-size", a.defaults.window_size, "snapkv, pyramidkv: last queries scored and kept")
-      ->capture_default_str()
-      ->group(group);
-  cmd->add_option("--kernel-size", a.defaults.kernel_size, "snapkv, pyramidkv: pooling kernel (odd)")
-      ->capture_default_str()
-      ->group(group);
-  cmd->add_option("--beta", a.defaults.beta, "pyramidkv: pyramid steepness")->capture_default_str()->group(group);
-  cmd->add_option("--n-sink", a.defaults.n_sink, "streaming_llm, lagkv, cur: first tokens kept")
-      ->capture_default_str()
-      ->group(group);
-  cmd->add_option("--lag-size", a.defaults.lag_size, "lagkv: partition length")->capture_default_str()->group(group);
-  cmd->add_option("--local-window-size", a.defaults.local_window_size, "cur: local normalisation window")
-      ->capture_default_str()
-      ->group(group);
-  cmd->add_option("--chunk-size", a.defaults.chunk_size, "non_causal_attn: tile of the non-causal attention")
-      ->capture_default_str()
-      ->group(group);
+  for (const PressParameterEntry& e : press_parameter_table())  // the one table of press parameters
+    std::visit(
+        [&](auto field) {
+          cmd->add_option(std::string(e.flag), a.defaults.*field, std::string(e.help))
+              ->capture_default_str()
+              ->group(group);
+        },
+        e.field);
   cmd->add_flag("--output-fidelity,!--no-output-fidelity", a.output_fidelity,
                 "oracle --prefill: measure each kept set's attention-output error and the output bound (one more pass "
                 "over the following queries per KV head)")
-      ->capture_default_str()
-      ->group(group);
-  cmd->add_option("--press-seed", a.defaults.seed, "random: torch.manual_seed of RandomPress(seed=...)")
       ->capture_default_str()
       ->group(group);
 }
@@ -86,12 +76,7 @@ int run_prefill_oracle(const PrefillArgs& a, const Global& g) {
            res.fidelity ? fmt(s.mass_optimum_error) : "-", res.fidelity ? fmt(s.bound_optimum_error) : "-"});
   t.print(std::cout);
   if (!a.json.empty()) {
-    write_file_atomic(a.json, nlohmann::json{{"trace", a.trace},
-                                             {"prompt_len", a.prompt_len},
-                                             {"following_queries", res.following},
-                                             {"records", res.records()}}
-                                      .dump(1) +
-                                  "\n");
+    write_file_atomic(a.json, res.to_json(a.trace).dump(1) + "\n");
     std::cout << "results: " << a.json << '\n';
   }
   return 0;

@@ -167,6 +167,18 @@ std::string join_policy_names(std::span<const PolicyId> ids) {
   return s;
 }
 
+std::vector<std::string> policy_name_list(std::span<const PolicyId> ids) {
+  std::vector<std::string> out;
+  for (PolicyId id : ids) out.push_back(policy_name(id));
+  return out;
+}
+
+std::vector<PolicyId> parse_policy_names(const std::vector<std::string>& names) {
+  std::vector<PolicyId> out;
+  for (const auto& name : names) out.push_back(parse_policy(name));
+  return out;
+}
+
 std::string policy_names_where(bool (*pred)(const PolicyTraits&)) {
   std::string s;
   for (const auto& e : kTable)

@@ -6,7 +6,9 @@
 #include <sstream>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/json_fields.hpp"
 #include "kvo/core/parallel.hpp"
+#include "kvo/core/press_parameters.hpp"
 
 namespace kvo {
 
@@ -54,6 +56,45 @@ void PrefillOracleRequest::validate(const Trace& tr) const {
   const std::vector<int> ls = chosen_layers(tr, layers);
   // Refuse a press the trace cannot serve before any work (the first layer stands for all).
   for (const PressOptions& po : grid) run_press(press_layer_of(tr, ls.front(), prompt_len), po);
+}
+
+nlohmann::json PrefillOracleRequest::to_json() const {
+  return {{"prompt_len", prompt_len},
+          {"presses", presses},
+          {"ratios", ratios},
+          {"press", press_parameters_to_json(press)},
+          {"output_fidelity", output_fidelity},
+          {"layers", layers},
+          {"threads", threads}};
+}
+
+PrefillOracleRequest PrefillOracleRequest::from_json(const nlohmann::json& j) {
+  PrefillOracleRequest r;
+  read_json_fields(j, "prefill oracle request", [&](const std::string& key, const nlohmann::json& value) {
+    if (key == "prompt_len") {
+      r.prompt_len = value.get<int>();
+    } else if (key == "presses") {
+      r.presses = value.get<std::string>();
+    } else if (key == "ratios") {
+      r.ratios = value.get<std::vector<double>>();
+    } else if (key == "press") {
+      r.press = press_parameters_from_json(value, "prefill oracle request: press");
+    } else if (key == "output_fidelity") {
+      r.output_fidelity = value.get<bool>();
+    } else if (key == "layers") {
+      r.layers = value.get<std::vector<int>>();
+    } else if (key == "threads") {
+      r.threads = value.get<int>();
+    } else {
+      return false;
+    }
+    return true;
+  });
+  return r;
+}
+
+nlohmann::json PrefillOracleResult::to_json(const std::string& trace) const {
+  return {{"trace", trace}, {"prompt_len", prompt_len}, {"following_queries", following}, {"records", records()}};
 }
 
 nlohmann::json PrefillOracleResult::records() const {

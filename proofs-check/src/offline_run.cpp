@@ -18,11 +18,9 @@ void OfflineOracleRequest::validate() const {
 }
 
 nlohmann::json OfflineOracleRequest::to_json() const {
-  std::vector<std::string> names;
-  for (const PolicyId id : policies) names.push_back(policy_name(id));
   return {{"trace", trace},
           {"run", kvo::to_json(run)},
-          {"policies", names},
+          {"policies", policy_name_list(policies)},
           {"forced_window", forced_window},
           {"json_path", json_path}};
 }
@@ -35,8 +33,7 @@ OfflineOracleRequest OfflineOracleRequest::from_json(const nlohmann::json& j) {
     } else if (key == "run") {
       r.run = run_options_from_json(value);
     } else if (key == "policies") {
-      r.policies.clear();
-      for (const auto& name : value.get<std::vector<std::string>>()) r.policies.push_back(parse_policy(name));
+      r.policies = parse_policy_names(value.get<std::vector<std::string>>());
     } else if (key == "forced_window") {
       r.forced_window = value.get<int>();
     } else if (key == "json_path") {

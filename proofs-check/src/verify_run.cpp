@@ -20,10 +20,8 @@ void VerifyRequest::validate() const {
 }
 
 nlohmann::json VerifyRequest::to_json() const {
-  std::vector<std::string> policies;
-  for (const PolicyId id : checks.policies) policies.push_back(policy_name(id));
   return {{"traces", traces},
-          {"policies", policies},
+          {"policies", policy_name_list(checks.policies)},
           {"checks", std::vector<std::string>(checks.checks.begin(), checks.checks.end())},
           {"samples", checks.samples},
           {"sampled_steps", checks.sampled_steps},
@@ -48,8 +46,7 @@ VerifyRequest VerifyRequest::from_json(const nlohmann::json& j) {
     if (key == "traces") {
       r.traces = value.get<std::vector<std::string>>();
     } else if (key == "policies") {
-      c.policies.clear();
-      for (const auto& name : value.get<std::vector<std::string>>()) c.policies.push_back(parse_policy(name));
+      c.policies = parse_policy_names(value.get<std::vector<std::string>>());
     } else if (key == "checks") {
       const auto ids = value.get<std::vector<std::string>>();
       c.checks = std::set<std::string>(ids.begin(), ids.end());

@@ -16,10 +16,7 @@ struct CheckSizes {
 TraceChecksOptions checks_options(const std::vector<std::string>& policies, const std::vector<std::string>& checks,
                                   const std::optional<std::vector<double>>& sweep, const CheckSizes& z) {
   TraceChecksOptions o;
-  if (!policies.empty()) {
-    o.policies.clear();
-    for (const auto& p : policies) o.policies.push_back(parse_policy(p));
-  }
+  if (!policies.empty()) o.policies = parse_policy_names(policies);
   for (const auto& c : checks) o.checks.insert(c);
   if (sweep) o.sweep = *sweep;  // None: the library's default sweep, as the CLI's
   o.samples = z.samples;

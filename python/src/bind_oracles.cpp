@@ -10,38 +10,6 @@
 
 namespace kvo::python {
 
-namespace {
-
-// kvpress's press parameters by keyword (window_size=..., n_sink=..., seed=...).
-PressOptions press_parameters_from(const py::kwargs& kwargs, const char* call) {
-  PressOptions o;
-  const std::pair<const char*, int PressOptions::*> ints[] = {{"window_size", &PressOptions::window_size},
-                                                              {"kernel_size", &PressOptions::kernel_size},
-                                                              {"beta", &PressOptions::beta},
-                                                              {"n_sink", &PressOptions::n_sink},
-                                                              {"lag_size", &PressOptions::lag_size},
-                                                              {"local_window_size", &PressOptions::local_window_size},
-                                                              {"chunk_size", &PressOptions::chunk_size}};
-  for (const auto& [key, value] : kwargs) {
-    const std::string name = py::str(key);
-    bool known = false;
-    for (const auto& [n, field] : ints)
-      if (name == n) {
-        o.*field = value.cast<int>();
-        known = true;
-      }
-    if (name == "seed") {
-      o.seed = value.cast<std::uint64_t>();
-      known = true;
-    }
-    require(known, std::string(call) + ": unknown press parameter '" + name +
-                       "' (window_size, kernel_size, beta, n_sink, lag_size, local_window_size, chunk_size, seed)");
-  }
-  return o;
-}
-
-}  // namespace
-
 void bind_oracles(py::module_& m) {
   m.def(
       "static_oracle",
@@ -74,7 +42,7 @@ void bind_oracles(py::module_& m) {
         req.prompt_len = prompt_len;
         req.presses = presses;
         req.ratios = std::move(ratios);
-        req.press = press_parameters_from(kwargs, "prefill_oracle");
+        req.press = press_parameters(kwargs, "prefill_oracle");
         req.output_fidelity = output_fidelity;
         req.layers = std::move(layers);
         req.threads = threads;
@@ -98,19 +66,17 @@ void bind_oracles(py::module_& m) {
       py::arg("trace"), py::arg("prompt_len"), py::arg("presses") = PrefillOracleRequest{}.presses,
       py::arg("ratios") = PrefillOracleRequest{}.ratios, py::arg("output_fidelity") = true,
       py::arg("layers") = std::vector<int>{}, py::arg("threads") = 0,
-      "the exact prefill optimum against kvpress's presses on every chosen layer and KV head (kvoracle oracle "
-      "prefill): per (press, ratio) means in `summary`, one record per unit in `records`; press parameters "
-      "(window_size, n_sink, seed, ...) as keywords");
+      ("the exact prefill optimum against kvpress's presses on every chosen layer and KV head (kvoracle oracle "
+       "prefill): per (press, ratio) means in `summary`, one record per unit in `records`.\n" +
+       press_parameters_doc())
+          .c_str());
   m.def(
       "offline_oracle",
       [](const std::string& trace, std::vector<std::string> policies, int forced_window, std::string json, int threads,
          const py::kwargs& kwargs) {
         OfflineOracleRequest req;
         req.trace = trace;
-        if (!policies.empty()) {
-          req.policies.clear();
-          for (const auto& p : policies) req.policies.push_back(parse_policy(p));
-        }
+        if (!policies.empty()) req.policies = parse_policy_names(policies);
         req.forced_window = forced_window;
         req.json_path = std::move(json);
         req.run = run_options(kwargs, "offline_oracle");

@@ -78,19 +78,10 @@ void bind_presses(py::module_& m) {
   m.def(
       "run_press",
       [](const Trace& tr, int layer, int prompt_len, const std::string& press, double compression_ratio,
-         int window_size, int kernel_size, int beta, int n_sink, int lag_size, int local_window_size, int chunk_size,
-         std::uint64_t seed) {
-        PressOptions o;
+         const py::kwargs& kwargs) {
+        PressOptions o = press_parameters(kwargs, "run_press");
         o.id = parse_press(press);
         o.compression_ratio = compression_ratio;
-        o.window_size = window_size;
-        o.kernel_size = kernel_size;
-        o.beta = beta;
-        o.n_sink = n_sink;
-        o.lag_size = lag_size;
-        o.local_window_size = local_window_size;
-        o.chunk_size = chunk_size;
-        o.seed = seed;
         PressResult r;
         {
           py::gil_scoped_release release;
@@ -106,8 +97,6 @@ void bind_presses(py::module_& m) {
         return py::dict(py::arg("scores") = scores, py::arg("kept") = kept, py::arg("n_kept") = r.n_kept);
       },
       py::arg("trace"), py::arg("layer"), py::arg("prompt_len"), py::arg("press"), py::arg("compression_ratio") = 0.5,
-      py::arg("window_size") = 64, py::arg("kernel_size") = 5, py::arg("beta") = 20, py::arg("n_sink") = 4,
-      py::arg("lag_size") = 128, py::arg("local_window_size") = 16, py::arg("chunk_size") = 256, py::arg("seed") = 0,
       "a kvpress press on one layer of the trace's first prompt_len tokens: scores [H_kv, P] and kept positions");
   m.def(
       "prefill_optimum",

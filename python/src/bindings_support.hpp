@@ -10,6 +10,7 @@
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/facility_location.hpp"
+#include "kvo/core/press_parameters.hpp"
 #include "kvo/core/run_options.hpp"
 #include "kvo/core/text_list.hpp"
 
@@ -91,6 +92,11 @@ inline RunConfig run_config(const std::string& policy, const py::kwargs& kwargs,
 }
 // "Run options (keyword arguments): sinks=4, history=32, ...": the docstring part every call shares.
 std::string run_options_doc();
+// kvpress's press parameters from keyword arguments (window_size=..., n_sink=..., seed=...): the
+// names of kvo::press_parameter_table(), the same table as the CLI's press flags.
+PressOptions press_parameters(const py::dict& kwargs, const char* call);
+// "Press parameters (keyword arguments): window_size=64, ...".
+std::string press_parameters_doc();
 
 inline py::object json_to_python(const nlohmann::json& j) {
   return py::module_::import("json").attr("loads")(j.dump());

@@ -55,4 +55,26 @@ std::string run_options_doc() {
   return s;
 }
 
+PressOptions press_parameters(const py::dict& kwargs, const char* call) {
+  PressOptions o;
+  for (const auto& [key, value] : kwargs) {
+    const std::string name = py::str(key);
+    const PressParameterEntry* e = find_press_parameter(name);
+    require(e != nullptr, std::string(call) + ": unknown press parameter '" + name +
+                              "' (press parameters: " + press_parameter_names() + ")");
+    require(py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value),
+            std::string(call) + ": " + name + " takes an integer");
+    set_press_parameter(o, *e, value.cast<long long>());
+  }
+  return o;
+}
+
+std::string press_parameters_doc() {
+  const nlohmann::json defaults = press_parameters_to_json(PressOptions{});
+  std::string s = "Press parameters (keyword arguments, kvpress's names; the CLI's press flags):";
+  for (const auto& e : press_parameter_table())
+    s += "\n  " + std::string(e.name) + "=" + defaults[std::string(e.name)].dump() + ": " + std::string(e.help);
+  return s;
+}
+
 }  // namespace kvo::python

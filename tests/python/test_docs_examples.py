@@ -50,6 +50,8 @@ def test_python_md_whole_commands_example(tmp_path, model_path):
     exec(block, scope)  # noqa: S102
     assert scope["rep"]["format"] == "kvoracle-report" and (tmp_path / "report" / "report.md").exists()
     assert [p["policy"] for p in scope["off"]["summary"]["policies"]] == ["h2o", "tova"]
+    assert [p["policy"] for p in scope["ev"]["points"]] == ["h2o", "window"]
+    assert [r["set"] for r in scope["pre"]["rows"]][:2] == ["knorm", "snapkv"]
 
 
 def test_trace_format_reading_example(tmp_path):

@@ -125,3 +125,44 @@ def test_model_generates_what_the_cli_generates(kvoracle, model_path):
         m.generate(ids, max_tokens=0)
     with pytest.raises(ValueError):
         kvo.Model(model_path + ".missing")
+
+
+def test_model_calls_give_what_the_cli_gives(kvoracle, model_path, tmp_path):
+    """eval, eval prefill, perplexity and record through kvoracle.Model equal the CLI's output (to
+    float32 rounding: the CLI under test may be built for another instruction set than the module)."""
+    text = "/usr/share/common-licenses/GPL-3"
+    body = open(text, encoding="utf-8").read()
+    m = kvo.Model(model_path)
+    run(kvoracle, "eval", "--text", text, "--tokens", 24, "--policies", "h2o,window", "--budgets", "50%,6",
+        "--history", 5, "--model", model_path, "--json", tmp_path / "eval.json")  # fmt: skip
+    cli = json.load(open(tmp_path / "eval.json"))
+    assert cli.pop("text") == text
+    py = m.eval(body, policies=["h2o", "window"], budgets=["50%", 6], tokens=24, history=5)
+    assert same_records(py, cli, rel=1e-4) and len(py["points"]) == 4
+    run(kvoracle, "eval", "prefill", "--text", text, "--tokens", 40, "--prompt-len", 28, "--presses",
+        "knorm,streaming_llm", "--compression-ratio", 0.5, "--n-sink", 2, "--policies", "h2o", "--model",
+        model_path, "--json", tmp_path / "prefill.json")  # fmt: skip
+    cli = json.load(open(tmp_path / "prefill.json"))
+    assert cli.pop("text") == text
+    py = m.eval_prefill(body, 28, tokens=40, presses="knorm,streaming_llm", ratios=[0.5], policies=["h2o"],
+                        press={"n_sink": 2})  # fmt: skip
+    assert same_records(py, cli, rel=1e-4) and [r["set"] for r in py["rows"]][:3] == ["knorm", "streaming_llm", "h2o"]
+    out = subprocess.run([kvoracle, "perplexity", "--text", text, "--tokens", "32", "--model", model_path],
+                         check=True, capture_output=True, text=True).stdout  # fmt: skip
+    ppl = m.perplexity(body, tokens=32)
+    assert ppl["tokens"] == 32 and ppl["predictions"] == 31
+    assert float(out.split()[1]) == pytest.approx(ppl["perplexity"], rel=1e-4)
+    run(kvoracle, "record", "--text", text, "--tokens", 20, "--layers", "0,2", "--model", model_path, "--out",
+        tmp_path / "t.safetensors")  # fmt: skip
+    cli = kvo.read_trace(str(tmp_path / "t.safetensors"))
+    py = m.record(body, tokens=20, layers=[0, 2])
+    assert (py.n_layers, py.n_tokens) == (cli.n_layers, cli.n_tokens) == (2, 20)
+    for layer in range(2):
+        np.testing.assert_allclose(py.q(layer), cli.q(layer), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(py.k(layer), cli.k(layer), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="unknown press parameter 'nsink'"):
+        m.eval_prefill(body, 28, tokens=40, press={"nsink": 2})
+    with pytest.raises(ValueError, match="eval: unknown option 'histroy'"):
+        m.eval(body, tokens=24, histroy=5)
+    with pytest.raises(ValueError, match="continuation of 2 or more"):
+        m.eval_prefill(body, 39, tokens=40)

@@ -98,6 +98,9 @@ PolicyId parse_policy(std::string_view name);
 // Comma-separated names ("h2o,tova"), each parsed; kvo::Error on an empty list.
 std::vector<PolicyId> parse_policy_list(std::string_view names);
 std::string join_policy_names(std::span<const PolicyId> ids);
+// A policy list's JSON form and back: names, in order (kvo::Error for an unknown name).
+std::vector<std::string> policy_name_list(std::span<const PolicyId> ids);
+std::vector<PolicyId> parse_policy_names(const std::vector<std::string>& names);
 // Names of the policies with a trait, for messages ("h2o, h2o-realdrop, h2o-paper").
 std::string policy_names_where(bool (*pred)(const PolicyTraits&));
 

@@ -31,6 +31,8 @@ struct PrefillOracleRequest {
   // kvo::Error naming the option, before any work: prompt_len outside [1, n - 1], an unknown
   // press, a ratio outside [0, 1), a layer the trace lacks, a press the trace cannot serve.
   void validate(const Trace& trace) const;
+  nlohmann::json to_json() const;  // every field but the hook; the press parameters by name
+  static PrefillOracleRequest from_json(const nlohmann::json& j);
 };
 
 // Means over the cache units (layer, KV head) of one press at one ratio.
@@ -50,7 +52,9 @@ struct PrefillOracleResult {
   bool fidelity = false;                     // output errors measured (every chosen layer has values)
   std::vector<PressVsOptimum> rows;          // layer-major, then as compare_presses orders them
   std::vector<PrefillPressSummary> summary;  // in the request's (press, ratio) order
-  nlohmann::json records() const;            // one JSON object per row (oracle prefill --json)
+  nlohmann::json records() const;            // one JSON object per row
+  // What `oracle prefill --json` writes: the trace's name, prompt_len, following_queries, records.
+  nlohmann::json to_json(const std::string& trace) const;
 };
 
 PrefillOracleResult run_prefill_oracle(const Trace& trace, const PrefillOracleRequest& request);

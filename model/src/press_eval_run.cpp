@@ -1,0 +1,85 @@
+#include "kvo/model/press_eval_run.hpp"
+
+#include "kvo/core/error.hpp"
+#include "kvo/core/json_fields.hpp"
+#include "kvo/core/press_parameters.hpp"
+#include "kvo/oracle/prefill_run.hpp"
+
+namespace kvo::model {
+
+void PressEvalRequest::validate() const {
+  require(prompt_len >= 1 && prompt_len <= tokens - 2,
+          "prompt_len must be in [1, tokens - 2] so that a continuation of 2 or more tokens follows (tokens " +
+              std::to_string(tokens) + ", prompt_len " + std::to_string(prompt_len) + ")");
+  options();
+}
+
+PressEvalOptions PressEvalRequest::options() const {
+  PressEvalOptions o;
+  o.tokens = tokens;
+  o.prompt_len = prompt_len;
+  o.presses = press_grid(presses, ratios, press);
+  o.reference_ratios = ratios;
+  o.policies = policies;
+  o.policy_ratios = ratios;
+  if (!policies.empty()) o.run = run.build(policies.front());  // evaluate_presses checks every policy
+  o.on_row = on_row;
+  return o;
+}
+
+nlohmann::json PressEvalRequest::to_json() const {
+  return {{"tokens", tokens},
+          {"prompt_len", prompt_len},
+          {"presses", presses},
+          {"ratios", ratios},
+          {"press", press_parameters_to_json(press)},
+          {"policies", policy_name_list(policies)},
+          {"run", kvo::to_json(run)}};
+}
+
+PressEvalRequest PressEvalRequest::from_json(const nlohmann::json& j) {
+  PressEvalRequest r;
+  read_json_fields(j, "prefill evaluation request", [&](const std::string& key, const nlohmann::json& value) {
+    if (key == "tokens") {
+      r.tokens = value.get<int>();
+    } else if (key == "prompt_len") {
+      r.prompt_len = value.get<int>();
+    } else if (key == "presses") {
+      r.presses = value.get<std::string>();
+    } else if (key == "ratios") {
+      r.ratios = value.get<std::vector<double>>();
+    } else if (key == "press") {
+      r.press = press_parameters_from_json(value, "prefill evaluation request: press");
+    } else if (key == "policies") {
+      r.policies = parse_policy_names(value.get<std::vector<std::string>>());
+    } else if (key == "run") {
+      r.run = run_options_from_json(value);
+    } else {
+      return false;
+    }
+    return true;
+  });
+  return r;
+}
+
+nlohmann::json press_eval_result_json(const PressEvalResult& r, const std::string& text_name) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const PressEvalRow& row : r.rows)
+    rows.push_back({{"set", row.name},
+                    {"compression_ratio", row.compression_ratio},
+                    {"mean_k", row.mean_k},
+                    {"mass_fraction", row.mass_fraction},
+                    {"output_error", row.output_error},
+                    {"nll", row.nll},
+                    {"mean_kl", row.mean_kl},
+                    {"kv_bytes", row.kv_bytes}});
+  return {{"text", text_name},      {"tokens", r.tokens},         {"prompt_len", r.prompt_len},
+          {"full_nll", r.full_nll}, {"full_bytes", r.full_bytes}, {"rows", rows}};
+}
+
+PressEvalResult run_press_eval(const Llama& model, const std::string& text, const PressEvalRequest& request) {
+  request.validate();
+  return evaluate_presses(model, text, request.options());
+}
+
+}  // namespace kvo::model
