@@ -5,7 +5,6 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "commands.hpp"
 #include "distributed.hpp"
@@ -27,17 +26,6 @@ namespace {
 
 // Options that name outputs: they do not change results, so a checkpoint does not compare them.
 const std::vector<std::string> kOutputs = {"traces", "--report", "--json", "--plot", "--checkpoint"};
-
-// The library's default sweep as the option's text ("0.05,0.1,0.2,0.3,0.5").
-std::string default_sweep() {
-  std::string s;
-  for (double b : TraceChecksOptions{}.sweep) {
-    std::ostringstream one;
-    one << b;
-    s += (s.empty() ? "" : ",") + one.str();
-  }
-  return s;
-}
 
 void print_claims(const std::vector<ClaimSummary>& sums) {
   Table t({"claim", "kind", "instance", "records", "paper/theorem holds", "worst", "where"});
@@ -64,7 +52,7 @@ Runner add_verify(CLI::App& app, const Global& g) {
     std::vector<std::string> traces;
     std::string policies = join_policy_names(default_policies(PolicyListUse::Checks));
     std::string checks, report, json, plot, checkpoint;
-    std::string sweep = default_sweep();
+    std::string sweep = sweep_text(TraceChecksOptions{}.sweep);
     RunArgs run;
     TraceChecksOptions o;
   };
@@ -81,32 +69,15 @@ Runner add_verify(CLI::App& app, const Global& g) {
   cmd->add_option("--plot", a->plot, "also write the ratio plot (SVG) to this path (one trace)");
   cmd->add_option("--checkpoint", a->checkpoint,
                   "store each finished unit in this directory; a rerun with the same arguments resumes from it");
-  cmd->add_option("--samples", a->o.samples, "sampled sets per submodularity scan (C5, C6, C12)")
-      ->capture_default_str();
-  cmd->add_option("--sampled-steps", a->o.sampled_steps, "steps per head for the brute-force checks")
-      ->capture_default_str();
-  cmd->add_option("--ground", a->o.ground, "ground-set size of the brute-force checks (<= 16)")->capture_default_str();
-  cmd->add_option("--small-k", a->o.small_k, "budget of the brute-force checks")->capture_default_str();
   cmd->add_option("--sweep", a->sweep, "budgets (fractions of n) of the retained-mass plot; 'none' to skip")
       ->capture_default_str();
-  cmd->add_option("--sweep-heads", a->o.sweep_heads, "heads per layer in the budget sweep")->capture_default_str();
-  cmd->add_option("--offline-tokens", a->o.offline_tokens,
-                  "C19, D10 and the sweep's OPT_dyn solve the offline optimum on the first N steps")
-      ->capture_default_str();
-  cmd->add_option("--loss-random", a->o.loss_random, "random instances of the loss/Hessian checks")
-      ->capture_default_str();
+  for (const CheckSizeEntry& e : check_size_table())  // the one table of the checks' sizes
+    cmd->add_option(std::string(e.flag), a->o.*e.field, std::string(e.help))->capture_default_str();
   add_run_options(cmd, a->run);
   return [a, &g, cmd] {
     TraceChecksOptions checks = a->o;
     checks.policies = parse_policy_list(a->policies);
-    checks.sweep.clear();
-    if (a->sweep != "none") {
-      for (const auto& item : split_list(a->sweep, "sweep")) {
-        const Amount b = Amount::parse(item);
-        require(b.is_ratio, "sweep budgets must be fractions of n (0.1 or 10%), not '" + item + "'");
-        checks.sweep.push_back(b.value);
-      }
-    }
+    checks.sweep = parse_sweep(a->sweep);
     for (const auto& c : split_list(a->checks, "checks")) checks.checks.insert(c);
     const VerifyRequest req{a->traces, std::move(checks), a->run.options(), a->report, a->json, a->plot, false};
     req.validate();

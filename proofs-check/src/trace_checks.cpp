@@ -141,6 +141,7 @@ void TraceChecksOptions::validate() const {
   require(samples >= 1 && sampled_steps >= 1, "samples and sampled_steps must be >= 1");
   require(sweep_heads >= 1, "sweep_heads must be >= 1");
   require(offline_tokens >= 2, "offline_tokens must be >= 2");
+  require(loss_heads >= 0, "loss_heads must be >= 0");
   require(loss_random >= 0, "loss_random must be >= 0");
   for (double b : sweep)
     require(b > 0 && b <= 1, "sweep budgets must be fractions of n in (0, 1], not " + std::to_string(b));

@@ -20,23 +20,17 @@ void VerifyRequest::validate() const {
 }
 
 nlohmann::json VerifyRequest::to_json() const {
-  return {{"traces", traces},
-          {"policies", policy_name_list(checks.policies)},
-          {"checks", std::vector<std::string>(checks.checks.begin(), checks.checks.end())},
-          {"samples", checks.samples},
-          {"sampled_steps", checks.sampled_steps},
-          {"ground", checks.ground},
-          {"small_k", checks.small_k},
-          {"sweep", checks.sweep},
-          {"sweep_heads", checks.sweep_heads},
-          {"offline_tokens", checks.offline_tokens},
-          {"loss_heads", checks.loss_heads},
-          {"loss_random", checks.loss_random},
-          {"run", kvo::to_json(run)},
-          {"report_dir", report_dir},
-          {"json_path", json_path},
-          {"plot_path", plot_path},
-          {"keep_reports", keep_reports}};
+  nlohmann::json j = {{"traces", traces},
+                      {"policies", policy_name_list(checks.policies)},
+                      {"checks", std::vector<std::string>(checks.checks.begin(), checks.checks.end())},
+                      {"sweep", checks.sweep},
+                      {"run", kvo::to_json(run)},
+                      {"report_dir", report_dir},
+                      {"json_path", json_path},
+                      {"plot_path", plot_path},
+                      {"keep_reports", keep_reports}};
+  for (const CheckSizeEntry& e : check_size_table()) j[std::string(e.name)] = checks.*e.field;
+  return j;
 }
 
 VerifyRequest VerifyRequest::from_json(const nlohmann::json& j) {
@@ -50,24 +44,10 @@ VerifyRequest VerifyRequest::from_json(const nlohmann::json& j) {
     } else if (key == "checks") {
       const auto ids = value.get<std::vector<std::string>>();
       c.checks = std::set<std::string>(ids.begin(), ids.end());
-    } else if (key == "samples") {
-      c.samples = value.get<int>();
-    } else if (key == "sampled_steps") {
-      c.sampled_steps = value.get<int>();
-    } else if (key == "ground") {
-      c.ground = value.get<int>();
-    } else if (key == "small_k") {
-      c.small_k = value.get<int>();
+    } else if (const CheckSizeEntry* size = find_check_size(key)) {
+      c.*size->field = value.get<int>();
     } else if (key == "sweep") {
       c.sweep = value.get<std::vector<double>>();
-    } else if (key == "sweep_heads") {
-      c.sweep_heads = value.get<int>();
-    } else if (key == "offline_tokens") {
-      c.offline_tokens = value.get<int>();
-    } else if (key == "loss_heads") {
-      c.loss_heads = value.get<int>();
-    } else if (key == "loss_random") {
-      c.loss_random = value.get<int>();
     } else if (key == "run") {
       r.run = run_options_from_json(value);
     } else if (key == "report_dir") {

@@ -8,32 +8,32 @@ namespace kvo::python {
 
 namespace {
 
-// The check options both calls take, with TraceChecksOptions' defaults.
-struct CheckSizes {
-  int samples, sampled_steps, ground, small_k, sweep_heads, offline_tokens, loss_random;
-};
-
+// The check options of both calls: policies, check ids, the sweep, and the sizes of
+// kvo::check_size_table() taken out of the keyword arguments (the rest are run options).
 TraceChecksOptions checks_options(const std::vector<std::string>& policies, const std::vector<std::string>& checks,
-                                  const std::optional<std::vector<double>>& sweep, const CheckSizes& z) {
+                                  const std::optional<std::vector<double>>& sweep, py::kwargs& kwargs) {
   TraceChecksOptions o;
   if (!policies.empty()) o.policies = parse_policy_names(policies);
   for (const auto& c : checks) o.checks.insert(c);
   if (sweep) o.sweep = *sweep;  // None: the library's default sweep, as the CLI's
-  o.samples = z.samples;
-  o.sampled_steps = z.sampled_steps;
-  o.ground = z.ground;
-  o.small_k = z.small_k;
-  o.sweep_heads = z.sweep_heads;
-  o.offline_tokens = z.offline_tokens;
-  o.loss_random = z.loss_random;
+  for (const CheckSizeEntry& e : check_size_table()) {
+    const py::str name(std::string(e.name));
+    if (!kwargs.contains(name)) continue;
+    const py::object value = kwargs[name];
+    require(py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value),
+            std::string(e.name) + " takes an integer");
+    o.*e.field = value.cast<int>();
+    PyDict_DelItem(kwargs.ptr(), name.ptr());
+  }
   return o;
 }
 
-const TraceChecksOptions kDefaults;
-
 std::string sizes_doc() {
-  return "Check options (the CLI's verify flags): samples, sampled_steps, ground, small_k, sweep_heads, "
-         "offline_tokens, loss_random.\n";
+  const TraceChecksOptions defaults;
+  std::string s = "Check sizes (keyword arguments, the CLI's verify flags):";
+  for (const CheckSizeEntry& e : check_size_table())
+    s += "\n  " + std::string(e.name) + "=" + std::to_string(defaults.*e.field) + ": " + std::string(e.help);
+  return s + "\n";
 }
 
 }  // namespace
@@ -42,11 +42,8 @@ void bind_checks(py::module_& m) {
   m.def(
       "verify",
       [](const Trace& t, std::vector<std::string> policies, std::vector<std::string> checks,
-         std::optional<std::vector<double>> sweep, int samples, int sampled_steps, int ground, int small_k,
-         int sweep_heads, int offline_tokens, int loss_random, const py::kwargs& kwargs) {
-        TraceChecksOptions o =
-            checks_options(policies, checks, sweep,
-                           {samples, sampled_steps, ground, small_k, sweep_heads, offline_tokens, loss_random});
+         std::optional<std::vector<double>> sweep, py::kwargs kwargs) {
+        TraceChecksOptions o = checks_options(policies, checks, sweep, kwargs);
         o.run = run_options(kwargs, "verify").build(o.policies.front(), &t);
         TraceChecksResult r;
         {
@@ -57,10 +54,6 @@ void bind_checks(py::module_& m) {
       },
       py::arg("trace"), py::arg("policies") = std::vector<std::string>{},
       py::arg("checks") = std::vector<std::string>{}, py::arg("sweep") = py::none(),
-      py::arg("samples") = kDefaults.samples, py::arg("sampled_steps") = kDefaults.sampled_steps,
-      py::arg("ground") = kDefaults.ground, py::arg("small_k") = kDefaults.small_k,
-      py::arg("sweep_heads") = kDefaults.sweep_heads, py::arg("offline_tokens") = kDefaults.offline_tokens,
-      py::arg("loss_random") = kDefaults.loss_random,
       ("run the claim checks C1-C27 / D1-D11; returns report.json as a dict (docs/report-format.md).\n" + sizes_doc() +
        run_options_doc())
           .c_str());
@@ -69,13 +62,10 @@ void bind_checks(py::module_& m) {
       "verify_traces",
       [](std::vector<std::string> traces, std::string report, std::string json, std::string plot,
          std::vector<std::string> policies, std::vector<std::string> checks, std::optional<std::vector<double>> sweep,
-         int samples, int sampled_steps, int ground, int small_k, int sweep_heads, int offline_tokens, int loss_random,
-         int threads, const py::kwargs& kwargs) {
+         int threads, py::kwargs kwargs) {
         VerifyRequest req;
         req.traces = std::move(traces);
-        req.checks =
-            checks_options(policies, checks, sweep,
-                           {samples, sampled_steps, ground, small_k, sweep_heads, offline_tokens, loss_random});
+        req.checks = checks_options(policies, checks, sweep, kwargs);
         req.run = run_options(kwargs, "verify_traces");
         req.report_dir = std::move(report);
         req.json_path = std::move(json);
@@ -90,11 +80,7 @@ void bind_checks(py::module_& m) {
       },
       py::arg("traces"), py::kw_only(), py::arg("report") = "", py::arg("json") = "", py::arg("plot") = "",
       py::arg("policies") = std::vector<std::string>{}, py::arg("checks") = std::vector<std::string>{},
-      py::arg("sweep") = py::none(), py::arg("samples") = kDefaults.samples,
-      py::arg("sampled_steps") = kDefaults.sampled_steps, py::arg("ground") = kDefaults.ground,
-      py::arg("small_k") = kDefaults.small_k, py::arg("sweep_heads") = kDefaults.sweep_heads,
-      py::arg("offline_tokens") = kDefaults.offline_tokens, py::arg("loss_random") = kDefaults.loss_random,
-      py::arg("threads") = 0,
+      py::arg("sweep") = py::none(), py::arg("threads") = 0,
       ("`kvoracle verify` on trace files or directories: the claim checks, the report directory (report=), "
        "report.json (json=) and the ratio plot (plot=, one trace) as the CLI writes them. Returns one trace's "
        "report.json as a dict, or for several the report across them with every trace's under 'reports'.\n" +

@@ -97,6 +97,15 @@ def test_verify_traces_same_report_as_the_cli(kvoracle, trace_file, tmp_path):
         kvo.verify_traces([str(trace_file), str(trace_file)], plot=str(tmp_path / "p.svg"))
     with pytest.raises(ValueError, match="verify_traces: unknown option 'histroy'"):
         kvo.verify_traces([str(trace_file)], histroy=3)
+    # The check sizes come from the CLI's table: the loss checks on one key matrix and no random one.
+    run(kvoracle, "verify", trace_file, "--checks", "C23", "--loss-heads", "1", "--loss-random", "0", "--sweep", "none", "--json", tmp_path / "l.json")  # fmt: skip
+    py = kvo.verify_traces([str(trace_file)], checks=["C23"], loss_heads=1, loss_random=0, sweep=[])
+    assert same_records(py["records"], json.load(open(tmp_path / "l.json"))["records"]) and py["records"]
+    assert not kvo.verify_traces([str(trace_file)], checks=["C23"], loss_heads=0, loss_random=0, sweep=[])["records"]
+    with pytest.raises(ValueError, match="ground takes an integer"):
+        kvo.verify(kvo.read_trace(str(trace_file)), ground="12")
+    with pytest.raises(ValueError, match="loss_heads must be >= 0"):
+        kvo.verify(kvo.read_trace(str(trace_file)), loss_heads=-1)
 
 
 def test_offline_oracle_same_file_and_summary_as_the_cli(kvoracle, trace_file, tmp_path):

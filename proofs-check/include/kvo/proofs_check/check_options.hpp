@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <functional>
 #include <set>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvo/core/run_config.hpp"
@@ -33,9 +35,27 @@ struct TraceChecksOptions {
 
   // Refuses, with one line naming the option, what cannot run: ground outside [2, 16], small_k
   // outside [1, ground), samples, sampled_steps or sweep_heads below 1, offline_tokens below 2,
-  // a sweep budget outside (0, 1], an unknown check id, no policy. TraceChecksPlan calls it.
+  // loss_heads or loss_random below 0, a sweep budget outside (0, 1], an unknown check id, no
+  // policy. TraceChecksPlan calls it.
   void validate() const;
 };
+
+// The one declaration of the checks' sizes (samples, ground, offline_tokens, ...): name (Python
+// keyword and JSON key), the CLI's flag and a help line; `verify`'s flags, Python's keywords and
+// VerifyRequest's JSON form come from it.
+struct CheckSizeEntry {
+  std::string_view name;  // "sampled_steps"
+  std::string_view flag;  // "--sampled-steps"
+  int TraceChecksOptions::*field;
+  std::string_view help;
+};
+std::span<const CheckSizeEntry> check_size_table();
+const CheckSizeEntry* find_check_size(std::string_view name);  // nullptr when unknown
+
+// The sweep's budgets from their text: comma-separated fractions of n ("0.1" or "10%"), or "none"
+// for no sweep. kvo::Error naming the sweep for a token count or an item that does not parse.
+std::vector<double> parse_sweep(std::string_view text);
+std::string sweep_text(const std::vector<double>& sweep);  // "0.05,0.1,0.2,0.3,0.5"; "none" when empty
 
 // True when `id` is among o.checks (or o.checks is empty: every check runs).
 bool check_enabled(const TraceChecksOptions& o, const std::string& id);
