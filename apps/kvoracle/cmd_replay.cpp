@@ -3,18 +3,16 @@
 // scorer, on rank 0 alone.
 #include <chrono>
 #include <iostream>
-#include <map>
-#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "distributed.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/progress.hpp"
-#include "kvo/core/replay.hpp"
+#include "kvo/core/replay_run.hpp"
 #include "kvo/core/text_list.hpp"
 #include "kvo/core/trace_io.hpp"
-#include "kvo/gpu/scorer.hpp"
+#include "kvo/gpu/score_run.hpp"
 #include "options.hpp"
 #include "table.hpp"
 
@@ -24,59 +22,32 @@ namespace {
 
 // kvoracle score (replay --device): the greedy scorer (CUDA or its CPU twin) for the H2O family.
 template <typename Args>
-int run_device_replay(const Trace& tr, const RunConfig& run, const Args& a, const Global& g) {
-  require(run.gqa == GqaMode::PerQueryHead, "the greedy scorer replays one cache per query head: gqa must be query");
+int run_device_replay(const Args& a, const Global& g) {
   require(!a.probs, "--probs is not available with --device (the scorer keeps scores, not probabilities)");
-  ScorerOptions so;
-  so.run = run;
-  so.device = parse_scorer_device(a.device);
-  for (const auto& item : split_list(a.budgets, "budgets")) so.totals.push_back(Amount::parse(item));  // --budgets
-  so.threads = g.threads;
+  ScoreRequest req;
+  req.policy = parse_policy(a.policy);
+  req.run = a.run.options();
+  req.budgets = split_list(a.budgets, "budgets");  // --budgets
+  req.device = a.device;
+  req.threads = g.threads;
+  req.validate();
+  const Trace tr = read_trace(a.trace);
+  const ScorerOptions so = req.options(tr);
   const std::vector<Budget> budgets = so.budgets();
   const auto t0 = std::chrono::steady_clock::now();
   const ScorerResult r = run_scorer(tr, so);
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.out.empty()) {
     AtomicFile f(a.out);
-    for (const auto& u : r.units)
-      for (int i = 0; i < tr.n_tokens; ++i) {
-        std::vector<int> evicted;
-        for (int j = 0; j <= i; ++j)
-          if (u.evict_step[static_cast<size_t>(j)] == i) evicted.push_back(j);
-        f.stream() << nlohmann::json({{"layer", u.layer},
-                                      {"head", u.head},
-                                      {"budget", budgets[static_cast<size_t>(u.budget_index)].str()},
-                                      {"step", i},
-                                      {"kept", kept_after(u, i)},
-                                      {"evicted", evicted}})
-                          .dump()
-                   << '\n';
-      }
+    write_score_records(f.stream(), tr, r, budgets);
     f.commit();
   }
   std::cout << "policy " << a.policy << " on " << a.trace << " (n = " << tr.n_tokens << ") with the greedy scorer\n"
             << "device: " << r.device << "\n";
   Table t({"budget", "k (first head)", "heads", "evictions", "mean final score of kept tokens"});
-  for (size_t b = 0; b < budgets.size(); ++b) {
-    long heads = 0, evictions = 0;
-    double kept_score = 0.0;
-    long kept = 0;
-    int k = 0;
-    for (const auto& u : r.units) {
-      if (u.budget_index != static_cast<int>(b)) continue;
-      if (heads++ == 0) k = u.budget.total;
-      for (size_t j = 0; j < u.evict_step.size(); ++j) {
-        if (u.evict_step[j] >= 0) {
-          ++evictions;
-        } else {
-          kept_score += u.score[j];
-          ++kept;
-        }
-      }
-    }
-    t.row({budgets[b].str(), std::to_string(k), std::to_string(heads), std::to_string(evictions),
-           fmt(kept ? kept_score / static_cast<double>(kept) : 0.0)});
-  }
+  for (const ScoreBudgetSummary& s : score_summary(r, budgets))
+    t.row(
+        {s.budget, std::to_string(s.k), std::to_string(s.heads), std::to_string(s.evictions), fmt(s.mean_kept_score)});
   t.print(std::cout);
   const double head_steps = static_cast<double>(r.units.size()) * tr.n_tokens;
   std::cout << fmt(sec, 3) << " s, " << fmt(head_steps / sec, 4) << " head-steps/s\n";
@@ -107,10 +78,7 @@ Runner add_score(CLI::App& app, const Global& g) {
   cmd->add_option("--budgets", a->budgets, "several budget totals in one pass, e.g. 5%,10%,20% (replaces --budget)");
   cmd->add_option("--out,-o", a->out, "per-step kept and evicted keys as JSON Lines");
   add_run_options(cmd, a->run);
-  return [a, &g] {
-    const Trace tr = read_trace(a->trace);
-    return run_device_replay(tr, a->run.build(parse_policy(a->policy), &tr), *a, g);
-  };
+  return [a, &g] { return run_device_replay(*a, g); };
 }
 
 Runner add_replay(CLI::App& app, const Global& g) {
@@ -134,22 +102,20 @@ Runner add_replay(CLI::App& app, const Global& g) {
   cmd->add_option("--checkpoint", a->checkpoint,
                   "store each finished head in this directory; a rerun with the same arguments resumes from it");
   return [a, &g, cmd] {
-    if (!a->device.empty()) {  // the greedy scorer runs on rank 0 alone (its own threads or GPU)
-      const Trace tr = read_trace(a->trace);
-      return run_device_replay(tr, a->run.build(parse_policy(a->policy), &tr), *a, g);
-    }
+    if (!a->device.empty()) return run_device_replay(*a, g);  // the greedy scorer: rank 0 alone (threads or GPU)
     require(a->budgets.empty(), "--budgets needs --device (the scorer replays several budgets in one pass)");
     const auto checkpoint = open_checkpoint(a->checkpoint, cmd, {"trace", "--out", "--checkpoint"}, {a->trace});
     const scaleout::RankTeam team(g.threads, !g.quiet, checkpoint.get());
     Trace tr;
     std::unique_ptr<ReplayPlan> plan;
-    team.together([&] {
+    team.together([&] {  // every rank parses and reads; an error all ranks hit is printed once
+      ReplayRequest req;
+      req.policy = parse_policy(a->policy);
+      req.run = a->run.options();
+      req.record_probs = a->probs;
+      req.record_sets = !a->out.empty();  // without --out, memory stays O(n·d) per head (docs/reliability.md)
       tr = read_trace(a->trace);
-      ReplayOptions ro;
-      ro.run = a->run.build(parse_policy(a->policy), &tr);
-      ro.record_probs = a->probs;
-      ro.record_sets = !a->out.empty();  // without --out, memory stays O(n·d) per head (docs/reliability.md)
-      plan = std::make_unique<ReplayPlan>(tr, ro);
+      plan = std::make_unique<ReplayPlan>(tr, req.options(tr));  // options() validates the request
     });
     const ReplayOptions& o = plan->options();
     const std::optional<ReplayResult> result = team.run(*plan, "t0", "replay " + a->policy);
@@ -157,45 +123,15 @@ Runner add_replay(CLI::App& app, const Global& g) {
     const ReplayResult& r = *result;
     if (!a->out.empty()) {
       AtomicFile f(a->out);
-      for (const auto& h : r.heads)
-        for (size_t i = 0; i < h.steps.size(); ++i) {
-          const auto& s = h.steps[i];
-          nlohmann::json j = {{"layer", h.layer},
-                              {"head", h.head},
-                              {"step", i},
-                              {"attended", s.attended},
-                              {"kept", s.kept},
-                              {"evicted", s.evicted},
-                              {"reentered", s.reentered},
-                              {"retained_mass", s.retained_mass},
-                              {"accumulated", s.accumulated}};
-          if (a->probs) j["probs"] = s.probs;
-          f.stream() << j.dump() << '\n';
-        }
+      write_step_records(f.stream(), r, a->probs);
       f.commit();
     }
     std::cout << "policy " << r.policy << " on " << a->trace << " (n = " << tr.n_tokens << ", budget "
               << o.run.budget.str() << ", gqa " << to_string(r.gqa) << ", prompt " << o.run.prompt_len << ")\n";
-    struct Agg {
-      int heads = 0;
-      long evictions = 0, reentries = 0;
-      double mass = 0, min_mass = 1;
-      int k = 0;
-    };
-    std::map<int, Agg> per_layer;
-    for (const auto& h : r.heads) {
-      auto& x = per_layer[h.layer];
-      ++x.heads;
-      x.evictions += h.evictions;
-      x.reentries += h.reentries;
-      x.mass += h.mean_retained_mass;
-      x.min_mass = std::min(x.min_mass, h.mean_retained_mass);
-      x.k = h.budget.total;
-    }
     Table t({"layer", "heads", "k", "evictions", "re-entries", "mean retained mass", "worst head"});
-    for (const auto& [l, x] : per_layer)
-      t.row({std::to_string(l), std::to_string(x.heads), std::to_string(x.k), std::to_string(x.evictions),
-             std::to_string(x.reentries), fmt(x.mass / x.heads), fmt(x.min_mass)});
+    for (const ReplayLayerSummary& x : replay_layer_summary(r))
+      t.row({std::to_string(x.layer), std::to_string(x.heads), std::to_string(x.k), std::to_string(x.evictions),
+             std::to_string(x.reentries), fmt(x.mean_retained_mass), fmt(x.worst_retained_mass)});
     t.print(std::cout);
     if (!a->out.empty()) std::cout << "per-step records: " << a->out << '\n';
     return 0;

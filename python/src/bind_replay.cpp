@@ -1,8 +1,8 @@
 // kvoracle._core: the policy registry, replay and the greedy scorer.
 #include "bindings_support.hpp"
 #include "kvo/core/policy_registry.hpp"
-#include "kvo/core/replay.hpp"
-#include "kvo/gpu/scorer.hpp"
+#include "kvo/core/replay_run.hpp"
+#include "kvo/gpu/score_run.hpp"
 
 namespace kvo::python {
 
@@ -20,8 +20,10 @@ void bind_replay(py::module_& m) {
   m.def(
       "replay",
       [](const Trace& t, const std::string& policy, const py::kwargs& kwargs) {
-        ReplayOptions o;
-        o.run = run_config(policy, kwargs, "replay", &t);
+        ReplayRequest req;
+        req.policy = parse_policy(policy);
+        req.run = run_options(kwargs, "replay");
+        const ReplayOptions o = req.options(t);
         ReplayResult r;
         {
           py::gil_scoped_release release;
@@ -48,17 +50,20 @@ void bind_replay(py::module_& m) {
 
   m.def(
       "score",
-      [](const Trace& t, const std::string& policy, std::vector<std::string> budgets, int threads,
+      [](const Trace& t, const std::string& policy, const std::optional<std::vector<std::string>>& budgets, int threads,
          const std::string& device, const py::kwargs& kwargs) {
-        require(!budgets.empty(), "score needs at least one budget");
-        require(!kwargs.contains("budget"), "score: give the budgets as budgets=[...], not budget");
-        RunOptions ro = run_options(kwargs, "score");
-        ro.budget = budgets.front();
-        ScorerOptions o;
-        o.run = ro.build(parse_policy(policy), &t);
-        for (const auto& b : budgets) o.totals.push_back(Amount::parse(b));
-        o.threads = threads;
-        o.device = parse_scorer_device(device);
+        ScoreRequest req;
+        req.policy = parse_policy(policy);
+        req.run = run_options(kwargs, "score");
+        if (budgets) {  // several totals in one pass, as the CLI's --budgets (which replaces --budget)
+          require(!budgets->empty(), "score: budgets names no budget");
+          require(!kwargs.contains("budget"), "score: give the budgets as budgets=[...] or budget=..., not both");
+          req.budgets = *budgets;
+        }
+        req.device = device;
+        req.threads = threads;
+        const ScorerOptions o = req.options(t);
+        const std::vector<std::string> labels = req.budget_labels();
         ScorerResult r;
         {
           py::gil_scoped_release release;
@@ -69,16 +74,17 @@ void bind_replay(py::module_& m) {
           py::array_t<double> sc(static_cast<py::ssize_t>(u.score.size()));
           std::copy(u.score.begin(), u.score.end(), sc.mutable_data());
           units.append(py::dict(py::arg("layer") = u.layer, py::arg("head") = u.head,
-                                py::arg("budget") = budgets[static_cast<size_t>(u.budget_index)],
+                                py::arg("budget") = labels[static_cast<size_t>(u.budget_index)],
                                 py::arg("k") = u.budget.total, py::arg("evict_step") = to_array(u.evict_step),
                                 py::arg("score") = sc));
         }
         return py::dict(py::arg("device") = r.device, py::arg("units") = units);
       },
-      py::arg("trace"), py::arg("policy") = policy_name(PolicyId::H2O),
-      py::arg("budgets") = std::vector<std::string>{"20%"}, py::arg("threads") = 0, py::arg("device") = "cpu",
-      ("the greedy scorer (h2o, h2o-paper) over every head and several budgets in one pass: per unit the step each "
-       "token left the cache (-1: kept) and its final score.\n" +
+      py::arg("trace"), py::arg("policy") = policy_name(PolicyId::H2O), py::arg("budgets") = py::none(),
+      py::arg("threads") = ScoreRequest{}.threads, py::arg("device") = ScoreRequest{}.device,
+      ("the greedy scorer (h2o, h2o-paper) over every head and several budgets in one pass (kvoracle score; "
+       "budgets=None: the run option budget alone): per unit the step each token left the cache (-1: kept) and its "
+       "final score.\n" +
        run_options_doc())
           .c_str());
 }

@@ -175,3 +175,24 @@ def test_model_calls_give_what_the_cli_gives(kvoracle, model_path, tmp_path):
         m.eval(body, tokens=24, histroy=5)
     with pytest.raises(ValueError, match="continuation of 2 or more"):
         m.eval_prefill(body, 39, tokens=40)
+
+
+def test_replay_and_score_same_sets_from_cli_and_python(kvoracle, trace_file, tmp_path):
+    run(kvoracle, "replay", trace_file, "--policy", "tova", "--budget", "10", "--out", tmp_path / "r.jsonl")
+    cli = [json.loads(line) for line in open(tmp_path / "r.jsonl")]
+    py = kvo.replay(kvo.read_trace(str(trace_file)), "tova", budget="10")
+    assert [r["kept"] for r in cli] == [list(k) for h in py for k in h["kept"]]
+    run(kvoracle, "score", trace_file, "--budgets", "25%,6", "--out", tmp_path / "s.jsonl")
+    cli = [json.loads(line) for line in open(tmp_path / "s.jsonl")]
+    s = kvo.score(kvo.read_trace(str(trace_file)), budgets=["25%", "6"])
+    n = 48
+    for u, unit in enumerate(s["units"]):
+        for i in range(n):
+            mine = [j for j in range(i + 1) if unit["evict_step"][j] < 0 or unit["evict_step"][j] > i]
+            assert cli[u * n + i]["kept"] == mine and cli[u * n + i]["budget"] == unit["budget"]
+    # Without budgets, the run option budget alone, as the CLI's score without --budgets.
+    assert {u["budget"] for u in kvo.score(kvo.read_trace(str(trace_file)), budget="6")["units"]} == {"6"}
+    with pytest.raises(ValueError, match="not both"):
+        kvo.score(kvo.read_trace(str(trace_file)), budgets=["6"], budget="6")
+    with pytest.raises(ValueError, match="the greedy scorer replays"):
+        kvo.score(kvo.read_trace(str(trace_file)), "tova")

@@ -1,0 +1,102 @@
+#include "kvo/gpu/score_run.hpp"
+
+#include "kvo/core/error.hpp"
+#include "kvo/core/json_fields.hpp"
+
+namespace kvo {
+
+void ScoreRequest::validate() const {
+  ScorerOptions o;
+  o.run = run.build(policy);
+  require(o.run.gqa == GqaMode::PerQueryHead, "the greedy scorer replays one cache per query head: gqa must be query");
+  o.variant();  // a policy without a scorer kernel is named here
+  parse_scorer_device(device);
+  for (const auto& b : budgets) Amount::parse(b);
+}
+
+nlohmann::json ScoreRequest::to_json() const {
+  return {{"policy", policy_name(policy)},
+          {"run", kvo::to_json(run)},
+          {"budgets", budgets},
+          {"device", device},
+          {"threads", threads}};
+}
+
+ScoreRequest ScoreRequest::from_json(const nlohmann::json& j) {
+  ScoreRequest r;
+  read_json_fields(j, "score request", [&](const std::string& key, const nlohmann::json& value) {
+    if (key == "policy") {
+      r.policy = parse_policy(value.get<std::string>());
+    } else if (key == "run") {
+      r.run = run_options_from_json(value);
+    } else if (key == "budgets") {
+      r.budgets = value.get<std::vector<std::string>>();
+    } else if (key == "device") {
+      r.device = value.get<std::string>();
+    } else if (key == "threads") {
+      r.threads = value.get<int>();
+    } else {
+      return false;
+    }
+    return true;
+  });
+  return r;
+}
+
+ScorerOptions ScoreRequest::options(const Trace& trace) const {
+  validate();
+  ScorerOptions o;
+  o.run = run.build(policy, &trace);
+  o.device = parse_scorer_device(device);
+  for (const auto& b : budgets) o.totals.push_back(Amount::parse(b));
+  o.threads = threads;
+  return o;
+}
+
+std::vector<std::string> ScoreRequest::budget_labels() const {
+  return budgets.empty() ? std::vector<std::string>{run.budget} : budgets;
+}
+
+void write_score_records(std::ostream& out, const Trace& tr, const ScorerResult& r, const std::vector<Budget>& budgets) {
+  for (const auto& u : r.units)
+    for (int i = 0; i < tr.n_tokens; ++i) {
+      std::vector<int> evicted;
+      for (int j = 0; j <= i; ++j)
+        if (u.evict_step[static_cast<size_t>(j)] == i) evicted.push_back(j);
+      out << nlohmann::json({{"layer", u.layer},
+                             {"head", u.head},
+                             {"budget", budgets[static_cast<size_t>(u.budget_index)].str()},
+                             {"step", i},
+                             {"kept", kept_after(u, i)},
+                             {"evicted", evicted}})
+                 .dump()
+          << '\n';
+    }
+}
+
+std::vector<ScoreBudgetSummary> score_summary(const ScorerResult& r, const std::vector<Budget>& budgets) {
+  std::vector<ScoreBudgetSummary> out;
+  for (size_t b = 0; b < budgets.size(); ++b) {
+    ScoreBudgetSummary s;
+    s.budget = budgets[b].str();
+    double kept_score = 0.0;
+    long kept = 0;
+    for (const auto& u : r.units) {
+      if (u.budget_index != static_cast<int>(b)) continue;
+      if (s.heads++ == 0) s.k = u.budget.total;
+      for (size_t j = 0; j < u.evict_step.size(); ++j) {
+        if (u.evict_step[j] >= 0) {
+          ++s.evictions;
+        } else {
+          kept_score += u.score[j];
+          ++kept;
+        }
+      }
+    }
+    s.mean_kept_score = kept ? kept_score / static_cast<double>(kept) : 0.0;
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace kvo
