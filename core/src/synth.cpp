@@ -5,8 +5,10 @@
 #include <numbers>
 #include <numeric>
 #include <random>
+#include <type_traits>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/json_fields.hpp"
 
 namespace kvo {
 namespace {
@@ -30,10 +32,11 @@ constexpr int kFreqs = 4;  // recency: sum of cosines at these frequencies peaks
 }  // namespace
 
 Trace synthesize(const SynthOptions& o) {
-  require(o.layers >= 1 && o.heads >= 1 && o.kv_heads >= 1 && o.tokens >= 2, "synth: sizes must be positive");
-  require(o.heads % o.kv_heads == 0, "synth: heads must be a multiple of kv-heads");
-  require(o.head_dim >= 2 * kFreqs + 2, "synth: head-dim must be >= " + std::to_string(2 * kFreqs + 2));
-  require(o.prompt_len >= 0 && o.prompt_len <= o.tokens, "synth: prompt length must be in [0, tokens]");
+  require(o.layers >= 1 && o.heads >= 1 && o.kv_heads >= 1 && o.tokens >= 2,
+          "synth: layers, heads and kv_heads must be >= 1 and tokens >= 2");
+  require(o.heads % o.kv_heads == 0, "synth: heads must be a multiple of kv_heads");
+  require(o.head_dim >= 2 * kFreqs + 2, "synth: head_dim must be >= " + std::to_string(2 * kFreqs + 2));
+  require(o.prompt_len >= 0 && o.prompt_len <= o.tokens, "synth: prompt_len must be in [0, tokens]");
   require(o.sinks >= 0 && o.sinks <= o.tokens, "synth: sinks must be in [0, tokens]");
   const int n = o.tokens, d = o.head_dim;
   const int noise_dims = d - 2 * kFreqs - 1;  // last 2*kFreqs+1 dims: importance and recency
@@ -91,6 +94,56 @@ Trace synthesize(const SynthOptions& o) {
     }
   }
   return tr;
+}
+
+namespace {
+
+constexpr SynthOptionEntry kSynthOptions[] = {
+    {"layers", "--layers", &SynthOptions::layers, "layers"},
+    {"heads", "--heads", &SynthOptions::heads, "query heads"},
+    {"kv_heads", "--kv-heads", &SynthOptions::kv_heads, "KV heads (grouped-query attention)"},
+    {"tokens", "--tokens", &SynthOptions::tokens, "sequence length"},
+    {"head_dim", "--head-dim", &SynthOptions::head_dim, "head dimension"},
+    {"prompt_len", "--prompt-len", &SynthOptions::prompt_len, "prompt length recorded in the metadata"},
+    {"sinks", "--sinks", &SynthOptions::sinks, "attention-sink tokens at the start"},
+    {"zipf", "--zipf", &SynthOptions::zipf, "Zipf exponent of key importance"},
+    {"importance", "--importance", &SynthOptions::importance, "logit of the most important key"},
+    {"recency", "--recency", &SynthOptions::recency, "logit boost of recent keys"},
+    {"noise", "--noise", &SynthOptions::noise, "standard deviation of random logits"},
+    {"seed", "--seed", &SynthOptions::seed, "random seed"},
+};
+
+}  // namespace
+
+std::span<const SynthOptionEntry> synth_option_table() { return kSynthOptions; }
+
+nlohmann::json to_json(const SynthOptions& o) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& e : kSynthOptions) std::visit([&](auto f) { j[std::string(e.name)] = o.*f; }, e.field);
+  return j;
+}
+
+SynthOptions synth_options_from_json(const nlohmann::json& j) {
+  SynthOptions o;
+  read_json_fields(j, "synth options", [&](const std::string& key, const nlohmann::json& value) {
+    for (const auto& e : kSynthOptions) {
+      if (e.name != key) continue;
+      std::visit(
+          [&](auto f) {
+            using T = std::remove_reference_t<decltype(o.*f)>;
+            // A whole number where an integer is wanted (3.5 is refused, not truncated).
+            require(std::is_floating_point_v<T> ? value.is_number() : value.is_number_integer(),
+                    "synth options: '" + key + "' has the wrong type: " + value.dump());
+            if constexpr (std::is_same_v<T, std::uint64_t>)
+              require(value.is_number_unsigned() || value.get<long long>() >= 0, "synth options: seed must be >= 0");
+            o.*f = value.get<T>();
+          },
+          e.field);
+      return true;
+    }
+    return false;
+  });
+  return o;
 }
 
 }  // namespace kvo

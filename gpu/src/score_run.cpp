@@ -57,7 +57,8 @@ std::vector<std::string> ScoreRequest::budget_labels() const {
   return budgets.empty() ? std::vector<std::string>{run.budget} : budgets;
 }
 
-void write_score_records(std::ostream& out, const Trace& tr, const ScorerResult& r, const std::vector<Budget>& budgets) {
+void write_score_records(std::ostream& out, const Trace& tr, const ScorerResult& r,
+                         const std::vector<Budget>& budgets) {
   for (const auto& u : r.units)
     for (int i = 0; i < tr.n_tokens; ++i) {
       std::vector<int> evicted;

@@ -1,10 +1,28 @@
 #include "kvo/model/generate.hpp"
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/json_fields.hpp"
 
 namespace kvo::model {
 
 void GenerateRequest::validate() const { require(max_tokens >= 1, "max_tokens must be >= 1"); }
+
+nlohmann::json GenerateRequest::to_json() const { return {{"max_tokens", max_tokens}, {"stop_at_eos", stop_at_eos}}; }
+
+GenerateRequest GenerateRequest::from_json(const nlohmann::json& j) {
+  GenerateRequest r;
+  read_json_fields(j, "generate request", [&](const std::string& key, const nlohmann::json& value) {
+    if (key == "max_tokens") {
+      r.max_tokens = value.get<int>();
+    } else if (key == "stop_at_eos") {
+      r.stop_at_eos = value.get<bool>();
+    } else {
+      return false;
+    }
+    return true;
+  });
+  return r;
+}
 
 GenerateResult generate(const Llama& model, std::span<const int> prompt, const GenerateRequest& request) {
   request.validate();

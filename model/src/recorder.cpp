@@ -8,6 +8,7 @@
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/file_sha256.hpp"
+#include "kvo/core/json_fields.hpp"
 
 namespace kvo::model {
 namespace {
@@ -41,9 +42,45 @@ class TraceTap final : public LayerTap {
 
 }  // namespace
 
+void RecordOptions::validate() const {
+  require(tokens >= 2, "record: tokens must be >= 2");
+  require(chunk >= 1, "record: chunk must be >= 1");
+  for (int l : layers) require(l >= 0, "record: layer " + std::to_string(l) + " is not in the model");
+  require(prompt_len >= 0 && prompt_len <= tokens, "record: prompt_len must be in [0, tokens]");
+}
+
+nlohmann::json RecordOptions::to_json() const {
+  return {{"tokens", tokens},
+          {"layers", layers},
+          {"prompt_len", prompt_len},
+          {"chunk", chunk},
+          {"text_source", text_source}};
+}
+
+RecordOptions RecordOptions::from_json(const nlohmann::json& j) {
+  RecordOptions r;
+  read_json_fields(j, "record options", [&](const std::string& key, const nlohmann::json& value) {
+    if (key == "tokens") {
+      r.tokens = value.get<int>();
+    } else if (key == "layers") {
+      r.layers = value.get<std::vector<int>>();
+    } else if (key == "prompt_len") {
+      r.prompt_len = value.get<int>();
+    } else if (key == "chunk") {
+      r.chunk = value.get<int>();
+    } else if (key == "text_source") {
+      r.text_source = value.get<std::string>();
+    } else {
+      return false;
+    }
+    return true;
+  });
+  return r;
+}
+
 Trace record_trace(const Llama& model, const std::string& text, const RecordOptions& o) {
   const LlamaConfig& c = model.config();
-  require(o.tokens >= 2, "record: tokens must be >= 2");
+  o.validate();
   require(o.tokens <= c.context, "record: tokens " + std::to_string(o.tokens) + " exceeds the model's context (" +
                                      std::to_string(c.context) + ")");
   std::vector<int> ids = model.tokenizer().encode(text);
@@ -55,7 +92,6 @@ Trace record_trace(const Llama& model, const std::string& text, const RecordOpti
   if (layers.empty())
     for (int l = 0; l < c.n_layers; ++l) layers.push_back(l);
   for (int l : layers) require(l >= 0 && l < c.n_layers, "record: layer " + std::to_string(l) + " is not in the model");
-  require(o.prompt_len >= 0 && o.prompt_len <= o.tokens, "record: prompt length must be in [0, tokens]");
 
   Trace tr;
   tr.resize_layers(static_cast<int>(layers.size()));

@@ -66,6 +66,8 @@ TEST(ReplayRun, RequestsAreValidatedAndRoundTripAsJson) {
   EXPECT_EQ(back.to_json(), req.to_json());
   EXPECT_EQ(back.policy, PolicyId::Scissorhands);
   EXPECT_NE(error_of([] { ReplayRequest::from_json({{"policy", "nope"}}); }).find("unknown policy"), std::string::npos);
-  EXPECT_NE(error_of([] { ReplayRequest::from_json({{"probs", true}}); }).find("replay request: unknown field 'probs'"),
+  EXPECT_NE(error_of([] {
+              ReplayRequest::from_json({{"probs", true}});
+            }).find("replay request: unknown field 'probs'"),
             std::string::npos);
 }

@@ -6,6 +6,7 @@
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
+#include "test_support.hpp"
 
 using namespace kvo;
 
@@ -43,4 +44,36 @@ TEST(Synth, RejectsBadSizes) {
   o = {};
   o.head_dim = 4;
   EXPECT_THROW(synthesize(o), Error);
+}
+
+TEST(Synth, OptionsAreDeclaredOnceWithTheirJsonForm) {
+  SynthOptions o;
+  o.kv_heads = 1;
+  o.zipf = 0.7;
+  o.seed = 99;
+  const nlohmann::json j = to_json(o);
+  EXPECT_EQ(j.size(), synth_option_table().size());
+  for (const SynthOptionEntry& e : synth_option_table()) {
+    std::string flag = "--" + std::string(e.name);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    EXPECT_EQ(e.flag, flag);
+    EXPECT_TRUE(j.contains(std::string(e.name)));
+  }
+  EXPECT_EQ(to_json(synth_options_from_json(j)), j);
+  EXPECT_EQ(synth_options_from_json({{"zipf", 2}}).zipf, 2.0);  // an integer where a float is wanted
+  EXPECT_NE(test::error_of([] {
+              synth_options_from_json({{"heads", 2.5}});
+            }).find("'heads' has the wrong type"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] {
+              synth_options_from_json({{"head-dim", 16}});
+            }).find("unknown field 'head-dim'"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] {
+              synth_options_from_json({{"seed", -1}});
+            }).find("seed must be >= 0"),
+            std::string::npos);
+  SynthOptions bad;
+  bad.head_dim = 8;
+  EXPECT_NE(test::error_of([&] { synthesize(bad); }).find("head_dim must be >= 10"), std::string::npos);
 }

@@ -33,7 +33,9 @@ TEST(ScoreRun, RequestsAreValidatedNamingTheOptionAndRoundTripAsJson) {
   EXPECT_EQ(back.to_json(), req.to_json());
   EXPECT_EQ(back.budget_labels(), req.budgets);
   EXPECT_EQ(ScoreRequest{}.budget_labels(), std::vector<std::string>{"20%"});
-  EXPECT_NE(error_of([] { ScoreRequest::from_json({{"budget", "6"}}); }).find("score request: unknown field 'budget'"),
+  EXPECT_NE(error_of([] {
+              ScoreRequest::from_json({{"budget", "6"}});
+            }).find("score request: unknown field 'budget'"),
             std::string::npos);
 }
 

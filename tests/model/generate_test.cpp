@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "kvo/core/error.hpp"
+#include "kvo/model/recorder.hpp"
 #include "model_fixture.hpp"
 
 using namespace kvo;
@@ -35,4 +36,24 @@ TEST(Generate, BadRequestsAreRefusedWithOneLine) {
   req.max_tokens = 0;
   EXPECT_THROW(model::generate(m, test::gpl3_tokens(4), req), Error);
   EXPECT_THROW(model::generate(m, std::vector<int>{}, {}), Error);
+}
+
+TEST(Generate, RequestsAndRecordOptionsRoundTripAsJson) {
+  model::GenerateRequest req;
+  req.max_tokens = 5;
+  req.stop_at_eos = false;
+  EXPECT_EQ(model::GenerateRequest::from_json(req.to_json()).to_json(), req.to_json());
+  EXPECT_THROW(model::GenerateRequest::from_json({{"tokens", 3}}), Error);
+  model::RecordOptions ro;
+  ro.tokens = 40;
+  ro.layers = {0, 3};
+  ro.prompt_len = 8;
+  EXPECT_EQ(model::RecordOptions::from_json(ro.to_json()).to_json(), ro.to_json());
+  ro.prompt_len = 41;
+  EXPECT_THROW(ro.validate(), Error);
+  ro.prompt_len = 0;
+  ro.layers = {-1};
+  EXPECT_THROW(ro.validate(), Error);
+  ro.layers = {99};  // beyond the model: record_trace refuses it, naming the layer
+  EXPECT_THROW(model::record_trace(test::shared_model(), test::gpl3_text(), ro), Error);
 }

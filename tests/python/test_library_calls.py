@@ -196,3 +196,19 @@ def test_replay_and_score_same_sets_from_cli_and_python(kvoracle, trace_file, tm
         kvo.score(kvo.read_trace(str(trace_file)), budgets=["6"], budget="6")
     with pytest.raises(ValueError, match="the greedy scorer replays"):
         kvo.score(kvo.read_trace(str(trace_file)), "tova")
+
+
+def test_synthesize_writes_what_the_cli_writes(kvoracle, tmp_path):
+    run(kvoracle, "synth", "--out", tmp_path / "s.safetensors", "--tokens", 40, "--prompt-len", 8, "--kv-heads", 1, "--zipf", 0.8, "--seed", 3)  # fmt: skip
+    cli = kvo.read_trace(str(tmp_path / "s.safetensors"))
+    py = kvo.synthesize(tokens=40, prompt_len=8, kv_heads=1, zipf=0.8, seed=3)
+    assert (py.n_layers, py.n_heads, py.n_kv_heads, py.n_tokens) == (cli.n_layers, cli.n_heads, 1, 40)
+    for layer in range(py.n_layers):
+        np.testing.assert_array_equal(py.q(layer), cli.q(layer))
+        np.testing.assert_array_equal(py.k(layer), cli.k(layer))
+    with pytest.raises(ValueError, match="unknown field 'head-dim'"):
+        kvo.synthesize(**{"head-dim": 16})
+    with pytest.raises(ValueError, match="heads must be a multiple of kv_heads"):
+        kvo.synthesize(heads=3, kv_heads=2)
+    with pytest.raises(ValueError, match="'heads' has the wrong type"):
+        kvo.synthesize(heads=2.5)

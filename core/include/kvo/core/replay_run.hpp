@@ -13,10 +13,10 @@ namespace kvo {
 
 struct ReplayRequest {
   PolicyId policy = PolicyId::H2O;
-  RunOptions run;            // budget, policy parameters, GQA mode, prompt (the trace's by default), layers, heads
-  bool record_sets = true;   // attended / kept / evicted sets per step (off: O(n d) memory per head)
-  bool record_probs = false; // the renormalised probabilities per step
-  int threads = 0;           // <= 0: all cores
+  RunOptions run;             // budget, policy parameters, GQA mode, prompt (the trace's by default), layers, heads
+  bool record_sets = true;    // attended / kept / evicted sets per step (off: O(n d) memory per head)
+  bool record_probs = false;  // the renormalised probabilities per step
+  int threads = 0;            // <= 0: all cores
 
   // kvo::Error naming the option: a run option that does not parse or a policy parameter out of
   // range (what needs the trace, a budget larger than n or a layer it lacks, fails in options()).

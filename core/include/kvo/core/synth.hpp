@@ -3,6 +3,10 @@
 // Bit-identical across platforms (own Gaussian sampler on std::mt19937_64).
 #pragma once
 #include <cstdint>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string_view>
+#include <variant>
 
 #include "kvo/core/trace.hpp"
 
@@ -23,6 +27,20 @@ struct SynthOptions {
   std::uint64_t seed = 0;
 };
 
+// kvo::Error naming the option: sizes below 1 (tokens below 2), heads not a multiple of kv_heads,
+// head_dim below 10, prompt_len or sinks outside [0, tokens].
 Trace synthesize(const SynthOptions& options);
+
+// The one declaration of synth's options: name (Python keyword, JSON key), the CLI's flag, help.
+struct SynthOptionEntry {
+  std::string_view name;  // "kv_heads"
+  std::string_view flag;  // "--kv-heads"
+  std::variant<int SynthOptions::*, double SynthOptions::*, std::uint64_t SynthOptions::*> field;
+  std::string_view help;
+};
+std::span<const SynthOptionEntry> synth_option_table();
+// The JSON form: every option by name; from_json takes a subset and refuses unknown names.
+nlohmann::json to_json(const SynthOptions& o);
+SynthOptions synth_options_from_json(const nlohmann::json& j);
 
 }  // namespace kvo

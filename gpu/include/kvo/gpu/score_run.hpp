@@ -13,11 +13,11 @@
 namespace kvo {
 
 struct ScoreRequest {
-  PolicyId policy = PolicyId::H2O;  // a policy with a scorer kernel (h2o, h2o-paper)
-  RunOptions run;                   // budget (when `budgets` is empty), recent, overrides, prompt, layers, heads
-  std::vector<std::string> budgets; // several totals in one pass ("5%", "64"); empty: run.budget alone
-  std::string device = "cpu";       // cpu (the twin), cuda, or auto (the GPU when there is one)
-  int threads = 0;                  // the twin's threads; <= 0: all cores
+  PolicyId policy = PolicyId::H2O;   // a policy with a scorer kernel (h2o, h2o-paper)
+  RunOptions run;                    // budget (when `budgets` is empty), recent, overrides, prompt, layers, heads
+  std::vector<std::string> budgets;  // several totals in one pass ("5%", "64"); empty: run.budget alone
+  std::string device = "cpu";        // cpu (the twin), cuda, or auto (the GPU when there is one)
+  int threads = 0;                   // the twin's threads; <= 0: all cores
 
   // kvo::Error naming the option: a policy without a scorer kernel, gqa other than query, a
   // device or budget that does not parse, a run option out of range.

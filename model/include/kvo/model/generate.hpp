@@ -1,5 +1,6 @@
 // Greedy generation with the full KV cache: `kvoracle generate` as a library call.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@ struct GenerateRequest {
   int max_tokens = 32;      // tokens to generate at most
   bool stop_at_eos = true;  // stop after the tokenizer's end-of-sequence token
   void validate() const;    // kvo::Error: max_tokens below 1
+  nlohmann::json to_json() const;
+  static GenerateRequest from_json(const nlohmann::json& j);
 };
 
 struct GenerateResult {

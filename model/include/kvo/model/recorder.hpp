@@ -2,6 +2,7 @@
 // post-RoPE q [H, n, d], k and v [H_kv, n, d], token ids and provenance metadata.
 #pragma once
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,12 @@ struct RecordOptions {
   int chunk = 256;          // tokens per forward call
   std::string text_source;  // recorded in the metadata
   std::function<void(int done, int total)> progress;
+
+  // kvo::Error naming the option: tokens below 2, chunk below 1, a negative layer, prompt_len
+  // outside [0, tokens]. (The model's context and layer count are checked by record_trace.)
+  void validate() const;
+  nlohmann::json to_json() const;  // every field but the hook
+  static RecordOptions from_json(const nlohmann::json& j);
 };
 
 Trace record_trace(const Llama& model, const std::string& text, const RecordOptions& options);
