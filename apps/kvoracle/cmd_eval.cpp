@@ -23,8 +23,8 @@ Runner add_eval(CLI::App& app, const Global& g) {
   struct Args {
     std::string text, model, json, plot;
     std::string policies = join_policy_names(default_policies(PolicyListUse::Eval));
-    std::string budgets = "5%,10%,20%,50%,100%";
-    int tokens = 256;
+    std::string budgets = join_list(model::EvalRequest{}.budgets);
+    int tokens = model::EvalRequest{}.tokens;  // eval prefill's default too (PressEvalRequest's)
     RunArgs run;
     int prefill = 0;
     PressArgs press;

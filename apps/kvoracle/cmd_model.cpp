@@ -19,7 +19,7 @@ Runner add_record(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand("record", "run the model over a text with full attention and write the trace");
   struct Args {
     std::string text, out, model, dtype = "f32";
-    int tokens = 1024, prompt_len = 0;
+    int tokens = model::RecordOptions{}.tokens, prompt_len = model::RecordOptions{}.prompt_len;
     std::string layers;
   };
   auto a = std::make_shared<Args>();
@@ -31,12 +31,13 @@ Runner add_record(CLI::App& app, const Global& g) {
   add_trace_dtype_option(cmd, a->dtype);
   add_model_option(cmd, a->model);
   return [a, &g] {
-    const model::Llama m = load_model(a->model);
     model::RecordOptions o;
     o.tokens = a->tokens;
     o.layers = parse_int_list(a->layers, "layers");
     o.prompt_len = a->prompt_len;
     o.text_source = std::filesystem::path(a->text).filename().string();
+    o.validate();  // before the model loads
+    const model::Llama m = load_model(a->model);
     Progress bar("record", a->tokens, !g.quiet);
     long last = 0;
     o.progress = [&](int done, int) {
@@ -56,7 +57,7 @@ Runner add_generate(CLI::App& app, const Global&) {
   auto* cmd = app.add_subcommand("generate", "greedy continuation of a prompt with the model (full cache)");
   struct Args {
     std::string prompt, model;
-    int tokens = 32;
+    int tokens = model::GenerateRequest{}.max_tokens;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("prompt", a->prompt, "prompt text")->required();

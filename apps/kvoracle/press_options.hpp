@@ -8,12 +8,14 @@
 
 #include "commands.hpp"
 #include "kvo/core/press.hpp"
+#include "kvo/core/text_list.hpp"
+#include "kvo/oracle/prefill_run.hpp"
 
 namespace kvo::cli {
 
 struct PressArgs {
-  std::string presses = "all";
-  std::string ratios = "0.5,0.8,0.9";  // --compression-ratio, comma-separated (text_list.hpp)
+  std::string presses = PrefillOracleRequest{}.presses;
+  std::string ratios = join_numbers(PrefillOracleRequest{}.ratios);  // --compression-ratio (text_list.hpp)
   std::vector<double> ratio_list() const;
   PressOptions defaults;        // window_size, kernel_size, beta, n_sink, lag_size, local_window_size, seed
   bool output_fidelity = true;  // oracle --prefill: each set's output error and the output bound

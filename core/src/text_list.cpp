@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 
 #include "kvo/core/error.hpp"
 
@@ -60,6 +61,18 @@ std::vector<double> parse_number_list(std::string_view text, std::string_view wh
   std::vector<double> out;
   for (const auto& item : split_list(text, what)) out.push_back(parse_number(item, what));
   return out;
+}
+
+std::string join_list(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& item : items) s.append(s.empty() ? "" : ",").append(item);
+  return s;
+}
+
+std::string join_numbers(const std::vector<double>& values) {
+  std::ostringstream s;
+  for (size_t i = 0; i < values.size(); ++i) s << (i ? "," : "") << values[i];
+  return s.str();
 }
 
 }  // namespace kvo

@@ -1,7 +1,5 @@
 #include "kvo/proofs_check/check_options.hpp"
 
-#include <sstream>
-
 #include "kvo/core/budget.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/text_list.hpp"
@@ -45,11 +43,6 @@ std::vector<double> parse_sweep(std::string_view text) {
   return out;
 }
 
-std::string sweep_text(const std::vector<double>& sweep) {
-  if (sweep.empty()) return "none";
-  std::ostringstream s;
-  for (size_t i = 0; i < sweep.size(); ++i) s << (i ? "," : "") << sweep[i];
-  return s.str();
-}
+std::string sweep_text(const std::vector<double>& sweep) { return sweep.empty() ? "none" : join_numbers(sweep); }
 
 }  // namespace kvo
