@@ -3,40 +3,31 @@
 #include <algorithm>
 #include <map>
 
-#include "kvo/core/json_fields.hpp"
+#include "kvo/core/request_json.hpp"
 
 namespace kvo {
 
 void ReplayRequest::validate() const { run.build(policy); }
 
-nlohmann::json ReplayRequest::to_json() const {
-  return {{"policy", policy_name(policy)},
-          {"run", kvo::to_json(run)},
-          {"record_sets", record_sets},
-          {"record_probs", record_probs},
-          {"threads", threads}};
+namespace {
+
+const JsonForm<ReplayRequest>& replay_json() {
+  static const JsonForm<ReplayRequest> form = [] {
+    JsonForm<ReplayRequest> f("replay request");
+    policy_field(f, "policy", &ReplayRequest::policy);
+    run_field(f, "run", &ReplayRequest::run);
+    f.field("record_sets", &ReplayRequest::record_sets)
+        .field("record_probs", &ReplayRequest::record_probs)
+        .field("threads", &ReplayRequest::threads);
+    return f;
+  }();
+  return form;
 }
 
-ReplayRequest ReplayRequest::from_json(const nlohmann::json& j) {
-  ReplayRequest r;
-  read_json_fields(j, "replay request", [&](const std::string& key, const nlohmann::json& value) {
-    if (key == "policy") {
-      r.policy = parse_policy(value.get<std::string>());
-    } else if (key == "run") {
-      r.run = run_options_from_json(value);
-    } else if (key == "record_sets") {
-      r.record_sets = value.get<bool>();
-    } else if (key == "record_probs") {
-      r.record_probs = value.get<bool>();
-    } else if (key == "threads") {
-      r.threads = value.get<int>();
-    } else {
-      return false;
-    }
-    return true;
-  });
-  return r;
-}
+}  // namespace
+
+nlohmann::json ReplayRequest::to_json() const { return replay_json().write(*this); }
+ReplayRequest ReplayRequest::from_json(const nlohmann::json& j) { return replay_json().read(j); }
 
 ReplayOptions ReplayRequest::options(const Trace& trace) const {
   ReplayOptions o;

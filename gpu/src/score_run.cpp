@@ -1,7 +1,7 @@
 #include "kvo/gpu/score_run.hpp"
 
 #include "kvo/core/error.hpp"
-#include "kvo/core/json_fields.hpp"
+#include "kvo/core/request_json.hpp"
 
 namespace kvo {
 
@@ -14,34 +14,25 @@ void ScoreRequest::validate() const {
   for (const auto& b : budgets) Amount::parse(b);
 }
 
-nlohmann::json ScoreRequest::to_json() const {
-  return {{"policy", policy_name(policy)},
-          {"run", kvo::to_json(run)},
-          {"budgets", budgets},
-          {"device", device},
-          {"threads", threads}};
+namespace {
+
+const JsonForm<ScoreRequest>& score_json() {
+  static const JsonForm<ScoreRequest> form = [] {
+    JsonForm<ScoreRequest> f("score request");
+    policy_field(f, "policy", &ScoreRequest::policy);
+    run_field(f, "run", &ScoreRequest::run);
+    f.field("budgets", &ScoreRequest::budgets)
+        .field("device", &ScoreRequest::device)
+        .field("threads", &ScoreRequest::threads);
+    return f;
+  }();
+  return form;
 }
 
-ScoreRequest ScoreRequest::from_json(const nlohmann::json& j) {
-  ScoreRequest r;
-  read_json_fields(j, "score request", [&](const std::string& key, const nlohmann::json& value) {
-    if (key == "policy") {
-      r.policy = parse_policy(value.get<std::string>());
-    } else if (key == "run") {
-      r.run = run_options_from_json(value);
-    } else if (key == "budgets") {
-      r.budgets = value.get<std::vector<std::string>>();
-    } else if (key == "device") {
-      r.device = value.get<std::string>();
-    } else if (key == "threads") {
-      r.threads = value.get<int>();
-    } else {
-      return false;
-    }
-    return true;
-  });
-  return r;
-}
+}  // namespace
+
+nlohmann::json ScoreRequest::to_json() const { return score_json().write(*this); }
+ScoreRequest ScoreRequest::from_json(const nlohmann::json& j) { return score_json().read(j); }
 
 ScorerOptions ScoreRequest::options(const Trace& trace) const {
   validate();

@@ -1,7 +1,7 @@
 #include "kvo/model/eval_run.hpp"
 
 #include "kvo/core/error.hpp"
-#include "kvo/core/json_fields.hpp"
+#include "kvo/core/request_json.hpp"
 
 namespace kvo::model {
 
@@ -23,29 +23,23 @@ EvalOptions EvalRequest::options() const {
   return o;
 }
 
-nlohmann::json EvalRequest::to_json() const {
-  return {
-      {"tokens", tokens}, {"policies", policy_name_list(policies)}, {"budgets", budgets}, {"run", kvo::to_json(run)}};
+namespace {
+
+const JsonForm<EvalRequest>& eval_json() {
+  static const JsonForm<EvalRequest> form = [] {
+    JsonForm<EvalRequest> f("eval request");
+    f.field("tokens", &EvalRequest::tokens).field("budgets", &EvalRequest::budgets);
+    policies_field(f, "policies", &EvalRequest::policies);
+    run_field(f, "run", &EvalRequest::run);
+    return f;
+  }();
+  return form;
 }
 
-EvalRequest EvalRequest::from_json(const nlohmann::json& j) {
-  EvalRequest r;
-  read_json_fields(j, "eval request", [&](const std::string& key, const nlohmann::json& value) {
-    if (key == "tokens") {
-      r.tokens = value.get<int>();
-    } else if (key == "policies") {
-      r.policies = parse_policy_names(value.get<std::vector<std::string>>());
-    } else if (key == "budgets") {
-      r.budgets = value.get<std::vector<std::string>>();
-    } else if (key == "run") {
-      r.run = run_options_from_json(value);
-    } else {
-      return false;
-    }
-    return true;
-  });
-  return r;
-}
+}  // namespace
+
+nlohmann::json EvalRequest::to_json() const { return eval_json().write(*this); }
+EvalRequest EvalRequest::from_json(const nlohmann::json& j) { return eval_json().read(j); }
 
 nlohmann::json eval_result_json(const EvalResult& r, const std::string& text_name) {
   nlohmann::json points = nlohmann::json::array();

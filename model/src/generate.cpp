@@ -7,22 +7,21 @@ namespace kvo::model {
 
 void GenerateRequest::validate() const { require(max_tokens >= 1, "max_tokens must be >= 1"); }
 
-nlohmann::json GenerateRequest::to_json() const { return {{"max_tokens", max_tokens}, {"stop_at_eos", stop_at_eos}}; }
+namespace {
 
-GenerateRequest GenerateRequest::from_json(const nlohmann::json& j) {
-  GenerateRequest r;
-  read_json_fields(j, "generate request", [&](const std::string& key, const nlohmann::json& value) {
-    if (key == "max_tokens") {
-      r.max_tokens = value.get<int>();
-    } else if (key == "stop_at_eos") {
-      r.stop_at_eos = value.get<bool>();
-    } else {
-      return false;
-    }
-    return true;
-  });
-  return r;
+const JsonForm<GenerateRequest>& generate_json() {
+  static const JsonForm<GenerateRequest> form = [] {
+    JsonForm<GenerateRequest> f("generate request");
+    f.field("max_tokens", &GenerateRequest::max_tokens).field("stop_at_eos", &GenerateRequest::stop_at_eos);
+    return f;
+  }();
+  return form;
 }
+
+}  // namespace
+
+nlohmann::json GenerateRequest::to_json() const { return generate_json().write(*this); }
+GenerateRequest GenerateRequest::from_json(const nlohmann::json& j) { return generate_json().read(j); }
 
 GenerateResult generate(const Llama& model, std::span<const int> prompt, const GenerateRequest& request) {
   request.validate();

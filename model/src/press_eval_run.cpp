@@ -1,8 +1,7 @@
 #include "kvo/model/press_eval_run.hpp"
 
 #include "kvo/core/error.hpp"
-#include "kvo/core/json_fields.hpp"
-#include "kvo/core/press_parameters.hpp"
+#include "kvo/core/request_json.hpp"
 #include "kvo/oracle/prefill_run.hpp"
 
 namespace kvo::model {
@@ -27,40 +26,27 @@ PressEvalOptions PressEvalRequest::options() const {
   return o;
 }
 
-nlohmann::json PressEvalRequest::to_json() const {
-  return {{"tokens", tokens},
-          {"prompt_len", prompt_len},
-          {"presses", presses},
-          {"ratios", ratios},
-          {"press", press_parameters_to_json(press)},
-          {"policies", policy_name_list(policies)},
-          {"run", kvo::to_json(run)}};
+namespace {
+
+const JsonForm<PressEvalRequest>& press_eval_json() {
+  static const JsonForm<PressEvalRequest> form = [] {
+    JsonForm<PressEvalRequest> f("prefill evaluation request");
+    f.field("tokens", &PressEvalRequest::tokens)
+        .field("prompt_len", &PressEvalRequest::prompt_len)
+        .field("presses", &PressEvalRequest::presses)
+        .field("ratios", &PressEvalRequest::ratios);
+    press_field(f, "press", "prefill evaluation request: press", &PressEvalRequest::press);
+    policies_field(f, "policies", &PressEvalRequest::policies);
+    run_field(f, "run", &PressEvalRequest::run);
+    return f;
+  }();
+  return form;
 }
 
-PressEvalRequest PressEvalRequest::from_json(const nlohmann::json& j) {
-  PressEvalRequest r;
-  read_json_fields(j, "prefill evaluation request", [&](const std::string& key, const nlohmann::json& value) {
-    if (key == "tokens") {
-      r.tokens = value.get<int>();
-    } else if (key == "prompt_len") {
-      r.prompt_len = value.get<int>();
-    } else if (key == "presses") {
-      r.presses = value.get<std::string>();
-    } else if (key == "ratios") {
-      r.ratios = value.get<std::vector<double>>();
-    } else if (key == "press") {
-      r.press = press_parameters_from_json(value, "prefill evaluation request: press");
-    } else if (key == "policies") {
-      r.policies = parse_policy_names(value.get<std::vector<std::string>>());
-    } else if (key == "run") {
-      r.run = run_options_from_json(value);
-    } else {
-      return false;
-    }
-    return true;
-  });
-  return r;
-}
+}  // namespace
+
+nlohmann::json PressEvalRequest::to_json() const { return press_eval_json().write(*this); }
+PressEvalRequest PressEvalRequest::from_json(const nlohmann::json& j) { return press_eval_json().read(j); }
 
 nlohmann::json press_eval_result_json(const PressEvalResult& r, const std::string& text_name) {
   nlohmann::json rows = nlohmann::json::array();

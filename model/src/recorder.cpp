@@ -49,34 +49,25 @@ void RecordOptions::validate() const {
   require(prompt_len >= 0 && prompt_len <= tokens, "record: prompt_len must be in [0, tokens]");
 }
 
-nlohmann::json RecordOptions::to_json() const {
-  return {{"tokens", tokens},
-          {"layers", layers},
-          {"prompt_len", prompt_len},
-          {"chunk", chunk},
-          {"text_source", text_source}};
+namespace {
+
+const JsonForm<RecordOptions>& record_json() {
+  static const JsonForm<RecordOptions> form = [] {
+    JsonForm<RecordOptions> f("record options");
+    f.field("tokens", &RecordOptions::tokens)
+        .field("layers", &RecordOptions::layers)
+        .field("prompt_len", &RecordOptions::prompt_len)
+        .field("chunk", &RecordOptions::chunk)
+        .field("text_source", &RecordOptions::text_source);
+    return f;
+  }();
+  return form;
 }
 
-RecordOptions RecordOptions::from_json(const nlohmann::json& j) {
-  RecordOptions r;
-  read_json_fields(j, "record options", [&](const std::string& key, const nlohmann::json& value) {
-    if (key == "tokens") {
-      r.tokens = value.get<int>();
-    } else if (key == "layers") {
-      r.layers = value.get<std::vector<int>>();
-    } else if (key == "prompt_len") {
-      r.prompt_len = value.get<int>();
-    } else if (key == "chunk") {
-      r.chunk = value.get<int>();
-    } else if (key == "text_source") {
-      r.text_source = value.get<std::string>();
-    } else {
-      return false;
-    }
-    return true;
-  });
-  return r;
-}
+}  // namespace
+
+nlohmann::json RecordOptions::to_json() const { return record_json().write(*this); }
+RecordOptions RecordOptions::from_json(const nlohmann::json& j) { return record_json().read(j); }
 
 Trace record_trace(const Llama& model, const std::string& text, const RecordOptions& o) {
   const LlamaConfig& c = model.config();

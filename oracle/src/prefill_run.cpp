@@ -6,9 +6,8 @@
 #include <sstream>
 
 #include "kvo/core/error.hpp"
-#include "kvo/core/json_fields.hpp"
 #include "kvo/core/parallel.hpp"
-#include "kvo/core/press_parameters.hpp"
+#include "kvo/core/request_json.hpp"
 
 namespace kvo {
 
@@ -58,40 +57,27 @@ void PrefillOracleRequest::validate(const Trace& tr) const {
   for (const PressOptions& po : grid) run_press(press_layer_of(tr, ls.front(), prompt_len), po);
 }
 
-nlohmann::json PrefillOracleRequest::to_json() const {
-  return {{"prompt_len", prompt_len},
-          {"presses", presses},
-          {"ratios", ratios},
-          {"press", press_parameters_to_json(press)},
-          {"output_fidelity", output_fidelity},
-          {"layers", layers},
-          {"threads", threads}};
+namespace {
+
+const JsonForm<PrefillOracleRequest>& prefill_json() {
+  static const JsonForm<PrefillOracleRequest> form = [] {
+    JsonForm<PrefillOracleRequest> f("prefill oracle request");
+    f.field("prompt_len", &PrefillOracleRequest::prompt_len)
+        .field("presses", &PrefillOracleRequest::presses)
+        .field("ratios", &PrefillOracleRequest::ratios)
+        .field("output_fidelity", &PrefillOracleRequest::output_fidelity)
+        .field("layers", &PrefillOracleRequest::layers)
+        .field("threads", &PrefillOracleRequest::threads);
+    press_field(f, "press", "prefill oracle request: press", &PrefillOracleRequest::press);
+    return f;
+  }();
+  return form;
 }
 
-PrefillOracleRequest PrefillOracleRequest::from_json(const nlohmann::json& j) {
-  PrefillOracleRequest r;
-  read_json_fields(j, "prefill oracle request", [&](const std::string& key, const nlohmann::json& value) {
-    if (key == "prompt_len") {
-      r.prompt_len = value.get<int>();
-    } else if (key == "presses") {
-      r.presses = value.get<std::string>();
-    } else if (key == "ratios") {
-      r.ratios = value.get<std::vector<double>>();
-    } else if (key == "press") {
-      r.press = press_parameters_from_json(value, "prefill oracle request: press");
-    } else if (key == "output_fidelity") {
-      r.output_fidelity = value.get<bool>();
-    } else if (key == "layers") {
-      r.layers = value.get<std::vector<int>>();
-    } else if (key == "threads") {
-      r.threads = value.get<int>();
-    } else {
-      return false;
-    }
-    return true;
-  });
-  return r;
-}
+}  // namespace
+
+nlohmann::json PrefillOracleRequest::to_json() const { return prefill_json().write(*this); }
+PrefillOracleRequest PrefillOracleRequest::from_json(const nlohmann::json& j) { return prefill_json().read(j); }
 
 nlohmann::json PrefillOracleResult::to_json(const std::string& trace) const {
   return {{"trace", trace}, {"prompt_len", prompt_len}, {"following_queries", following}, {"records", records()}};

@@ -3,10 +3,10 @@
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/facility_location.hpp"
-#include "kvo/core/json_fields.hpp"
 #include "kvo/core/modular_concave.hpp"
 #include "kvo/core/objective_registry.hpp"
 #include "kvo/core/parallel.hpp"
+#include "kvo/core/request_json.hpp"
 
 namespace kvo {
 
@@ -21,30 +21,30 @@ void StaticOracleRequest::validate() const {
   require(run.gqa == "query", "the static oracle solves one query head at a time: gqa must be query");
 }
 
-nlohmann::json StaticOracleRequest::to_json() const {
-  return {{"run", kvo::to_json(run)}, {"every", every}, {"node_limit", node_limit}, {"threads", threads}};
+namespace {
+
+const JsonForm<StaticOracleRequest>& static_json() {
+  static const JsonForm<StaticOracleRequest> form = [] {
+    JsonForm<StaticOracleRequest> f("static oracle request");
+    f.field(
+        "run", [](const StaticOracleRequest& r) { return kvo::to_json(r.run); },
+        [](StaticOracleRequest& r, const nlohmann::json& value) {
+          nlohmann::json run = value;
+          if (run.is_object() && !run.contains("objective")) run["objective"] = r.run.objective;  // the default
+          r.run = run_options_from_json(run);
+        });
+    f.field("every", &StaticOracleRequest::every)
+        .field("node_limit", &StaticOracleRequest::node_limit)
+        .field("threads", &StaticOracleRequest::threads);
+    return f;
+  }();
+  return form;
 }
 
-StaticOracleRequest StaticOracleRequest::from_json(const nlohmann::json& j) {
-  StaticOracleRequest r;
-  read_json_fields(j, "static oracle request", [&](const std::string& key, const nlohmann::json& value) {
-    if (key == "run") {
-      nlohmann::json run = value;
-      if (run.is_object() && !run.contains("objective")) run["objective"] = r.run.objective;  // the default
-      r.run = run_options_from_json(run);
-    } else if (key == "every") {
-      r.every = value.get<int>();
-    } else if (key == "node_limit") {
-      r.node_limit = value.get<long long>();
-    } else if (key == "threads") {
-      r.threads = value.get<int>();
-    } else {
-      return false;
-    }
-    return true;
-  });
-  return r;
-}
+}  // namespace
+
+nlohmann::json StaticOracleRequest::to_json() const { return static_json().write(*this); }
+StaticOracleRequest StaticOracleRequest::from_json(const nlohmann::json& j) { return static_json().read(j); }
 
 std::vector<nlohmann::json> StaticOracleResult::records() const {
   std::vector<nlohmann::json> out;

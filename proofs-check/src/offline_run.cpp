@@ -5,8 +5,8 @@
 
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
-#include "kvo/core/json_fields.hpp"
 #include "kvo/core/replay.hpp"
+#include "kvo/core/request_json.hpp"
 #include "kvo/core/trace_io.hpp"
 
 namespace kvo {
@@ -17,34 +17,24 @@ void OfflineOracleRequest::validate() const {
   require(forced_window >= 0, "forced_window must be >= 0");
 }
 
-nlohmann::json OfflineOracleRequest::to_json() const {
-  return {{"trace", trace},
-          {"run", kvo::to_json(run)},
-          {"policies", policy_name_list(policies)},
-          {"forced_window", forced_window},
-          {"json_path", json_path}};
+namespace {
+
+const JsonForm<OfflineOracleRequest>& offline_json() {
+  static const JsonForm<OfflineOracleRequest> form = [] {
+    JsonForm<OfflineOracleRequest> f("offline oracle request");
+    f.field("trace", &OfflineOracleRequest::trace);
+    run_field(f, "run", &OfflineOracleRequest::run);
+    policies_field(f, "policies", &OfflineOracleRequest::policies);
+    f.field("forced_window", &OfflineOracleRequest::forced_window).field("json_path", &OfflineOracleRequest::json_path);
+    return f;
+  }();
+  return form;
 }
 
-OfflineOracleRequest OfflineOracleRequest::from_json(const nlohmann::json& j) {
-  OfflineOracleRequest r;
-  read_json_fields(j, "offline oracle request", [&](const std::string& key, const nlohmann::json& value) {
-    if (key == "trace") {
-      r.trace = value.get<std::string>();
-    } else if (key == "run") {
-      r.run = run_options_from_json(value);
-    } else if (key == "policies") {
-      r.policies = parse_policy_names(value.get<std::vector<std::string>>());
-    } else if (key == "forced_window") {
-      r.forced_window = value.get<int>();
-    } else if (key == "json_path") {
-      r.json_path = value.get<std::string>();
-    } else {
-      return false;
-    }
-    return true;
-  });
-  return r;
-}
+}  // namespace
+
+nlohmann::json OfflineOracleRequest::to_json() const { return offline_json().write(*this); }
+OfflineOracleRequest OfflineOracleRequest::from_json(const nlohmann::json& j) { return offline_json().read(j); }
 
 nlohmann::json OfflineOracleResult::to_json() const {
   nlohmann::json jh = nlohmann::json::array();

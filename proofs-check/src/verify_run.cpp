@@ -4,8 +4,8 @@
 
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
-#include "kvo/core/json_fields.hpp"
 #include "kvo/core/policy_registry.hpp"
+#include "kvo/core/request_json.hpp"
 #include "kvo/core/trace_io.hpp"
 #include "kvo/proofs_check/trace_set.hpp"
 
@@ -19,52 +19,42 @@ void VerifyRequest::validate() const {
   checks.validate();
 }
 
-nlohmann::json VerifyRequest::to_json() const {
-  nlohmann::json j = {{"traces", traces},
-                      {"policies", policy_name_list(checks.policies)},
-                      {"checks", std::vector<std::string>(checks.checks.begin(), checks.checks.end())},
-                      {"sweep", checks.sweep},
-                      {"run", kvo::to_json(run)},
-                      {"report_dir", report_dir},
-                      {"json_path", json_path},
-                      {"plot_path", plot_path},
-                      {"keep_reports", keep_reports}};
-  for (const CheckSizeEntry& e : check_size_table()) j[std::string(e.name)] = checks.*e.field;
-  return j;
+namespace {
+
+const JsonForm<VerifyRequest>& verify_json() {
+  static const JsonForm<VerifyRequest> form = [] {
+    using R = VerifyRequest;
+    JsonForm<R> f("verify request");
+    f.field("traces", &R::traces);
+    f.field(
+        "policies", [](const R& r) { return nlohmann::json(policy_name_list(r.checks.policies)); },
+        [](R& r, const nlohmann::json& v) {
+          r.checks.policies = parse_policy_names(v.get<std::vector<std::string>>());
+        });
+    f.field(
+        "checks", [](const R& r) { return nlohmann::json(r.checks.checks); },
+        [](R& r, const nlohmann::json& v) { r.checks.checks = v.get<std::set<std::string>>(); });
+    f.field(
+        "sweep", [](const R& r) { return nlohmann::json(r.checks.sweep); },
+        [](R& r, const nlohmann::json& v) { r.checks.sweep = v.get<std::vector<double>>(); });
+    for (const CheckSizeEntry& e : check_size_table())  // the sizes by the table's names
+      f.field(
+          std::string(e.name), [&e](const R& r) { return nlohmann::json(r.checks.*e.field); },
+          [&e](R& r, const nlohmann::json& v) { r.checks.*e.field = v.get<int>(); });
+    run_field(f, "run", &R::run);
+    f.field("report_dir", &R::report_dir)
+        .field("json_path", &R::json_path)
+        .field("plot_path", &R::plot_path)
+        .field("keep_reports", &R::keep_reports);
+    return f;
+  }();
+  return form;
 }
 
-VerifyRequest VerifyRequest::from_json(const nlohmann::json& j) {
-  VerifyRequest r;
-  TraceChecksOptions& c = r.checks;
-  read_json_fields(j, "verify request", [&](const std::string& key, const nlohmann::json& value) {
-    if (key == "traces") {
-      r.traces = value.get<std::vector<std::string>>();
-    } else if (key == "policies") {
-      c.policies = parse_policy_names(value.get<std::vector<std::string>>());
-    } else if (key == "checks") {
-      const auto ids = value.get<std::vector<std::string>>();
-      c.checks = std::set<std::string>(ids.begin(), ids.end());
-    } else if (const CheckSizeEntry* size = find_check_size(key)) {
-      c.*size->field = value.get<int>();
-    } else if (key == "sweep") {
-      c.sweep = value.get<std::vector<double>>();
-    } else if (key == "run") {
-      r.run = run_options_from_json(value);
-    } else if (key == "report_dir") {
-      r.report_dir = value.get<std::string>();
-    } else if (key == "json_path") {
-      r.json_path = value.get<std::string>();
-    } else if (key == "plot_path") {
-      r.plot_path = value.get<std::string>();
-    } else if (key == "keep_reports") {
-      r.keep_reports = value.get<bool>();
-    } else {
-      return false;
-    }
-    return true;
-  });
-  return r;
-}
+}  // namespace
+
+nlohmann::json VerifyRequest::to_json() const { return verify_json().write(*this); }
+VerifyRequest VerifyRequest::from_json(const nlohmann::json& j) { return verify_json().read(j); }
 
 nlohmann::json VerifyResult::to_json() const {
   if (!several) return reports.empty() ? nlohmann::json::object() : reports.front();
