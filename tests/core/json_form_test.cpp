@@ -1,9 +1,8 @@
 // JsonForm (core/json_fields.hpp): a request type's fields declared once give its JSON form both
 // ways; reading starts from the defaults, takes a subset and names what it refuses.
-#include "kvo/core/json_fields.hpp"
-
 #include <gtest/gtest.h>
 
+#include "kvo/core/json_fields.hpp"
 #include "kvo/core/request_json.hpp"
 #include "test_support.hpp"
 
