@@ -13,7 +13,7 @@ namespace kvo::cli {
 
 Cli::Cli() {
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("kvoracle ") + kvo::version);
+  app.set_version_flag("--version", std::string("kvoracle ") + kvo::version + " (" + kvo::build_isa + ")");
   // Bad input: one line on stderr, no usage dump.
   app.failure_message(
       [](const CLI::App*, const CLI::Error& e) { return "kvoracle: error: " + std::string(e.what()) + "\n"; });

@@ -17,6 +17,7 @@ from ._core import (  # noqa: F401
     KvoError,
     Model,
     Trace,
+    __build_isa__,
     __version__,
     default_model_path,
     facility_location_optimum,

@@ -9,6 +9,7 @@ using namespace kvo::python;
 PYBIND11_MODULE(_core, m) {
   m.doc() = "kvoracle: greedy KV-cache eviction against exact oracles on attention traces";
   m.attr("__version__") = kvo::version;
+  m.attr("__build_isa__") = kvo::build_isa;  // "portable" or "native"
   py::register_exception<kvo::Error>(m, "KvoError", PyExc_ValueError);
 
   bind_trace(m);

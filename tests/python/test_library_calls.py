@@ -43,6 +43,27 @@ def test_same_records_tells_a_last_bit_from_a_difference():
     assert not same_records(r, r + r)
 
 
+@pytest.fixture
+def same_build(kvoracle):
+    """Whether the CLI under test and the module target the same instruction set ("kvoracle 0.1.0
+    (portable)"). The sanitizer pass builds its CLI with -march=native: fused multiply-adds move
+    the last bits of float32 model activations, and a near tie in a ranking (a press's top-k) can
+    then keep another token, so model results are compared exactly only between like builds."""
+    out = subprocess.run([kvoracle, "--version"], check=True, capture_output=True, text=True).stdout
+    return out.strip().endswith(f"({kvo.__build_isa__})")
+
+
+def without(records, *keys):
+    """Records without the given fields (of `detail` too): rounding-level measurements."""
+    out = []
+    for r in records:
+        r = {k: v for k, v in r.items() if k not in keys}
+        if isinstance(r.get("detail"), dict):
+            r["detail"] = {k: v for k, v in r["detail"].items() if k not in keys}
+        out.append(r)
+    return out
+
+
 def run(kvoracle, *args):
     subprocess.run([kvoracle, "-q", *map(str, args)], check=True, stdout=subprocess.DEVNULL)
 
@@ -98,9 +119,12 @@ def test_verify_traces_same_report_as_the_cli(kvoracle, trace_file, tmp_path):
     with pytest.raises(ValueError, match="verify_traces: unknown option 'histroy'"):
         kvo.verify_traces([str(trace_file)], histroy=3)
     # The check sizes come from the CLI's table: the loss checks on one key matrix and no random one.
+    # C23's metric is a finite-difference error at rounding level: the same records apart from it.
     run(kvoracle, "verify", trace_file, "--checks", "C23", "--loss-heads", "1", "--loss-random", "0", "--sweep", "none", "--json", tmp_path / "l.json")  # fmt: skip
     py = kvo.verify_traces([str(trace_file)], checks=["C23"], loss_heads=1, loss_random=0, sweep=[])
-    assert same_records(py["records"], json.load(open(tmp_path / "l.json"))["records"]) and py["records"]
+    cli = json.load(open(tmp_path / "l.json"))["records"]
+    assert same_records(without(py["records"], "metric", "relative_errors"), without(cli, "metric", "relative_errors"))
+    assert len(py["records"]) == 1 and py["records"][0]["holds"]
     assert not kvo.verify_traces([str(trace_file)], checks=["C23"], loss_heads=0, loss_random=0, sweep=[])["records"]
     with pytest.raises(ValueError, match="ground takes an integer"):
         kvo.verify(kvo.read_trace(str(trace_file)), ground="12")
@@ -136,9 +160,10 @@ def test_model_generates_what_the_cli_generates(kvoracle, model_path):
         kvo.Model(model_path + ".missing")
 
 
-def test_model_calls_give_what_the_cli_gives(kvoracle, model_path, tmp_path):
-    """eval, eval prefill, perplexity and record through kvoracle.Model equal the CLI's output (to
-    float32 rounding: the CLI under test may be built for another instruction set than the module)."""
+def test_model_calls_give_what_the_cli_gives(kvoracle, model_path, tmp_path, same_build):
+    """eval, eval prefill, perplexity and record through kvoracle.Model equal the CLI's output, to
+    float32 rounding when both are built alike; between a native CLI and the portable module, the
+    same rows and the full-cache reference to 1e-4 (a press's top-k may break a near tie otherwise)."""
     text = "/usr/share/common-licenses/GPL-3"
     body = open(text, encoding="utf-8").read()
     m = kvo.Model(model_path)
@@ -147,7 +172,13 @@ def test_model_calls_give_what_the_cli_gives(kvoracle, model_path, tmp_path):
     cli = json.load(open(tmp_path / "eval.json"))
     assert cli.pop("text") == text
     py = m.eval(body, policies=["h2o", "window"], budgets=["50%", 6], tokens=24, history=5)
-    assert same_records(py, cli, rel=1e-4) and len(py["points"]) == 4
+    assert len(py["points"]) == 4
+    if same_build:
+        assert same_records(py, cli, rel=1e-4)
+    else:  # an eviction near a tie may differ; the points and the full cache may not
+        keep = ("policy", "budget", "k")
+        assert [{k: p[k] for k in keep} for p in py["points"]] == [{k: p[k] for k in keep} for p in cli["points"]]
+        assert same_records(without([py], "points"), without([cli], "points"), rel=1e-4)
     run(kvoracle, "eval", "prefill", "--text", text, "--tokens", 40, "--prompt-len", 28, "--presses",
         "knorm,streaming_llm", "--compression-ratio", 0.5, "--n-sink", 2, "--policies", "h2o", "--model",
         model_path, "--json", tmp_path / "prefill.json")  # fmt: skip
@@ -155,7 +186,13 @@ def test_model_calls_give_what_the_cli_gives(kvoracle, model_path, tmp_path):
     assert cli.pop("text") == text
     py = m.eval_prefill(body, 28, tokens=40, presses="knorm,streaming_llm", ratios=[0.5], policies=["h2o"],
                         press={"n_sink": 2})  # fmt: skip
-    assert same_records(py, cli, rel=1e-4) and [r["set"] for r in py["rows"]][:3] == ["knorm", "streaming_llm", "h2o"]
+    assert [r["set"] for r in py["rows"]][:3] == ["knorm", "streaming_llm", "h2o"]
+    if same_build:
+        assert same_records(py, cli, rel=1e-4)
+    else:
+        keep = ("set", "compression_ratio", "kv_bytes")
+        assert [{k: r[k] for k in keep} for r in py["rows"]] == [{k: r[k] for k in keep} for r in cli["rows"]]
+        assert same_records(without([py], "rows"), without([cli], "rows"), rel=1e-4)
     out = subprocess.run([kvoracle, "perplexity", "--text", text, "--tokens", "32", "--model", model_path],
                          check=True, capture_output=True, text=True).stdout  # fmt: skip
     ppl = m.perplexity(body, tokens=32)
