@@ -36,7 +36,7 @@ TEST(JsonForm, WritesEveryFieldAndReadsASubsetFromTheDefaults) {
   t.run.budget = "12";
   const nlohmann::json j = f.write(t);
   EXPECT_EQ(j.size(), 4u);
-  EXPECT_EQ(j["policy"], "tova");
+  EXPECT_EQ(j["policy"], policy_name(PolicyId::Tova));
   EXPECT_EQ(f.write(f.read(j)), j);
   const Toy partial = f.read({{"n", 9}});
   EXPECT_EQ(partial.n, 9);

@@ -37,8 +37,8 @@ TEST(PressParameters, DefaultsAreKvpressDefaultsAndJsonRoundTrips) {
 
 TEST(PressParameters, UnknownWrongTypeAndOutOfRangeAreRefusedNamingTheParameter) {
   EXPECT_NE(error_of([] {
-              press_parameters_from_json({{"window", 3}});
-            }).find("unknown field 'window'"),
+              press_parameters_from_json({{"windowsize", 3}});
+            }).find("unknown field 'windowsize'"),
             std::string::npos);
   EXPECT_NE(error_of([] {
               press_parameters_from_json({{"beta", "3"}});

@@ -36,7 +36,7 @@ TEST(EvalRun, TheCallEqualsTheClosedLoopWithTheSameOptions) {
   EXPECT_EQ(model::eval_result_json(a, "t"), model::eval_result_json(b, "t"));
   const nlohmann::json j = model::eval_result_json(a, "GPL-3");
   EXPECT_EQ(j["text"], "GPL-3");
-  EXPECT_EQ(j["points"][3]["policy"], "window");
+  EXPECT_EQ(j["points"][3]["policy"], policy_name(PolicyId::Window));
   EXPECT_EQ(j["points"][3]["k"], 6);
 }
 
