@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 #include "kvo/model/llama.hpp"
 #include "kvo/model/model_path.hpp"
 #include "kvo/model/press_eval.hpp"
+#include "kvo/model/task_eval.hpp"
 
 using namespace kvo;
 
@@ -109,8 +111,67 @@ void BM_PressEval(benchmark::State& st) {
   st.counters["rows"] = static_cast<double>(model::press_eval_rows(o));
 }
 
+// One generated niah instance of n tokens (kvoracle tasks run): the baseline is a full-attention
+// prefill of its input (model/task/prefill/n: chunks of 256 tokens, no logits); the target is
+// the whole instance under h2o at 20% (model/task/h2o/n: the layered prefill with eviction at
+// every step, then the answer decoded token by token) in at most 2x the baseline.
+const model::TaskInstance& niah_instance(const model::Llama& m, int n) {
+  static std::map<int, model::TaskInstance> cache;
+  auto it = cache.find(n);
+  if (it == cache.end()) {
+    model::TaskSuiteRequest r;
+    r.tasks = {model::TaskId::Niah};
+    r.lengths = {n};
+    r.depths = {0.5};
+    r.per_cell = 1;
+    it = cache.emplace(n, model::generate_tasks(m.tokenizer(), r).front()).first;
+  }
+  return it->second;
+}
+
+void BM_TaskPrefill(benchmark::State& st) {
+  const model::Llama* m = shared();
+  if (!m) return st.SkipWithError("model missing: run scripts/fetch-model");
+  const model::TaskTokens t = model::task_tokens(m->tokenizer(), niah_instance(*m, static_cast<int>(st.range(0))));
+  std::vector<int> ids = t.context;
+  ids.insert(ids.end(), t.question.begin(), t.question.end());
+  const int n = static_cast<int>(ids.size());
+  for (auto _ : st) {  // in chunks of 256, as the recorder and the full-cache row prefill
+    auto cache = m->new_cache(n);
+    for (int s = 0; s < n; s += 256)
+      benchmark::DoNotOptimize(
+          m->forward(std::span<const int>(ids.data() + s, static_cast<size_t>(std::min(256, n - s))), cache, false));
+  }
+  st.counters["tokens"] = static_cast<double>(n);
+}
+
+void BM_TaskUnderPolicy(benchmark::State& st) {
+  const model::Llama* m = shared();
+  if (!m) return st.SkipWithError("model missing: run scripts/fetch-model");
+  const std::vector<model::TaskInstance> one{niah_instance(*m, static_cast<int>(st.range(0)))};
+  model::TaskEvalRequest r;
+  r.policies = {PolicyId::H2O};
+  r.budgets = {0.2};
+  r.full_cache = false;
+  double score = 0;
+  for (auto _ : st) score = model::evaluate_tasks(*m, one, r).outcomes.back().score;
+  st.counters["score"] = score;
+}
+
 }  // namespace
 
+BENCHMARK(BM_TaskPrefill)
+    ->Name("model/task/prefill")
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_TaskUnderPolicy)
+    ->Name("model/task/h2o")
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_PressEval)->Name("model/press-eval/640")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_EvictingDecode)
     ->Name("model/evicting-decode")

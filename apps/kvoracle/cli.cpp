@@ -35,6 +35,7 @@ Cli::Cli() {
   reg(add_generate);
   reg(add_perplexity);
   reg(add_eval);
+  reg(add_tasks);
 }
 
 // The first word after the global options, when it names no command: "unknown command 'x'". (CLI11

@@ -22,5 +22,6 @@ Runner add_record(CLI::App& app, const Global& g);
 Runner add_generate(CLI::App& app, const Global& g);
 Runner add_perplexity(CLI::App& app, const Global& g);
 Runner add_eval(CLI::App& app, const Global& g);
+Runner add_tasks(CLI::App& app, const Global& g);
 
 }  // namespace kvo::cli

@@ -19,6 +19,18 @@ std::vector<double> PressArgs::ratio_list() const { return parse_number_list(rat
 
 std::vector<PressOptions> PressArgs::build() const { return press_grid(presses, ratio_list(), defaults); }
 
+void add_press_parameter_options(CLI::App* cmd, PressOptions& parameters) {
+  const std::string group = "Press options (kvpress's names and defaults)";
+  for (const PressParameterEntry& e : press_parameter_table())  // the one table of press parameters
+    std::visit(
+        [&](auto field) {
+          cmd->add_option(std::string(e.flag), parameters.*field, std::string(e.help))
+              ->capture_default_str()
+              ->group(group);
+        },
+        e.field);
+}
+
 void add_press_options(CLI::App* cmd, PressArgs& a) {
   const std::string group = "Press options (kvpress's names and defaults)";
   cmd->add_option("--presses", a.presses, "comma-separated kvpress presses, or all (kvoracle presses lists them)")
@@ -28,14 +40,7 @@ void add_press_options(CLI::App* cmd, PressArgs& a) {
                   "fractions of the prompt's keys removed (kvpress's compression_ratio)")
       ->capture_default_str()
       ->group(group);
-  for (const PressParameterEntry& e : press_parameter_table())  // the one table of press parameters
-    std::visit(
-        [&](auto field) {
-          cmd->add_option(std::string(e.flag), a.defaults.*field, std::string(e.help))
-              ->capture_default_str()
-              ->group(group);
-        },
-        e.field);
+  add_press_parameter_options(cmd, a.defaults);
   cmd->add_flag("--output-fidelity,!--no-output-fidelity", a.output_fidelity,
                 "oracle --prefill: measure each kept set's attention-output error and the output bound (one more pass "
                 "over the following queries per KV head)")

@@ -24,6 +24,8 @@ struct PressArgs {
   std::vector<PressOptions> build() const;
 };
 void add_press_options(CLI::App* cmd, PressArgs& a);
+// Only the press parameters (press_parameter_table()), for commands that choose presses otherwise.
+void add_press_parameter_options(CLI::App* cmd, PressOptions& parameters);
 
 struct PrefillArgs {
   std::string trace, json;

@@ -217,6 +217,32 @@ Eigen::RowVectorXf Llama::decode_step(int token, int pos, StepAttention& attenti
   return h * embed_.transpose();
 }
 
+MatrixRM Llama::forward_layered(std::span<const int> tokens, int pos0, LayerAttention& attention,
+                                bool all_logits) const {
+  const int T = static_cast<int>(tokens.size()), d = cfg_.d_model;
+  require(T >= 1, "forward_layered: no tokens");
+  MatrixRM x(T, d);
+  for (int t = 0; t < T; ++t) {
+    require(tokens[t] >= 0 && tokens[t] < cfg_.vocab,
+            "token id " + std::to_string(tokens[t]) + " is outside the vocabulary");
+    x.row(t) = embed_.row(tokens[t]);
+  }
+  MatrixRM h, q, k, v, g, u, att(T, d);
+  for (int l = 0; l < cfg_.n_layers; ++l) {
+    const Layer& L = layers_[static_cast<size_t>(l)];
+    project_qkv(L, x, pos0, h, q, k, v);
+    attention.attend_layer(l, pos0, q, k, v, att);
+    require(att.rows() == T && att.cols() == d, "LayerAttention wrote an output of the wrong shape");
+    add_output_and_mlp(L, att, x, h, g, u);
+  }
+  if (!all_logits) {
+    const MatrixRM last = x.bottomRows(1);
+    x = last;
+  }
+  rms_norm(x, out_norm_, cfg_.rms_eps, h);
+  return h * embed_.transpose();
+}
+
 double mean_nll(const Llama& model, std::span<const int> tokens, int chunk) {
   require(tokens.size() >= 2, "perplexity needs at least two tokens");
   KvCache cache = model.new_cache(static_cast<int>(tokens.size()));

@@ -70,15 +70,22 @@ nlohmann::json RecordOptions::to_json() const { return record_json().write(*this
 RecordOptions RecordOptions::from_json(const nlohmann::json& j) { return record_json().read(j); }
 
 Trace record_trace(const Llama& model, const std::string& text, const RecordOptions& o) {
-  const LlamaConfig& c = model.config();
   o.validate();
-  require(o.tokens <= c.context, "record: tokens " + std::to_string(o.tokens) + " exceeds the model's context (" +
-                                     std::to_string(c.context) + ")");
   std::vector<int> ids = model.tokenizer().encode(text);
   require(static_cast<int>(ids.size()) >= o.tokens, "record: the text has " + std::to_string(ids.size()) +
                                                         " tokens, fewer than the " + std::to_string(o.tokens) +
                                                         " asked for");
   ids.resize(static_cast<size_t>(o.tokens));
+  return record_trace(model, std::span<const int>(ids), o);
+}
+
+Trace record_trace(const Llama& model, std::span<const int> ids, const RecordOptions& o) {
+  const LlamaConfig& c = model.config();
+  o.validate();
+  require(o.tokens <= c.context, "record: tokens " + std::to_string(o.tokens) + " exceeds the model's context (" +
+                                     std::to_string(c.context) + ")");
+  require(static_cast<int>(ids.size()) == o.tokens,
+          "record: " + std::to_string(ids.size()) + " token ids given, " + std::to_string(o.tokens) + " asked for");
   std::vector<int> layers = o.layers;
   if (layers.empty())
     for (int l = 0; l < c.n_layers; ++l) layers.push_back(l);

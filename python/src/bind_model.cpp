@@ -1,6 +1,6 @@
 // kvoracle._core: the real model in kvoracle's C++ (SmolLM2-135M-Instruct from its GGUF file): its
-// tokenizer, and the library calls behind `kvoracle generate`, `record`, `perplexity`, `eval` and
-// `eval prefill`.
+// tokenizer, and the library calls behind `kvoracle generate`, `record`, `perplexity`, `eval`,
+// `eval prefill`, `tasks generate` and `tasks run`.
 #include "bindings_support.hpp"
 #include "kvo/core/press_parameters.hpp"
 #include "kvo/model/eval_run.hpp"
@@ -10,6 +10,8 @@
 #include "kvo/model/perplexity.hpp"
 #include "kvo/model/press_eval_run.hpp"
 #include "kvo/model/recorder.hpp"
+#include "kvo/model/task_io.hpp"
+#include "kvo/model/task_options.hpp"
 #include "kvo/model/tokenizer.hpp"
 
 namespace kvo::python {
@@ -20,6 +22,48 @@ namespace {
 py::object without_text(nlohmann::json j) {
   j.erase("text");
   return json_to_python(j);
+}
+
+// The options of the task option table among a call's keyword arguments (a list may be a Python
+// list or "a,b"; a bool is true or false); the others go to `rest` (run options), or are refused.
+model::TaskOptions task_options(const py::kwargs& kwargs, model::TaskOptionUse use, const char* call,
+                                py::kwargs* rest) {
+  model::TaskOptions o;
+  for (const auto& [key, value] : kwargs) {
+    const std::string name = py::str(key);
+    const model::TaskOptionEntry* e = model::find_task_option(name);
+    if (e == nullptr || (use == model::TaskOptionUse::Suite && e->use == model::TaskOptionUse::Run)) {
+      require(rest != nullptr,
+              std::string(call) + ": unknown option '" + name + "' (options: " + model::task_option_names(use) + ")");
+      (*rest)[key] = value;
+      continue;
+    }
+    if (value.is_none()) continue;
+    std::string text;
+    if (py::isinstance<py::bool_>(value)) {
+      text = value.cast<bool>() ? "true" : "false";
+    } else if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+      for (const auto& x : value) {
+        if (!text.empty()) text.append(",");
+        text.append(py::str(x).cast<std::string>());
+      }
+      if (text.empty() && name == "policies") text = "none";
+    } else {
+      text = py::str(value).cast<std::string>();
+    }
+    e->set(o, text);
+  }
+  return o;
+}
+
+// "Options (keyword arguments, the CLI's tasks flags): tasks=passkey,niah,multikey: ...".
+std::string task_options_doc(model::TaskOptionUse use) {
+  const model::TaskOptions defaults;
+  std::string s = "Task options (keyword arguments, the CLI's tasks flags; docs/tasks.md):";
+  for (const auto& e : model::task_option_table())
+    if (use == model::TaskOptionUse::Run || e.use == use)
+      s += "\n  " + std::string(e.name) + "=" + e.get(defaults) + ": " + std::string(e.help);
+  return s;
 }
 
 }  // namespace
@@ -153,6 +197,57 @@ void bind_model(py::module_& m) {
            "mass_fraction, output_error, nll, mean_kl, kv_bytes}]}. `press`: a dict of press parameters; the policies' "
            "parameters are keyword arguments.\n" +
            press_parameters_doc() + "\n" + run_options_doc())
+              .c_str())
+      .def(
+          "generate_tasks",
+          [](const model::Llama& self, const py::kwargs& kwargs) {
+            model::TaskOptions o = task_options(kwargs, model::TaskOptionUse::Suite, "generate_tasks", nullptr);
+            o.suite.max_positions = self.config().context;
+            nlohmann::json rows = nlohmann::json::array();
+            for (const auto& t : model::generate_tasks(self.tokenizer(), o.suite))
+              rows.push_back(model::task_instance_json(t));
+            return json_to_python(rows);
+          },
+          ("a seeded long-context task suite (kvoracle tasks generate): a list of instances, each a dict in kvpress's "
+           "dataset columns (context, question, answer_prefix, answer, max_new_tokens) plus id, task, length, depth, "
+           "rule and needles.\n" +
+           task_options_doc(model::TaskOptionUse::Suite))
+              .c_str())
+      .def(
+          "run_tasks",
+          [](const model::Llama& self, const std::optional<py::list>& instances, const py::dict& press,
+             const py::kwargs& kwargs) {
+            py::kwargs rest;
+            model::TaskOptions o = task_options(kwargs, model::TaskOptionUse::Run, "run_tasks", &rest);
+            o.suite.max_positions = self.config().context;
+            model::TaskEvalRequest& req = o.run;
+            req.press = press_parameters(press, "run_tasks");
+            req.run = run_options(rest, "run_tasks").build(req.policies.empty() ? PolicyId::H2O : req.policies.front());
+            req.validate();
+            std::vector<model::TaskInstance> inst;
+            if (instances) {
+              const auto rows = nlohmann::json::parse(
+                  py::str(py::module_::import("json").attr("dumps")(*instances)).cast<std::string>());
+              for (size_t i = 0; i < rows.size(); ++i)
+                inst.push_back(model::task_instance_from_json(rows[i], "instance " + std::to_string(i)));
+            } else {
+              inst = model::generate_tasks(self.tokenizer(), o.suite);
+            }
+            model::TaskEvalResult r;
+            {
+              py::gil_scoped_release release;
+              r = model::evaluate_tasks(self, inst, req);
+            }
+            return json_to_python(model::task_result_json(r));
+          },
+          py::arg("instances") = py::none(), py::arg("press") = py::dict(),
+          ("answer task instances (dicts in kvpress's columns, e.g. from generate_tasks; None: the suite the suite "
+           "options generate) with the full cache and under every policy (and press, protocol='prefill') at every "
+           "budget (kvoracle tasks run): {protocol, outcomes: [{instance, task, length, depth, input_tokens, row, "
+           "budget, kept, score, answer, needles_held}], cells, cells_by_depth: [{task, length, depth, row, budget, "
+           "count, accuracy, low, high, model_fails}]}. `press`: a dict of press parameters; the policies' parameters "
+           "are keyword arguments.\n" +
+           task_options_doc(model::TaskOptionUse::Run) + "\n" + press_parameters_doc() + "\n" + run_options_doc())
               .c_str());
 }
 

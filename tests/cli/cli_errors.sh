@@ -99,6 +99,20 @@ open(p, "wb").write(b)
 PY
 expect_error "does not match its checksum.*delete it" verify "$dir/ck.safetensors" --checks C4,C11,D2 \
   --checkpoint "$dir/ck" --json "$dir/out.jsonl"
+expect_error "unknown task 'needle' (known: passkey" tasks generate --tasks needle -o "$dir/out.jsonl"
+expect_error "length 9000 is outside \[256, 8192\]" tasks generate --lengths 9000 -o "$dir/out.jsonl"
+expect_error "haystack directory '$dir/none' does not exist" tasks generate --haystack "$dir/none" -o "$dir/out.jsonl"
+expect_error "recent window 64 is larger than the budget 25" tasks run --tasks passkey --lengths 256 --depths 0.5 \
+  --per-cell 1 --budgets 0.1 --recent 64 --json "$dir/out.jsonl"
+expect_error "cannot write '/nonexistent/out.json'" tasks run --tasks passkey --lengths 256 --per-cell 1 \
+  --json /nonexistent/out.json
+expect_error "cannot write to directory '/proc/kvo-plots'" tasks run --tasks passkey --lengths 256 --per-cell 1 \
+  --plots /proc/kvo-plots
+printf '{"context": "abc", "question": "q?"}\n' >"$dir/bad.jsonl"
+expect_error "bad.jsonl line 1: no \"answer\" column" tasks run -i "$dir/bad.jsonl" --json "$dir/out.jsonl"
+printf '{"context": "a b c", "question": "q?", "answer": "x", "needles": [[0, 90]]}\n' >"$dir/bad2.jsonl"
+expect_error "has a needle at tokens \[0, 90) outside its context" tasks run -i "$dir/bad2.jsonl" --json "$dir/out.jsonl"
+expect_error "budget 1.5" tasks run -i "$dir/bad2.jsonl" --budgets 1.5 --json "$dir/out.jsonl"
 [ -e "$dir/x.safetensors" ] && { echo "FAIL: synth left a file"; fails=$((fails+1)); }
 echo "failures: $fails"
 [ $fails -eq 0 ]

@@ -104,3 +104,52 @@ TEST(Eval, FullBudgetIsTheFullCacheAndEveryPointIsSane) {
   }
   EXPECT_THROW(kvo::parse_policy_list("no-such-policy"), kvo::Error);
 }
+
+// The layered prefill is the token-by-token decoder's computation in another order: for every
+// nested policy the logits agree within 1e-4 and every (layer, KV head) keeps the same positions,
+// and decoding continues from the state it leaves.
+TEST(EvictingDecoder, LayeredPrefillEqualsTokenByTokenDecoding) {
+  const auto& m = test::shared_model();
+  const int n = 72, k = 16;
+  const auto ids = test::gpl3_tokens(n + 4);
+  const std::span<const int> input(ids.data(), static_cast<size_t>(n));
+  for (const PolicyId id : {PolicyId::H2O, PolicyId::Tova, PolicyId::Window, PolicyId::Streaming,
+                            PolicyId::Scissorhands, PolicyId::Random, PolicyId::Full}) {
+    SCOPED_TRACE(policy_name(id));
+    const std::string budget = id == PolicyId::Full ? "100%" : std::to_string(k);
+    KvEvictionManager by_token_mgr(options(m, policy_name(id), budget, n + 4));
+    KvEvictionManager layered_mgr(options(m, policy_name(id), budget, n + 4));
+    const int slots = id == PolicyId::Full ? n + 5 : k + 1;
+    model::EvictingDecoder by_token(m, by_token_mgr, slots), layered(m, layered_mgr, slots);
+    model::MatrixRM stepped(n, m.config().vocab);
+    for (int t = 0; t < n; ++t) stepped.row(t) = by_token.step(ids[static_cast<size_t>(t)]);
+    const model::MatrixRM batch = layered.prefill(input, /*all_logits=*/true);
+    ASSERT_EQ(batch.rows(), n);
+    for (int t = 0; t < n; ++t) {
+      const float scale = std::max(1.0f, stepped.row(t).cwiseAbs().maxCoeff());
+      EXPECT_LT((batch.row(t) - stepped.row(t)).cwiseAbs().maxCoeff(), 1e-4f * scale) << "position " << t;
+    }
+    for (int l = 0; l < m.config().n_layers; ++l)
+      for (int kv = 0; kv < m.config().n_kv_heads; ++kv)
+        EXPECT_EQ(layered.held(l, kv), by_token.held(l, kv)) << "layer " << l << ", KV head " << kv;
+    EXPECT_EQ(layered.position(), n);
+    EXPECT_EQ(layered.peak_bytes_held(), by_token.peak_bytes_held());
+    for (int t = n; t < n + 4; ++t) {
+      const Eigen::RowVectorXf a = by_token.step(ids[static_cast<size_t>(t)]),
+                               b = layered.step(ids[static_cast<size_t>(t)]);
+      EXPECT_LT((a - b).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, a.cwiseAbs().maxCoeff())) << t;
+    }
+  }
+}
+
+// The last-token form returns the same row as the full matrix's last.
+TEST(EvictingDecoder, LayeredPrefillLastRowIsTheLastLogits) {
+  const auto& m = test::shared_model();
+  const auto ids = test::gpl3_tokens(24);
+  KvEvictionManager a_mgr(options(m, "h2o", "8", 24)), b_mgr(options(m, "h2o", "8", 24));
+  model::EvictingDecoder a(m, a_mgr, 9), b(m, b_mgr, 9);
+  const model::MatrixRM all = a.prefill(ids, true), last = b.prefill(ids);
+  ASSERT_EQ(last.rows(), 1);
+  EXPECT_LT((all.row(23) - last.row(0)).cwiseAbs().maxCoeff(),
+            1e-4f * std::max(1.0f, all.row(23).cwiseAbs().maxCoeff()));
+}

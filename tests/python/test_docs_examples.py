@@ -166,8 +166,22 @@ def test_presses_md_kvpress_example(hf_smollm2, kvoracle, tmp_path):
     assert {r["press"] for r in rows} >= {"snapkv", read_policies()[0]["name"], "optimum"}
 
 
+def test_tasks_md_example(model_path, capsys):
+    """docs/tasks.md's Python example: a one-instance suite under h2o and window."""
+    scope = {}
+    exec(blocks("tasks.md", "python")[0].replace("kvoracle.Model()", f"kvoracle.Model({model_path!r})"), scope)  # noqa: S102
+    rows = {(c["row"], c["budget"]) for c in scope["res"]["cells"]}
+    assert rows == {("full-cache", 1.0), ("h2o", 0.3), ("window", 0.3)}
+    assert "passkey full-cache 1.0" in capsys.readouterr().out
+
+
 def test_every_python_block_of_docs_is_run_here():
     """A new ```python block anywhere in docs/ must get a test above (and this count updated)."""
     pages = sorted(p for p in os.listdir(os.path.join(ROOT, "docs")) if p.endswith(".md"))
     counts = {p: len(blocks(p, "python")) for p in pages}
-    assert {p: c for p, c in counts.items() if c} == {"python.md": 4, "trace-format.md": 2, "presses.md": 1}
+    assert {p: c for p, c in counts.items() if c} == {
+        "python.md": 4,
+        "trace-format.md": 2,
+        "presses.md": 1,
+        "tasks.md": 1,
+    }

@@ -249,3 +249,42 @@ def test_synthesize_writes_what_the_cli_writes(kvoracle, tmp_path):
         kvo.synthesize(heads=3, kv_heads=2)
     with pytest.raises(ValueError, match="'heads' has the wrong type"):
         kvo.synthesize(heads=2.5)
+
+
+def test_tasks_from_python_are_the_clis(kvoracle, model_path, tmp_path, same_build):
+    """kvoracle tasks generate / run and Model.generate_tasks / run_tasks: the same instances, and
+    the same outcomes (exactly between like builds; otherwise the same rows, instances and full-cache
+    answers, since an eviction near a tie may differ)."""
+    m = kvo.Model(model_path)
+    run(kvoracle, "tasks", "generate", "--tasks", "passkey,niah", "--lengths", 256, "--depths", "0.25",
+        "--per-cell", 1, "--task-seed", 3, "--model", model_path, "-o", tmp_path / "s.jsonl")  # fmt: skip
+    cli = [json.loads(line) for line in open(tmp_path / "s.jsonl")]
+    py = m.generate_tasks(tasks=["passkey", "niah"], lengths=[256], depths=[0.25], per_cell=1, task_seed=3)
+    assert py == cli and [r["task"] for r in py] == ["passkey", "niah"]
+    run(kvoracle, "tasks", "run", "-i", tmp_path / "s.jsonl", "--policies", "h2o", "--budgets", "0.4",
+        "--history", 7, "--model", model_path, "--json", tmp_path / "r.json")  # fmt: skip
+    cli = json.load(open(tmp_path / "r.json"))
+    res = m.run_tasks(py, policies=["h2o"], budgets=[0.4], history=7)
+    assert res["protocol"] == "streaming" and len(res["outcomes"]) == 4
+    if same_build:
+        assert same_records(res, cli, rel=1e-9)
+    else:
+        keep = ("instance", "row", "budget")
+        assert [{k: o[k] for k in keep} for o in res["outcomes"]] == [{k: o[k] for k in keep} for o in cli["outcomes"]]
+        assert [o["answer"] for o in res["outcomes"] if o["row"] == "full-cache"] == [
+            o["answer"] for o in cli["outcomes"] if o["row"] == "full-cache"
+        ]
+    with pytest.raises(ValueError, match="unknown task 'needle'"):
+        m.generate_tasks(tasks=["needle"])
+    with pytest.raises(ValueError, match="budget 0 is outside"):
+        m.run_tasks(py, budgets=[0])
+    with pytest.raises(ValueError, match='instance 0: no "answer" column'):
+        m.run_tasks([{"context": "a", "question": "b"}])
+    with pytest.raises(ValueError, match="run_tasks: unknown option 'histroy'"):
+        m.run_tasks(py, histroy=3)
+    with pytest.raises(ValueError, match="generate_tasks: unknown option 'budgets'"):
+        m.generate_tasks(budgets=[0.2])
+    # the same suite from its options, generated inside the call
+    same = m.run_tasks(tasks="passkey,niah", lengths=256, depths=[0.25], per_cell=1, task_seed=3, policies=["h2o"],
+                       budgets=[0.4], history=7)  # fmt: skip
+    assert same == res

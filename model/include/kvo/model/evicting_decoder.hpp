@@ -2,7 +2,12 @@
 // K and V; each step the new token takes a free row, every query head of the group attends the
 // rows held, the eviction manager gets the group's mean attention and names the positions to
 // evict, and their rows are freed for the next token. Memory held is the pools, reported in bytes.
+// prefill() feeds a whole input at the cost of one prefill: layer by layer, every token's q, k, v
+// from the previous layer's (already evicted) outputs, this layer's attention and evictions
+// replayed step by step, projections and MLP batched; the state it leaves equals step() token by
+// token's, so step() then continues (answer generation).
 #pragma once
+#include <span>
 #include <vector>
 
 #include "kvo/core/cache_manager.hpp"
@@ -10,29 +15,48 @@
 
 namespace kvo::model {
 
-class EvictingDecoder final : public StepAttention {
+class EvictingDecoder final : public StepAttention, public LayerAttention {
  public:
   // slots: rows per (layer, KV head) pool; at least the largest budget + 1 (the new token).
   EvictingDecoder(const Llama& model, KvEvictionManager& manager, int slots, int seq = 0);
 
   // Feeds the next token (position = tokens fed so far); returns the logits [vocab].
   Eigen::RowVectorXf step(int token);
+  // Feeds tokens at the next positions layer by layer; returns the logits [T, vocab], or of the
+  // last token only [1, vocab].
+  MatrixRM prefill(std::span<const int> tokens, bool all_logits = false);
 
   int position() const { return pos_; }
   size_t bytes_allocated() const;  // the K/V pools
   size_t bytes_held() const;       // rows holding a token now
+  // The most rows held at once (after prefill: the sum over pools of each pool's most, which is
+  // the same whenever every pool is fullest at the same step, as under a fixed budget).
   size_t peak_bytes_held() const { return peak_; }
+  // Positions a (layer, KV head) pool holds now, ascending.
+  std::vector<int> held(int layer, int kv_head) const;
 
   Eigen::RowVectorXf attend(int layer, int pos, const Eigen::RowVectorXf& q, const Eigen::RowVectorXf& k,
                             const Eigen::RowVectorXf& v) override;
+  void attend_layer(int layer, int pos0, const MatrixRM& q, const MatrixRM& k, const MatrixRM& v,
+                    MatrixRM& out) override;
 
  private:
   struct Pool {
     MatrixRM k, v;          // [slots, hd]
     std::vector<int> pos;   // position held by each row; -1: free
     std::vector<int> rows;  // occupied rows in position order
+    size_t most = 0;        // the most rows held after a step
+  };
+  struct Scratch {
+    std::vector<int> positions;
+    std::vector<double> agg, p;
   };
   Pool& pool(int layer, int kv_head) { return pools_[static_cast<size_t>(layer * n_kv_ + kv_head)]; }
+  const Pool& pool(int layer, int kv_head) const { return pools_[static_cast<size_t>(layer * n_kv_ + kv_head)]; }
+  // One token at one (layer, KV head): takes a free row for k, v, attends the group's query heads
+  // (q: the token's [H*hd] row) over the rows held, writes their outputs to out, evicts.
+  void attend_unit(int layer, int kv, int pos, const float* q, const float* k, const float* v, float* out, Scratch& s);
+  size_t held_rows() const;
   const Llama& model_;
   KvEvictionManager& manager_;
   int seq_, slots_, n_kv_, hd_, group_;

@@ -38,6 +38,17 @@ class StepAttention {
                                     const Eigen::RowVectorXf& v) = 0;
 };
 
+// Attention of a block of new tokens in one layer, supplied by the caller of Llama::forward_layered:
+// gets the layer's post-RoPE q [T, H*hd] and new k, v [T, H_kv*hd] at positions pos0 .. pos0 + T - 1,
+// keeps whatever K/V it wants, and writes the attention output `out` [T, H*hd] (before the output
+// projection). Row t may read only what rows < t and its own k, v left (causal).
+class LayerAttention {
+ public:
+  virtual ~LayerAttention() = default;
+  virtual void attend_layer(int layer, int pos0, const MatrixRM& q, const MatrixRM& k, const MatrixRM& v,
+                            MatrixRM& out) = 0;
+};
+
 struct KvCache {
   int length = 0;
   int capacity = 0;
@@ -67,6 +78,11 @@ class Llama {
   // One token at position pos with attention (and so the KV cache) delegated to `attention`;
   // returns the logits [vocab].
   Eigen::RowVectorXf decode_step(int token, int pos, StepAttention& attention) const;
+  // Tokens at positions pos0.. run layer by layer, every layer's projections and MLP batched, its
+  // attention delegated to `attention` (the same computation as decode_step token by token when
+  // the attention is causal). Returns the logits [T, vocab], or of the last token only [1, vocab].
+  MatrixRM forward_layered(std::span<const int> tokens, int pos0, LayerAttention& attention,
+                           bool all_logits = false) const;
 
  private:
   struct Layer;

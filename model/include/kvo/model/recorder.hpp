@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,7 @@ struct RecordOptions {
 };
 
 Trace record_trace(const Llama& model, const std::string& text, const RecordOptions& options);
+// The same over token ids (exactly options.tokens of them).
+Trace record_trace(const Llama& model, std::span<const int> ids, const RecordOptions& options);
 
 }  // namespace kvo::model

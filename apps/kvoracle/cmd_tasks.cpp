@@ -1,0 +1,209 @@
+// kvoracle tasks: long-context tasks (RULER-style, generated offline) answered under eviction.
+// `tasks generate` writes instances as JSON Lines; `tasks run` answers generated or JSON Lines
+// instances with the full cache and every policy (and press) at every budget, and prints accuracy
+// per task x length x row x budget with Wilson 95% intervals, as JSON and SVG plots too.
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "commands.hpp"
+#include "kvo/core/atomic_file.hpp"
+#include "kvo/core/error.hpp"
+#include "kvo/core/progress.hpp"
+#include "kvo/core/text_list.hpp"
+#include "kvo/model/model_path.hpp"
+#include "kvo/model/task_io.hpp"
+#include "kvo/model/task_options.hpp"
+#include "kvo/proofs_check/svg_plot.hpp"
+#include "model_options.hpp"
+#include "options.hpp"
+#include "press_options.hpp"
+#include "table.hpp"
+
+namespace kvo::cli {
+namespace {
+
+// The options of the task option table a subcommand takes, as the texts typed.
+struct TaskArgs {
+  std::map<std::string, std::string> text;
+  std::vector<const model::TaskOptionEntry*> entries;
+  const CLI::App* cmd = nullptr;
+
+  // The requests with every given option applied (kvo::Error naming the option for bad text).
+  model::TaskOptions build(int positions) const {
+    model::TaskOptions o;
+    o.suite.max_positions = positions;
+    for (const auto* e : entries)
+      if (cmd->count(std::string(e->flag)) > 0) e->set(o, text.at(std::string(e->name)));
+    return o;
+  }
+};
+
+void add_task_options(CLI::App* cmd, TaskArgs& a, bool run) {
+  const model::TaskOptions defaults;
+  a.cmd = cmd;
+  for (const model::TaskOptionEntry& e : model::task_option_table()) {
+    if (!run && e.use == model::TaskOptionUse::Run) continue;
+    a.entries.push_back(&e);
+    std::string& slot = a.text[std::string(e.name)];
+    std::string flags(e.flag);
+    if (!e.alias.empty()) flags += "," + std::string(e.alias);
+    if (!e.switch_text.empty()) {
+      const std::string value(e.switch_text);
+      cmd->add_flag_callback(
+          flags, [&slot, value] { slot = value; }, std::string(e.help));
+    } else {
+      cmd->add_option(flags, slot, std::string(e.help))->default_str(e.get(defaults));
+    }
+  }
+}
+
+// An output directory that exists or can be made, checked before any work.
+void require_writable_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  require(!ec && std::filesystem::is_directory(dir), "cannot write to directory '" + dir + "'");
+}
+
+void write_plots(const model::TaskEvalResult& r, const std::string& dir) {
+  // Accuracy against budget, one plot per task and length, one line per row.
+  std::map<std::pair<std::string, int>, LinePlot> plots;
+  for (const model::TaskCell& c : model::summarize_tasks(r)) {
+    LinePlot& p = plots[{c.task, c.length}];
+    p.title = c.task + ", " + std::to_string(c.length) + " tokens: accuracy against budget (" +
+              std::string(model::to_string(r.protocol)) + ")";
+    p.x_label = "share of tokens kept";
+    p.y_label = "accuracy";
+    if (c.row == model::kFullCacheRow) {
+      if (p.lines.empty()) p.lines.push_back({"full cache", c.accuracy});
+      continue;
+    }
+    p.add_point(c.row, c.budget, c.accuracy,
+                c.row == model::kPrefillOptimumRow || c.row == policy_name(PolicyId::Oracle));
+  }
+  for (const auto& [key, p] : plots)
+    write_file_atomic(dir + "/accuracy-" + key.first + "-" + std::to_string(key.second) + ".svg", p.svg());
+  // Length x depth heat maps per row and budget (tasks with depths).
+  std::map<std::tuple<std::string, std::string, double>, std::map<std::pair<int, double>, double>> grids;
+  for (const model::TaskCell& c : model::summarize_tasks(r, true))
+    if (c.depth >= 0) grids[{c.task, c.row, c.budget}][{c.length, c.depth}] = c.accuracy;
+  for (const auto& [key, grid] : grids) {
+    std::vector<int> lengths;
+    std::vector<double> depths;
+    for (const auto& [cell, acc] : grid) {
+      if (std::find(lengths.begin(), lengths.end(), cell.first) == lengths.end()) lengths.push_back(cell.first);
+      if (std::find(depths.begin(), depths.end(), cell.second) == depths.end()) depths.push_back(cell.second);
+    }
+    std::sort(depths.begin(), depths.end());
+    HeatMap h;
+    const auto& [task, row, budget] = key;
+    h.title = task + " / " + row + " at " + fmt(budget, 3) + ": accuracy by length (rows: " + join_list([&] {
+                std::vector<std::string> s;
+                for (int n : lengths) s.push_back(std::to_string(n));
+                return s;
+              }()) +
+              ") and depth (columns: " + join_numbers(depths) + ")";
+    h.row_label = "length";
+    h.col_label = "depth";
+    for (int n : lengths) {
+      std::vector<double> line;
+      for (double d : depths) {
+        const auto it = grid.find({n, d});
+        line.push_back(it == grid.end() ? NAN : it->second);
+      }
+      h.value.push_back(line);
+    }
+    write_file_atomic(dir + "/depth-" + task + "-" + row + "-" + fmt(budget, 3) + ".svg", h.svg());
+  }
+}
+
+}  // namespace
+
+Runner add_tasks(CLI::App& app, const Global& g) {
+  auto* cmd = app.add_subcommand("tasks", "long-context tasks (RULER-style, generated offline) under eviction");
+  cmd->require_subcommand(1, 1);
+  struct Args {
+    TaskArgs task;
+    std::string out, instances, json, plots, model;
+    RunArgs run;
+    PressArgs press;
+  };
+  auto a = std::make_shared<Args>();
+  auto* gen = cmd->add_subcommand("generate", "write a seeded task suite as JSON Lines (kvpress's columns)");
+  add_task_options(gen, a->task, false);
+  gen->add_option("--out,-o", a->out, "the instances file (.jsonl)")->required();
+  add_model_option(gen, a->model);
+
+  auto b = std::make_shared<Args>();
+  auto* run = cmd->add_subcommand(
+      "run", "answer the instances with the full cache and under every policy (and press) at every budget");
+  add_task_options(run, b->task, true);
+  run->add_option("--instances,-i", b->instances,
+                  "a JSON Lines file of instances (kvpress's columns); default: the suite the options generate")
+      ->check(CLI::ExistingFile);
+  run->add_option("--json", b->json, "write every outcome and cell as JSON");
+  run->add_option("--plots", b->plots, "write SVG plots (accuracy against budget, length x depth) to this directory");
+  add_run_options(run, b->run, {.budget_total = false, .trace_selection = false});
+  add_press_parameter_options(run, b->press.defaults);
+  add_model_option(run, b->model);
+
+  return [a, b, gen, &g] {
+    if (gen->parsed()) {
+      const model::Llama m = load_model(a->model);
+      const model::TaskOptions o = a->task.build(m.config().context);
+      const auto inst = model::generate_tasks(m.tokenizer(), o.suite);
+      model::write_task_jsonl(a->out, inst);
+      std::cout << "wrote " << a->out << ": " << inst.size() << " instances\n";
+      return 0;
+    }
+    const model::Llama m = load_model(b->model);
+    model::TaskOptions opts = b->task.build(m.config().context);
+    model::TaskEvalRequest& req = opts.run;
+    req.run = b->run.options().build(req.policies.empty() ? PolicyId::H2O : req.policies.front());
+    req.press = b->press.defaults;
+    req.validate();
+    if (b->instances.empty()) opts.suite.validate();
+    if (!b->plots.empty()) require_writable_dir(b->plots);
+    // The JSON's temporary is made now (a path that cannot be written fails before any work) and
+    // renamed over the target only when the run has finished.
+    std::unique_ptr<AtomicFile> json;
+    if (!b->json.empty()) json = std::make_unique<AtomicFile>(b->json);
+    const std::vector<model::TaskInstance> inst =
+        b->instances.empty() ? model::generate_tasks(m.tokenizer(), opts.suite) : model::read_task_jsonl(b->instances);
+    Progress bar("tasks", model::task_eval_units(inst.size(), req), !g.quiet);
+    req.on_unit = [&bar] { bar.tick(); };
+    const model::TaskEvalResult r = model::evaluate_tasks(m, inst, req);
+    bar.finish();
+    std::cout << "kvoracle tasks run: " << inst.size() << " instances, protocol " << model::to_string(r.protocol)
+              << "\n";
+    Table t({"task", "length", "row", "budget", "n", "accuracy", "95% interval", "needles held", "note"});
+    std::map<std::tuple<std::string, int, std::string, double>, std::pair<double, int>> held;
+    for (const auto& o : r.outcomes)
+      if (!std::isnan(o.needles_held)) {
+        auto& h = held[{o.task, o.length, o.row, o.budget}];
+        h.first += o.needles_held;
+        h.second += 1;
+      }
+    for (const model::TaskCell& c : model::summarize_tasks(r)) {
+      const auto h = held.find({c.task, c.length, c.row, c.budget});
+      t.row({c.task, std::to_string(c.length), c.row, fmt(c.budget, 3), std::to_string(c.count), fmt(c.accuracy, 3),
+             "[" + fmt(c.low, 3) + ", " + fmt(c.high, 3) + "]",
+             h == held.end() ? "-" : fmt(h->second.first / h->second.second, 3),
+             c.model_fails ? "full cache fails: left out" : ""});
+    }
+    t.print(std::cout);
+    if (!b->json.empty()) {
+      json->stream() << model::task_result_json(r).dump(2) << '\n';
+      json->commit();
+      std::cout << "results: " << b->json << '\n';
+    }
+    if (!b->plots.empty()) {
+      write_plots(r, b->plots);
+      std::cout << "plots: " << b->plots << '\n';
+    }
+    return 0;
+  };
+}
+
+}  // namespace kvo::cli

@@ -1,0 +1,29 @@
+// Task instances as JSON Lines in kvpress's dataset columns (context, question, answer_prefix,
+// answer, max_new_tokens), so kvpress users' data sets run unchanged and anyone can add a task
+// without writing C++; and task results as JSON.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kvo/model/task_eval.hpp"
+#include "kvo/model/tasks.hpp"
+
+namespace kvo::model {
+
+// One row: kvpress's columns ("answer": a string or a list of strings), and, when present,
+// kvoracle's "id", "task", "length", "depth", "rule" ("all" or "recall") and "needles".
+nlohmann::json task_instance_json(const TaskInstance& instance);
+// kvo::Error naming the row's problem (a missing context, question or answer, a wrong type).
+TaskInstance task_instance_from_json(const nlohmann::json& row, const std::string& where);
+
+// kvo::Error "FILE line N: ..." for a line that is not a JSON object with the required columns.
+std::vector<TaskInstance> read_task_jsonl(const std::string& path);
+// Atomically (a temporary renamed over the target).
+void write_task_jsonl(const std::string& path, const std::vector<TaskInstance>& instances);
+
+// The run's JSON: the request's protocol and budgets, every outcome, and the cells (per task x
+// length x row x budget, and per depth) with their Wilson intervals.
+nlohmann::json task_result_json(const TaskEvalResult& result);
+
+}  // namespace kvo::model

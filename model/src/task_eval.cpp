@@ -1,0 +1,347 @@
+#include "kvo/model/task_eval.hpp"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "kvo/core/cache_manager.hpp"
+#include "kvo/core/error.hpp"
+#include "kvo/core/policy_press.hpp"
+#include "kvo/model/evicting_decoder.hpp"
+#include "kvo/model/press_eval.hpp"
+#include "kvo/model/recorder.hpp"
+#include "kvo/oracle/prefill_oracle.hpp"
+#include "oracle_schedule.hpp"
+
+namespace kvo::model {
+namespace {
+
+using UnitSets = std::vector<std::vector<int>>;  // kept positions per (layer, KV head), layer-major
+
+std::string share_text(double b) {
+  std::ostringstream s;
+  s << b;
+  return s.str();
+}
+
+int argmax(const Eigen::RowVectorXf& logits) {
+  Eigen::Index best = 0;
+  logits.maxCoeff(&best);  // ties: the smallest id
+  return static_cast<int>(best);
+}
+
+// Greedy answer: `first` predicts the first token, next(token) feeds one and returns the logits.
+template <class Next>
+std::vector<int> greedy_answer(const Llama& m, Eigen::RowVectorXf first, int max_new, Next next) {
+  std::vector<int> ids;
+  Eigen::RowVectorXf logits = std::move(first);
+  for (int t = 0; t < max_new; ++t) {
+    const int tok = argmax(logits);
+    ids.push_back(tok);
+    if (tok == m.tokenizer().eos()) break;
+    if (t + 1 < max_new) logits = next(tok);
+  }
+  return ids;
+}
+
+// Share of units whose kept set holds every needle token (NaN without needles).
+double needles_held(const UnitSets& kept, const std::vector<std::pair<int, int>>& needles, int shift) {
+  if (needles.empty()) return NAN;
+  int held = 0;
+  for (const auto& s : kept) {
+    bool all = true;
+    for (const auto& [a, b] : needles)
+      for (int p = a + shift; p < b + shift && all; ++p) all = std::binary_search(s.begin(), s.end(), p);
+    held += all ? 1 : 0;
+  }
+  return static_cast<double>(held) / static_cast<double>(kept.size());
+}
+
+// Tokens per (layer, KV head) a share of an input of n tokens keeps under streaming eviction.
+int streaming_budget(double share, int n) { return std::max(1, static_cast<int>(std::floor(share * n + 1e-9))); }
+
+// Appends ids to the cache in chunks of 256 (the causal blocks a full-attention prefill needs).
+void prefill_full(const Llama& m, std::span<const int> ids, KvCache& cache) {
+  for (size_t s = 0; s < ids.size(); s += 256)
+    m.forward(ids.subspan(s, std::min<size_t>(256, ids.size() - s)), cache, false);
+}
+
+double mean_size(const UnitSets& kept) {
+  double s = 0;
+  for (const auto& k : kept) s += static_cast<double>(k.size());
+  return s / static_cast<double>(kept.size());
+}
+
+struct Prepared {
+  const TaskInstance* inst = nullptr;
+  TaskTokens tokens;
+  int shift = 0;  // needles' offset in the context ids (question_first)
+};
+
+TaskOutcome outcome_of(const Prepared& p, std::string row, double budget) {
+  TaskOutcome o;
+  o.instance = p.inst->id;
+  o.task = p.inst->task;
+  o.length = p.inst->length;
+  o.depth = p.inst->depth;
+  o.input_tokens = p.tokens.size();
+  o.row = std::move(row);
+  o.budget = budget;
+  return o;
+}
+
+void finish(const Llama& m, const Prepared& p, const std::vector<int>& answer, TaskOutcome& o) {
+  o.answer = m.tokenizer().decode(answer);
+  o.score = score_answer(*p.inst, o.answer);
+}
+
+// The full cache: one batched prefill of the whole input, then token by token.
+std::vector<int> full_answer(const Llama& m, const Prepared& p, TaskOutcome& o) {
+  const int C = static_cast<int>(p.tokens.context.size());
+  KvCache cache = m.new_cache(p.tokens.size() + p.inst->max_new_tokens);
+  prefill_full(m, p.tokens.context, cache);
+  const MatrixRM q = m.forward(p.tokens.question, cache, true);
+  const std::vector<int> ans = greedy_answer(m, q.row(q.rows() - 1), p.inst->max_new_tokens, [&](int tok) {
+    return Eigen::RowVectorXf(m.forward(std::span<const int>(&tok, 1), cache, true).row(0));
+  });
+  o.kept = C;
+  o.needles_held = p.inst->needles.empty() ? NAN : 1.0;
+  finish(m, p, ans, o);
+  return ans;
+}
+
+// Streaming eviction under one policy and budget, along `schedule` for the offline policy.
+void streaming_row(const Llama& m, const Prepared& p, const TaskEvalRequest& r, PolicyId id, double share,
+                   const Trace* trace, TaskOutcome& o) {
+  const LlamaConfig& c = m.config();
+  const int n = p.tokens.size();
+  const int k = streaming_budget(share, n);
+  CacheManagerOptions mo;
+  mo.run = r.run.with_policy(id);
+  mo.run.budget = r.run.budget.with_total(Amount{false, static_cast<double>(k)});
+  mo.run.prompt_len = 0;
+  mo.n_layers = c.n_layers;
+  mo.n_kv_heads = c.n_kv_heads;
+  mo.max_len = n + p.inst->max_new_tokens;
+  if (policy_traits(id).offline) mo.run.policy.schedule = oracle_schedules(*trace, mo.run.budget);
+  KvEvictionManager mgr(mo);
+  int slots = 0;
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int kv = 0; kv < c.n_kv_heads; ++kv) slots = std::max(slots, mgr.budget(l, kv).total + 1);
+  EvictingDecoder dec(m, mgr, slots);
+  dec.prefill(p.tokens.context);
+  UnitSets held;
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int kv = 0; kv < c.n_kv_heads; ++kv) held.push_back(dec.held(l, kv));
+  o.kept = mean_size(held);
+  o.needles_held = needles_held(held, p.inst->needles, p.shift);
+  const MatrixRM q = dec.prefill(p.tokens.question);
+  const std::vector<int> ans =
+      greedy_answer(m, q.row(0), p.inst->max_new_tokens, [&](int tok) { return dec.step(tok); });
+  finish(m, p, ans, o);
+}
+
+// Prefill compression: the context's cache cut to `kept`, then the question and the answer.
+void prefill_row(const Llama& m, const Prepared& p, const KvCache& context_cache, const UnitSets& kept,
+                 TaskOutcome& o) {
+  const int C = static_cast<int>(p.tokens.context.size());
+  const int room = static_cast<int>(p.tokens.question.size()) + p.inst->max_new_tokens;
+  KvCache pc = compressed_cache(m, context_cache, kept, C, room);
+  const MatrixRM q = m.forward(p.tokens.question, pc, true);
+  const std::vector<int> ans = greedy_answer(m, q.row(q.rows() - 1), p.inst->max_new_tokens, [&](int tok) {
+    return Eigen::RowVectorXf(m.forward(std::span<const int>(&tok, 1), pc, true).row(0));
+  });
+  o.kept = mean_size(kept);
+  o.needles_held = needles_held(kept, p.inst->needles, p.shift);
+  finish(m, p, ans, o);
+}
+
+}  // namespace
+
+std::string_view to_string(TaskProtocol p) { return p == TaskProtocol::Streaming ? "streaming" : "prefill"; }
+
+TaskProtocol parse_task_protocol(std::string_view name) {
+  if (name == "streaming") return TaskProtocol::Streaming;
+  if (name == "prefill") return TaskProtocol::Prefill;
+  throw Error("unknown protocol '" + std::string(name) + "' (known: streaming, prefill)");
+}
+
+void TaskEvalRequest::validate() const {
+  require(!budgets.empty(), "tasks: at least one budget");
+  for (double b : budgets)
+    require(b > 0 && b <= 1, "tasks: budget " + share_text(b) + " is outside (0, 1] (the share of tokens kept)");
+  if (protocol == TaskProtocol::Streaming) {
+    require(presses.empty(), "tasks: presses run under the prefill protocol only");
+    for (PolicyId id : policies)
+      require(policy_traits(id).offline || (policy_traits(id).decoder && policy_traits(id).nested),
+              "tasks: policy " + policy_name(id) + " cannot be driven by a decoder");
+  } else {
+    for (PolicyId id : policies)
+      for (double b : budgets)
+        if (const std::string why = policy_press_refusal(id, 1.0 - b); !why.empty()) throw Error("tasks: " + why);
+  }
+  if (!full_cache)
+    for (PolicyId id : policies)
+      require(protocol == TaskProtocol::Streaming && !policy_traits(id).offline,
+              "tasks: only streaming rows without the offline optimum can run without the full cache");
+  for (PolicyId id : policies)
+    if (!policy_traits(id).offline) make_policy(run.with_policy(id).policy);  // bad parameters fail here
+}
+
+long task_eval_units(std::size_t instances, const TaskEvalRequest& r) {
+  size_t rows = r.policies.size();
+  if (r.protocol == TaskProtocol::Prefill) rows += r.presses.size() + (r.optimum ? 1 : 0);
+  return static_cast<long>(instances * ((r.full_cache ? 1 : 0) + rows * r.budgets.size()));
+}
+
+TaskEvalResult evaluate_tasks(const Llama& m, std::span<const TaskInstance> instances, const TaskEvalRequest& r) {
+  r.validate();
+  const LlamaConfig& c = m.config();
+  std::vector<Prepared> prepared;
+  for (const TaskInstance& in : instances) {
+    Prepared p;
+    p.inst = &in;
+    p.tokens = task_tokens(m.tokenizer(), in, r.question_first, r.format);
+    p.shift = p.tokens.needle_shift;
+    require(!in.answers.empty(), "tasks: instance '" + in.id + "' has no expected answer");
+    require(in.max_new_tokens >= 1, "tasks: instance '" + in.id + "' asks for no answer tokens");
+    require(!p.tokens.context.empty(), "tasks: instance '" + in.id + "' has an empty context");
+    require(p.tokens.size() + in.max_new_tokens <= c.context,
+            "tasks: instance '" + in.id + "' needs " + std::to_string(p.tokens.size() + in.max_new_tokens) +
+                " positions with its answer; the model has " + std::to_string(c.context));
+    for (const auto& [a, b] : in.needles)
+      require(a >= 0 && a < b && b + p.shift <= static_cast<int>(p.tokens.context.size()),
+              "tasks: instance '" + in.id + "' has a needle at tokens [" + std::to_string(a) + ", " +
+                  std::to_string(b) + ") outside its context of " +
+                  std::to_string(p.tokens.context.size() - static_cast<size_t>(p.shift)) + " tokens");
+    // Every budget must resolve on this instance (a recent window larger than it is refused here).
+    for (double b : r.budgets) {
+      const int n = r.protocol == TaskProtocol::Streaming ? p.tokens.size() : static_cast<int>(p.tokens.context.size());
+      const int k = r.protocol == TaskProtocol::Streaming ? streaming_budget(b, n) : press_n_kept(n, 1.0 - b);
+      try {
+        r.run.budget.with_total(Amount{false, static_cast<double>(k)}).resolve(std::max(n, k), 0, 0);
+      } catch (const Error& e) {
+        throw Error("tasks: instance '" + in.id + "' at budget " + share_text(b) + " (" + std::to_string(k) +
+                    " tokens): " + e.what());
+      }
+    }
+    prepared.push_back(std::move(p));
+  }
+  TaskEvalResult res;
+  res.protocol = r.protocol;
+  const bool want_oracle =
+      std::any_of(r.policies.begin(), r.policies.end(), [](PolicyId id) { return policy_traits(id).offline; });
+  for (const Prepared& p : prepared) {
+    std::vector<int> answer;
+    if (r.full_cache) {
+      TaskOutcome full = outcome_of(p, std::string(kFullCacheRow), 1.0);
+      answer = full_answer(m, p, full);
+      res.outcomes.push_back(full);
+      if (r.on_unit) r.on_unit();
+    }
+    // The full cache's trace of the whole instance, its answer included: what the references read.
+    std::vector<int> all = p.tokens.context;
+    all.insert(all.end(), p.tokens.question.begin(), p.tokens.question.end());
+    all.insert(all.end(), answer.begin(), answer.end());
+    const int C = static_cast<int>(p.tokens.context.size());
+    Trace trace;
+    const bool need_trace = r.protocol == TaskProtocol::Prefill || want_oracle;
+    if (need_trace) {
+      RecordOptions ro;
+      ro.tokens = static_cast<int>(all.size());
+      ro.prompt_len = r.protocol == TaskProtocol::Prefill ? C : 0;
+      ro.text_source = p.inst->id;
+      trace = record_trace(m, std::span<const int>(all), ro);
+    }
+    if (r.protocol == TaskProtocol::Streaming) {
+      for (PolicyId id : r.policies)
+        for (double b : r.budgets) {
+          TaskOutcome o = outcome_of(p, policy_name(id), b);
+          streaming_row(m, p, r, id, b, &trace, o);
+          res.outcomes.push_back(o);
+          if (r.on_unit) r.on_unit();
+        }
+      continue;
+    }
+    KvCache context_cache = m.new_cache(C);
+    prefill_full(m, p.tokens.context, context_cache);
+    std::vector<PrefillUnit> units;
+    if (r.optimum)
+      for (int l = 0; l < c.n_layers; ++l)
+        for (int kv = 0; kv < c.n_kv_heads; ++kv) units.push_back(prefill_unit(trace, l, kv, C, false));
+    auto run_sets = [&](const std::string& name, double b, const UnitSets& kept) {
+      TaskOutcome o = outcome_of(p, name, b);
+      prefill_row(m, p, context_cache, kept, o);
+      res.outcomes.push_back(o);
+      if (r.on_unit) r.on_unit();
+    };
+    for (PressId id : r.presses)
+      for (double b : r.budgets) {
+        PressOptions po = r.press;
+        po.id = id;
+        po.compression_ratio = 1.0 - b;
+        UnitSets kept;
+        for (int l = 0; l < c.n_layers; ++l)
+          for (auto& s : run_press(press_layer_of(trace, l, C), po).kept) kept.push_back(std::move(s));
+        run_sets(press_name(id), b, kept);
+      }
+    for (PolicyId id : r.policies)
+      for (double b : r.budgets)
+        run_sets(policy_name(id), b, policy_prefill_kept(trace, r.run, id, C, press_n_kept(C, 1.0 - b)));
+    if (r.optimum)
+      for (double b : r.budgets) {
+        UnitSets kept;
+        for (const PrefillUnit& u : units) kept.push_back(solve_prefill(u, press_n_kept(C, 1.0 - b)).set);
+        run_sets(std::string(kPrefillOptimumRow), b, kept);
+      }
+  }
+  return res;
+}
+
+std::pair<double, double> wilson_interval(double p, int n) {
+  if (n <= 0) return {0.0, 1.0};
+  const double z = 1.959963984540054, z2 = z * z, nn = static_cast<double>(n);
+  const double centre = (p + z2 / (2 * nn)) / (1 + z2 / nn);
+  const double half = z / (1 + z2 / nn) * std::sqrt(std::max(0.0, p * (1 - p) / nn + z2 / (4 * nn * nn)));
+  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
+
+std::vector<TaskCell> summarize_tasks(const TaskEvalResult& res, bool by_depth) {
+  using Key = std::tuple<std::string, int, double, std::string, double>;
+  std::map<Key, size_t> index;
+  std::vector<TaskCell> cells;
+  std::vector<double> sums;
+  std::map<std::pair<std::string, int>, double> full_best;  // the full cache's best score per (task, length)
+  for (const TaskOutcome& o : res.outcomes) {
+    const double depth = by_depth ? o.depth : -1.0;
+    const Key key{o.task, o.length, depth, o.row, o.budget};
+    auto [it, fresh] = index.emplace(key, cells.size());
+    if (fresh) {
+      TaskCell cell;
+      cell.task = o.task;
+      cell.row = o.row;
+      cell.length = o.length;
+      cell.depth = depth;
+      cell.budget = o.budget;
+      cells.push_back(cell);
+      sums.push_back(0.0);
+    }
+    cells[it->second].count += 1;
+    sums[it->second] += o.score;
+    if (o.row == kFullCacheRow) {
+      double& best = full_best[{o.task, o.length}];
+      best = std::max(best, o.score);
+    }
+  }
+  for (size_t x = 0; x < cells.size(); ++x) {
+    TaskCell& cell = cells[x];
+    cell.accuracy = sums[x] / cell.count;
+    std::tie(cell.low, cell.high) = wilson_interval(cell.accuracy, cell.count);
+    const auto f = full_best.find({cell.task, cell.length});
+    cell.model_fails = f != full_best.end() && f->second == 0.0;
+  }
+  return cells;
+}
+
+}  // namespace kvo::model

@@ -1,0 +1,144 @@
+#include "kvo/model/task_io.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "kvo/core/atomic_file.hpp"
+#include "kvo/core/error.hpp"
+
+namespace kvo::model {
+
+nlohmann::json task_instance_json(const TaskInstance& in) {
+  nlohmann::json j = {{"id", in.id},
+                      {"task", in.task},
+                      {"length", in.length},
+                      {"depth", in.depth},
+                      {"context", in.context},
+                      {"question", in.question},
+                      {"answer_prefix", in.answer_prefix},
+                      {"answer", in.answers},
+                      {"rule", std::string(to_string(in.rule))},
+                      {"max_new_tokens", in.max_new_tokens}};
+  nlohmann::json needles = nlohmann::json::array();
+  for (const auto& [a, b] : in.needles) needles.push_back({a, b});
+  j["needles"] = needles;
+  return j;
+}
+
+TaskInstance task_instance_from_json(const nlohmann::json& j, const std::string& where) {
+  require(j.is_object(), where + ": not a JSON object");
+  auto text = [&](const char* key, bool required) -> std::string {
+    if (!j.contains(key)) {
+      require(!required, where + ": no \"" + key + "\" column");
+      return "";
+    }
+    require(j[key].is_string(), where + ": \"" + key + "\" is not a string");
+    return j[key].get<std::string>();
+  };
+  TaskInstance in;
+  in.context = text("context", true);
+  in.question = text("question", true);
+  in.answer_prefix = text("answer_prefix", false);
+  require(j.contains("answer"), where + ": no \"answer\" column");
+  const auto& a = j["answer"];
+  if (a.is_string()) {
+    in.answers = {a.get<std::string>()};
+  } else {
+    require(a.is_array() && !a.empty(), where + ": \"answer\" is neither a string nor a list of strings");
+    for (const auto& x : a) {
+      require(x.is_string(), where + ": \"answer\" is neither a string nor a list of strings");
+      in.answers.push_back(x.get<std::string>());
+    }
+  }
+  in.id = j.contains("id") ? text("id", false) : where;
+  in.task = j.contains("task") ? text("task", false) : "custom";
+  if (j.contains("rule")) in.rule = parse_score_rule(text("rule", false));
+  auto integer = [&](const char* key, int fallback) {
+    if (!j.contains(key)) return fallback;
+    require(j[key].is_number_integer(), where + ": \"" + key + "\" is not an integer");
+    return j[key].get<int>();
+  };
+  in.max_new_tokens = integer("max_new_tokens", in.max_new_tokens);
+  require(in.max_new_tokens >= 1, where + ": \"max_new_tokens\" must be >= 1");
+  in.length = integer("length", 0);
+  if (j.contains("depth")) {
+    require(j["depth"].is_number(), where + ": \"depth\" is not a number");
+    in.depth = j["depth"].get<double>();
+  }
+  if (j.contains("needles")) {
+    require(j["needles"].is_array(), where + ": \"needles\" is not a list of [first, last) pairs");
+    for (const auto& p : j["needles"]) {
+      require(p.is_array() && p.size() == 2 && p[0].is_number_integer() && p[1].is_number_integer() &&
+                  p[0].get<int>() >= 0 && p[0].get<int>() < p[1].get<int>(),
+              where + ": \"needles\" is not a list of [first, last) pairs");
+      in.needles.emplace_back(p[0].get<int>(), p[1].get<int>());
+    }
+  }
+  return in;
+}
+
+std::vector<TaskInstance> read_task_jsonl(const std::string& path) {
+  std::ifstream in(path);
+  require(in.good(), "cannot read instances file '" + path + "'");
+  std::vector<TaskInstance> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + " line " + std::to_string(n);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      throw Error(where + ": not valid JSON");
+    }
+    TaskInstance t = task_instance_from_json(j, where);
+    if (!j.contains("id")) t.id = "line-" + std::to_string(n);
+    out.push_back(std::move(t));
+  }
+  require(!out.empty(), "instances file '" + path + "' holds no instance");
+  return out;
+}
+
+void write_task_jsonl(const std::string& path, const std::vector<TaskInstance>& instances) {
+  std::ostringstream s;
+  for (const TaskInstance& t : instances) s << task_instance_json(t).dump() << '\n';
+  write_file_atomic(path, s.str());
+}
+
+nlohmann::json task_result_json(const TaskEvalResult& r) {
+  nlohmann::json outcomes = nlohmann::json::array();
+  for (const TaskOutcome& o : r.outcomes)
+    outcomes.push_back(
+        {{"instance", o.instance},
+         {"task", o.task},
+         {"length", o.length},
+         {"depth", o.depth},
+         {"input_tokens", o.input_tokens},
+         {"row", o.row},
+         {"budget", o.budget},
+         {"kept", o.kept},
+         {"score", o.score},
+         {"answer", o.answer},
+         {"needles_held", std::isnan(o.needles_held) ? nlohmann::json() : nlohmann::json(o.needles_held)}});
+  auto cells_json = [&](bool by_depth) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const TaskCell& c : summarize_tasks(r, by_depth))
+      a.push_back({{"task", c.task},
+                   {"length", c.length},
+                   {"depth", c.depth},
+                   {"row", c.row},
+                   {"budget", c.budget},
+                   {"count", c.count},
+                   {"accuracy", c.accuracy},
+                   {"low", c.low},
+                   {"high", c.high},
+                   {"model_fails", c.model_fails}});
+    return a;
+  };
+  return {{"protocol", std::string(to_string(r.protocol))},
+          {"outcomes", outcomes},
+          {"cells", cells_json(false)},
+          {"cells_by_depth", cells_json(true)}};
+}
+
+}  // namespace kvo::model

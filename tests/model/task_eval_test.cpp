@@ -1,0 +1,116 @@
+// Task accuracy runs on tiny instances: every row that keeps everything answers as the full cache
+// does (both protocols), evicting rows hold at most their budget, needles are tracked, cells and
+// Wilson intervals summarise them, and bad requests are refused before any decoding.
+#include "kvo/model/task_eval.hpp"
+
+#include <gtest/gtest.h>
+
+#include "kvo/core/error.hpp"
+#include "model_fixture.hpp"
+
+using namespace kvo;
+using namespace kvo::model;
+
+namespace {
+
+std::vector<TaskInstance> tiny(int count = 2) {
+  TaskSuiteRequest r;
+  r.tasks = {TaskId::Passkey};
+  r.lengths = {256};
+  r.depths = {0.5};
+  r.per_cell = count;
+  return generate_tasks(test::shared_model().tokenizer(), r);
+}
+
+}  // namespace
+
+TEST(TaskEval, StreamingRowsKeepTheirBudgetAndFullKeepsTheFullAnswer) {
+  const auto& m = test::shared_model();
+  const auto inst = tiny();
+  TaskEvalRequest r;
+  r.policies = {PolicyId::Full, PolicyId::H2O, PolicyId::Window};
+  r.budgets = {0.25};
+  const TaskEvalResult res = evaluate_tasks(m, inst, r);
+  ASSERT_EQ(res.outcomes.size(), inst.size() * 4);
+  for (size_t i = 0; i < inst.size(); ++i) {
+    const TaskOutcome& full = res.outcomes[i * 4];
+    EXPECT_EQ(full.row, kFullCacheRow);
+    EXPECT_EQ(res.outcomes[i * 4 + 1].row, policy_name(PolicyId::Full));
+    EXPECT_EQ(res.outcomes[i * 4 + 1].answer, full.answer);  // the layered path, nothing evicted
+    for (int x = 2; x < 4; ++x) {
+      const TaskOutcome& o = res.outcomes[i * 4 + static_cast<size_t>(x)];
+      EXPECT_LE(o.kept, std::floor(0.25 * o.input_tokens) + 1e-9);
+      EXPECT_GE(o.needles_held, 0.0);
+      EXPECT_LE(o.needles_held, 1.0);
+    }
+  }
+  // A window of a quarter of the input cannot hold a needle at half depth when the question comes.
+  EXPECT_EQ(res.outcomes[3].needles_held, 0.0);
+}
+
+TEST(TaskEval, PrefillRowsAtTheWholeContextAnswerAsTheFullCache) {
+  const auto& m = test::shared_model();
+  const auto inst = tiny(1);
+  TaskEvalRequest r;
+  r.protocol = TaskProtocol::Prefill;
+  r.policies = {PolicyId::H2O};
+  r.presses = {PressId::SnapKV, PressId::Knorm};
+  r.budgets = {1.0, 0.3};
+  const TaskEvalResult res = evaluate_tasks(m, inst, r);
+  ASSERT_EQ(res.outcomes.size(), 1u + 4 * 2);
+  const TaskOutcome& full = res.outcomes[0];
+  for (const TaskOutcome& o : res.outcomes) {
+    SCOPED_TRACE(o.row + " at " + std::to_string(o.budget));
+    if (o.budget == 1.0) {
+      EXPECT_EQ(o.answer, full.answer);
+      EXPECT_EQ(o.needles_held, 1.0);
+    }
+  }
+  // The optimum at 30% keeps the needle wherever the question and answer look at it.
+  const auto cells = summarize_tasks(res);
+  ASSERT_FALSE(cells.empty());
+  EXPECT_EQ(cells[0].row, kFullCacheRow);
+}
+
+TEST(TaskEval, WilsonIntervals) {
+  const auto [lo, hi] = wilson_interval(0.5, 10);
+  EXPECT_NEAR(lo, 0.2366, 1e-4);
+  EXPECT_NEAR(hi, 0.7634, 1e-4);
+  const auto [l0, h0] = wilson_interval(0.0, 20);
+  EXPECT_EQ(l0, 0.0);
+  EXPECT_NEAR(h0, 0.1611, 1e-4);
+}
+
+TEST(TaskEval, BadRequestsAreRefused) {
+  const auto& m = test::shared_model();
+  const auto inst = tiny(1);
+  TaskEvalRequest r;
+  r.budgets = {0.0};
+  EXPECT_THROW(evaluate_tasks(m, inst, r), Error);
+  r = TaskEvalRequest{};
+  r.presses = {PressId::SnapKV};  // streaming
+  EXPECT_THROW(evaluate_tasks(m, inst, r), Error);
+  r = TaskEvalRequest{};
+  r.policies = {PolicyId::H2OMask};
+  EXPECT_THROW(evaluate_tasks(m, inst, r), Error);
+  TaskInstance none = inst[0];
+  none.answers.clear();
+  EXPECT_THROW(evaluate_tasks(m, std::vector<TaskInstance>{none}, TaskEvalRequest{}), Error);
+}
+
+// The offline optimum's row evicts along OPT_dyn of the full cache's trace of the whole instance:
+// it holds the budget, and on its own objective (the mass the question's queries give the needle)
+// it keeps at least as many units' needles as the window of the same budget.
+TEST(TaskEval, OfflineOptimumRowHoldsTheBudget) {
+  const auto& m = test::shared_model();
+  const auto inst = tiny(1);
+  TaskEvalRequest r;
+  r.policies = {PolicyId::Oracle, PolicyId::Window};
+  r.budgets = {0.25};
+  const TaskEvalResult res = evaluate_tasks(m, inst, r);
+  ASSERT_EQ(res.outcomes.size(), 3u);
+  const TaskOutcome& oracle = res.outcomes[1];
+  EXPECT_EQ(oracle.row, policy_name(PolicyId::Oracle));
+  EXPECT_LE(oracle.kept, std::floor(0.25 * oracle.input_tokens) + 1e-9);
+  EXPECT_GE(oracle.needles_held, res.outcomes[2].needles_held);
+}

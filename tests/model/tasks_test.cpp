@@ -1,0 +1,125 @@
+// The generated task suite: deterministic, sized in the model's tokens, needles where the cell
+// says and found by their tokens, the scoring rules, and refusals in one line each.
+#include "kvo/model/tasks.hpp"
+
+#include <gtest/gtest.h>
+
+#include "kvo/core/error.hpp"
+#include "kvo/model/task_options.hpp"
+#include "model_fixture.hpp"
+
+using namespace kvo;
+using namespace kvo::model;
+
+namespace {
+
+TaskSuiteRequest small_suite() {
+  TaskSuiteRequest r;
+  r.tasks = parse_task_list("all");
+  r.lengths = {512};
+  r.depths = {0.0, 0.5, 1.0};
+  r.per_cell = 2;
+  r.seed = 7;
+  return r;
+}
+
+}  // namespace
+
+TEST(Tasks, GenerationIsDeterministicAndSizedInTokens) {
+  const auto& tok = test::shared_model().tokenizer();
+  const auto a = generate_tasks(tok, small_suite()), b = generate_tasks(tok, small_suite());
+  ASSERT_EQ(a.size(), b.size());
+  // Five tasks with depths (3 depths x 2) and common words (one cell of 2).
+  EXPECT_EQ(a.size(), 5u * 3 * 2 + 2);
+  for (size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE(a[i].id);
+    EXPECT_EQ(a[i].context, b[i].context);
+    EXPECT_EQ(a[i].answers, b[i].answers);
+    const TaskTokens t = task_tokens(tok, a[i]);
+    EXPECT_LE(t.size(), 512);
+    EXPECT_GE(t.size(), 400);  // filled to within a sentence or a list entry
+    EXPECT_FALSE(a[i].answers.empty());
+    std::string said(" ");
+    said.append(join_answers(a[i].answers));
+    EXPECT_DOUBLE_EQ(score_answer(a[i], said), 1.0);
+  }
+  TaskSuiteRequest other = small_suite();
+  other.seed = 8;
+  EXPECT_NE(generate_tasks(tok, other)[0].answers, a[0].answers);
+}
+
+TEST(Tasks, NeedleTokensDecodeToTheValueAtTheCellsDepth) {
+  const auto& tok = test::shared_model().tokenizer();
+  TaskSuiteRequest r = small_suite();
+  r.tasks = {TaskId::Passkey, TaskId::Niah};
+  for (const TaskInstance& in : generate_tasks(tok, r)) {
+    SCOPED_TRACE(in.id);
+    const std::vector<int> ids = tok.encode(in.context);
+    ASSERT_EQ(in.needles.size(), 1u);
+    const auto [a, b] = in.needles[0];
+    const std::string value = tok.decode(std::vector<int>(ids.begin() + a, ids.begin() + b));
+    EXPECT_EQ(value, in.answers[0]);  // digits are tokens of their own: no space joins them
+    const double where = static_cast<double>(a) / static_cast<double>(ids.size());
+    EXPECT_NEAR(where, in.depth, 0.2);  // the header and the needle's own words sit around it
+  }
+}
+
+TEST(Tasks, ScoringRules) {
+  TaskInstance all;
+  all.answers = {"12345"};
+  EXPECT_EQ(score_answer(all, " 12345."), 1.0);
+  EXPECT_EQ(score_answer(all, " 1234"), 0.0);
+  TaskInstance recall;
+  recall.rule = ScoreRule::Recall;
+  recall.answers = {"ALPHA", "beta", "gamma", "delta"};
+  EXPECT_DOUBLE_EQ(score_answer(recall, "alpha, Beta and something"), 0.5);
+  recall.rule = ScoreRule::All;
+  EXPECT_EQ(score_answer(recall, "alpha, Beta and something"), 0.0);
+}
+
+TEST(Tasks, BadRequestsAreRefusedInOneLine) {
+  const auto& tok = test::shared_model().tokenizer();
+  EXPECT_THROW(parse_task("needle"), Error);
+  try {
+    parse_task("needle");
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown task 'needle' (known: passkey"), std::string::npos);
+  }
+  TaskSuiteRequest r = small_suite();
+  r.lengths = {9000};
+  EXPECT_THROW(generate_tasks(tok, r), Error);
+  r = small_suite();
+  r.depths = {1.5};
+  EXPECT_THROW(generate_tasks(tok, r), Error);
+  r = small_suite();
+  r.haystack_dir = "/nonexistent";
+  EXPECT_THROW(generate_tasks(tok, r), Error);
+}
+
+// The one option table of `tasks`: every option's text round-trips through its setter, a bad text
+// names the option, and the JSON form lists every option once.
+TEST(TaskOptions, EveryOptionRoundTripsThroughItsText) {
+  const TaskOptions defaults;
+  TaskOptions o;
+  for (const TaskOptionEntry& e : task_option_table()) {
+    SCOPED_TRACE(std::string(e.name));
+    e.set(o, e.get(defaults));
+    EXPECT_EQ(e.get(o), e.get(defaults));
+    EXPECT_EQ(find_task_option(e.name), &e);
+  }
+  find_task_option("lengths")->set(o, "512,1024");
+  EXPECT_EQ(o.suite.lengths, (std::vector<int>{512, 1024}));
+  find_task_option("policies")->set(o, "none");
+  EXPECT_TRUE(o.run.policies.empty());
+  find_task_option("optimum")->set(o, find_task_option("optimum")->switch_text);
+  EXPECT_FALSE(o.run.optimum);
+  try {
+    find_task_option("per_cell")->set(o, "many");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("per_cell"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(find_task_option("question_first")->set(o, "maybe"), Error);
+  EXPECT_EQ(task_options_json(defaults).size(), task_option_table().size());
+  EXPECT_EQ(find_task_option("nope"), nullptr);
+}
