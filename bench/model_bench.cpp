@@ -153,6 +153,7 @@ void BM_TaskUnderPolicy(benchmark::State& st) {
   r.policies = {PolicyId::H2O};
   r.budgets = {0.2};
   r.full_cache = false;
+  r.topk = false;
   double score = 0;
   for (auto _ : st) score = model::evaluate_tasks(*m, one, r).outcomes.back().score;
   st.counters["score"] = score;

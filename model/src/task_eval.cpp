@@ -11,6 +11,7 @@
 #include "kvo/model/evicting_decoder.hpp"
 #include "kvo/model/press_eval.hpp"
 #include "kvo/model/recorder.hpp"
+#include "kvo/model/topk_decoder.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
 #include "oracle_schedule.hpp"
 
@@ -142,6 +143,19 @@ void streaming_row(const Llama& m, const Prepared& p, const TaskEvalRequest& r, 
   finish(m, p, ans, o);
 }
 
+// The oracle top-k at the budget's k: nothing is evicted, so every needle is still cached.
+void topk_row(const Llama& m, const Prepared& p, double share, TaskOutcome& o) {
+  const int n = p.tokens.size(), k = streaming_budget(share, n);
+  TopKDecoder dec(m, k, n + p.inst->max_new_tokens);
+  dec.prefill(p.tokens.context);
+  const MatrixRM q = dec.prefill(p.tokens.question);
+  const std::vector<int> ans =
+      greedy_answer(m, q.row(0), p.inst->max_new_tokens, [&](int tok) { return dec.step(tok); });
+  o.kept = k;
+  o.needles_held = p.inst->needles.empty() ? NAN : 1.0;
+  finish(m, p, ans, o);
+}
+
 // Prefill compression: the context's cache cut to `kept`, then the question and the answer.
 void prefill_row(const Llama& m, const Prepared& p, const KvCache& context_cache, const UnitSets& kept,
                  TaskOutcome& o) {
@@ -192,6 +206,7 @@ void TaskEvalRequest::validate() const {
 long task_eval_units(std::size_t instances, const TaskEvalRequest& r) {
   size_t rows = r.policies.size();
   if (r.protocol == TaskProtocol::Prefill) rows += r.presses.size() + (r.optimum ? 1 : 0);
+  if (r.protocol == TaskProtocol::Streaming && r.topk) rows += 1;
   return static_cast<long>(instances * ((r.full_cache ? 1 : 0) + rows * r.budgets.size()));
 }
 
@@ -259,6 +274,13 @@ TaskEvalResult evaluate_tasks(const Llama& m, std::span<const TaskInstance> inst
         for (double b : r.budgets) {
           TaskOutcome o = outcome_of(p, policy_name(id), b);
           streaming_row(m, p, r, id, b, &trace, o);
+          res.outcomes.push_back(o);
+          if (r.on_unit) r.on_unit();
+        }
+      if (r.topk)
+        for (double b : r.budgets) {
+          TaskOutcome o = outcome_of(p, std::string(kTopKRow), b);
+          topk_row(m, p, b, o);
           res.outcomes.push_back(o);
           if (r.on_unit) r.on_unit();
         }

@@ -25,7 +25,7 @@ std::string ints_text(const std::vector<int>& v) {
 using O = TaskOptions;
 using U = TaskOptionUse;
 
-const std::array<TaskOptionEntry, 14> kTaskOptions{{
+const std::array<TaskOptionEntry, 15> kTaskOptions{{
     {"tasks", "--tasks", "", "comma-separated tasks, or all", U::Suite, "",
      [](O& o, std::string_view t) { o.suite.tasks = parse_task_list(t); },
      [](const O& o) {
@@ -78,6 +78,9 @@ const std::array<TaskOptionEntry, 14> kTaskOptions{{
     {"optimum", "--no-optimum", "", "prefill protocol: the prefill optimum's row (--no-optimum: leave it out)", U::Run,
      "false", [](O& o, std::string_view t) { o.run.optimum = parse_bool(t, "optimum"); },
      [](const O& o) { return bool_text(o.run.optimum); }},
+    {"topk", "--no-topk", "", "streaming: the oracle top-k's row (--no-topk: leave it out)", U::Run, "false",
+     [](O& o, std::string_view t) { o.run.topk = parse_bool(t, "topk"); },
+     [](const O& o) { return bool_text(o.run.topk); }},
     {"full_cache", "--no-full-cache", "",
      "answer with the full cache first (--no-full-cache: skip it; streaming without oracle only)", U::Run, "false",
      [](O& o, std::string_view t) { o.run.full_cache = parse_bool(t, "full_cache"); },

@@ -31,18 +31,22 @@ TEST(TaskEval, StreamingRowsKeepTheirBudgetAndFullKeepsTheFullAnswer) {
   r.policies = {PolicyId::Full, PolicyId::H2O, PolicyId::Window};
   r.budgets = {0.25};
   const TaskEvalResult res = evaluate_tasks(m, inst, r);
-  ASSERT_EQ(res.outcomes.size(), inst.size() * 4);
+  ASSERT_EQ(res.outcomes.size(), inst.size() * 5);  // the full cache, three policies, the oracle top-k
   for (size_t i = 0; i < inst.size(); ++i) {
-    const TaskOutcome& full = res.outcomes[i * 4];
+    const TaskOutcome& full = res.outcomes[i * 5];
     EXPECT_EQ(full.row, kFullCacheRow);
-    EXPECT_EQ(res.outcomes[i * 4 + 1].row, policy_name(PolicyId::Full));
-    EXPECT_EQ(res.outcomes[i * 4 + 1].answer, full.answer);  // the layered path, nothing evicted
+    EXPECT_EQ(res.outcomes[i * 5 + 1].row, policy_name(PolicyId::Full));
+    EXPECT_EQ(res.outcomes[i * 5 + 1].answer, full.answer);  // the layered path, nothing evicted
     for (int x = 2; x < 4; ++x) {
-      const TaskOutcome& o = res.outcomes[i * 4 + static_cast<size_t>(x)];
+      const TaskOutcome& o = res.outcomes[i * 5 + static_cast<size_t>(x)];
       EXPECT_LE(o.kept, std::floor(0.25 * o.input_tokens) + 1e-9);
       EXPECT_GE(o.needles_held, 0.0);
       EXPECT_LE(o.needles_held, 1.0);
     }
+    const TaskOutcome& topk = res.outcomes[i * 5 + 4];
+    EXPECT_EQ(topk.row, kTopKRow);
+    EXPECT_EQ(topk.kept, std::floor(0.25 * topk.input_tokens));
+    EXPECT_EQ(topk.needles_held, 1.0);  // nothing is evicted
   }
   // A window of a quarter of the input cannot hold a needle at half depth when the question comes.
   EXPECT_EQ(res.outcomes[3].needles_held, 0.0);
@@ -107,6 +111,7 @@ TEST(TaskEval, OfflineOptimumRowHoldsTheBudget) {
   TaskEvalRequest r;
   r.policies = {PolicyId::Oracle, PolicyId::Window};
   r.budgets = {0.25};
+  r.topk = false;
   const TaskEvalResult res = evaluate_tasks(m, inst, r);
   ASSERT_EQ(res.outcomes.size(), 3u);
   const TaskOutcome& oracle = res.outcomes[1];

@@ -171,7 +171,7 @@ def test_tasks_md_example(model_path, capsys):
     scope = {}
     exec(blocks("tasks.md", "python")[0].replace("kvoracle.Model()", f"kvoracle.Model({model_path!r})"), scope)  # noqa: S102
     rows = {(c["row"], c["budget"]) for c in scope["res"]["cells"]}
-    assert rows == {("full-cache", 1.0), ("h2o", 0.3), ("window", 0.3)}
+    assert rows == {("full-cache", 1.0), ("h2o", 0.3), ("window", 0.3), ("topk", 0.3)}
     assert "passkey full-cache 1.0" in capsys.readouterr().out
 
 

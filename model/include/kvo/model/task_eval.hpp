@@ -28,6 +28,7 @@ TaskProtocol parse_task_protocol(std::string_view name);  // "streaming", "prefi
 // The rows that are not a policy or a press: the full cache, and the exact prefill optimum.
 inline constexpr std::string_view kFullCacheRow = "full-cache";
 inline constexpr std::string_view kPrefillOptimumRow = "optimum";
+inline constexpr std::string_view kTopKRow = "topk";  // streaming: the oracle top-k (topk_decoder.hpp)
 
 struct TaskEvalRequest {
   TaskProtocol protocol = TaskProtocol::Streaming;
@@ -37,7 +38,9 @@ struct TaskEvalRequest {
   std::vector<PressId> presses;  // prefill only
   // Shares kept: of the input's tokens per (layer, KV head) (streaming), of the context (prefill).
   std::vector<double> budgets = {0.1, 0.2, 0.5};
-  bool optimum = true;          // prefill: the prefill optimum's row (the mass of the question and answer)
+  bool optimum = true;  // prefill: the prefill optimum's row (the mass of the question and answer)
+  // Streaming: the oracle top-k's row (nothing evicted; each query attends its k heaviest keys).
+  bool topk = true;
   bool question_first = false;  // the question also opens the context
   PromptFormat format = PromptFormat::Plain;
   // The full cache answers every instance first (its answer is what the references' traces hold
