@@ -125,9 +125,13 @@ TEST(EvictingDecoder, LayeredPrefillEqualsTokenByTokenDecoding) {
     for (int t = 0; t < n; ++t) stepped.row(t) = by_token.step(ids[static_cast<size_t>(t)]);
     const model::MatrixRM batch = layered.prefill(input, /*all_logits=*/true);
     ASSERT_EQ(batch.rows(), n);
+    // Batched and single-row float32 products round differently: a portable build agrees within
+    // 1e-4 of the largest logit; with fused multiply-adds (-march=native, the sanitizer pass) one
+    // position of `window` differed by 1.6e-4 of it while every kept set stayed identical. The
+    // bound allows that rounding; the kept sets below are compared exactly.
     for (int t = 0; t < n; ++t) {
       const float scale = std::max(1.0f, stepped.row(t).cwiseAbs().maxCoeff());
-      EXPECT_LT((batch.row(t) - stepped.row(t)).cwiseAbs().maxCoeff(), 1e-4f * scale) << "position " << t;
+      EXPECT_LT((batch.row(t) - stepped.row(t)).cwiseAbs().maxCoeff(), 1e-3f * scale) << "position " << t;
     }
     for (int l = 0; l < m.config().n_layers; ++l)
       for (int kv = 0; kv < m.config().n_kv_heads; ++kv)
