@@ -173,12 +173,12 @@ void prefill_row(const Llama& m, const Prepared& p, const KvCache& context_cache
 
 }  // namespace
 
-std::string_view to_string(TaskProtocol p) { return p == TaskProtocol::Streaming ? "streaming" : "prefill"; }
+std::string_view to_string(TaskProtocol p) { return p == TaskProtocol::Streaming ? "dynamic" : "prefill"; }
 
 TaskProtocol parse_task_protocol(std::string_view name) {
-  if (name == "streaming") return TaskProtocol::Streaming;
+  if (name == "dynamic") return TaskProtocol::Streaming;
   if (name == "prefill") return TaskProtocol::Prefill;
-  throw Error("unknown protocol '" + std::string(name) + "' (known: streaming, prefill)");
+  throw Error("unknown protocol '" + std::string(name) + "' (known: dynamic, prefill)");
 }
 
 void TaskEvalRequest::validate() const {
@@ -247,13 +247,16 @@ TaskEvalResult evaluate_tasks(const Llama& m, std::span<const TaskInstance> inst
   res.protocol = r.protocol;
   const bool want_oracle =
       std::any_of(r.policies.begin(), r.policies.end(), [](PolicyId id) { return policy_traits(id).offline; });
+  auto emit = [&](TaskOutcome o) {  // one answered (instance, row, budget)
+    res.outcomes.push_back(std::move(o));
+    if (r.on_unit) r.on_unit();
+  };
   for (const Prepared& p : prepared) {
     std::vector<int> answer;
     if (r.full_cache) {
       TaskOutcome full = outcome_of(p, std::string(kFullCacheRow), 1.0);
       answer = full_answer(m, p, full);
-      res.outcomes.push_back(full);
-      if (r.on_unit) r.on_unit();
+      emit(std::move(full));
     }
     // The full cache's trace of the whole instance, its answer included: what the references read.
     std::vector<int> all = p.tokens.context;
@@ -274,15 +277,13 @@ TaskEvalResult evaluate_tasks(const Llama& m, std::span<const TaskInstance> inst
         for (double b : r.budgets) {
           TaskOutcome o = outcome_of(p, policy_name(id), b);
           streaming_row(m, p, r, id, b, &trace, o);
-          res.outcomes.push_back(o);
-          if (r.on_unit) r.on_unit();
+          emit(std::move(o));
         }
       if (r.topk)
         for (double b : r.budgets) {
           TaskOutcome o = outcome_of(p, std::string(kTopKRow), b);
           topk_row(m, p, b, o);
-          res.outcomes.push_back(o);
-          if (r.on_unit) r.on_unit();
+          emit(std::move(o));
         }
       continue;
     }
@@ -295,8 +296,7 @@ TaskEvalResult evaluate_tasks(const Llama& m, std::span<const TaskInstance> inst
     auto run_sets = [&](const std::string& name, double b, const UnitSets& kept) {
       TaskOutcome o = outcome_of(p, name, b);
       prefill_row(m, p, context_cache, kept, o);
-      res.outcomes.push_back(o);
-      if (r.on_unit) r.on_unit();
+      emit(std::move(o));
     };
     for (PressId id : r.presses)
       for (double b : r.budgets) {
