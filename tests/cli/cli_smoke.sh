@@ -68,7 +68,7 @@ python3 - "$dir" <<'PY'
 import json, sys
 d = sys.argv[1]
 a = json.load(open(d + "/ta.json"))
-assert a["protocol"] == "streaming" and len(a["outcomes"]) == 2 * 4, len(a["outcomes"])  # full, 2 policies, topk
+assert a["protocol"] == "dynamic" and len(a["outcomes"]) == 2 * 4, len(a["outcomes"])  # full, 2 policies, topk
 b = json.load(open(d + "/tb.json"))
 full = {o["instance"]: o["answer"] for o in b["outcomes"] if o["row"] == "full-cache"}
 assert len(b["outcomes"]) == 2 * (1 + 3 * 2), len(b["outcomes"])

@@ -150,7 +150,8 @@ TEST(EvictingDecoder, LayeredPrefillEqualsTokenByTokenDecoding) {
 TEST(EvictingDecoder, LayeredPrefillLastRowIsTheLastLogits) {
   const auto& m = test::shared_model();
   const auto ids = test::gpl3_tokens(24);
-  KvEvictionManager a_mgr(options(m, "h2o", "8", 24)), b_mgr(options(m, "h2o", "8", 24));
+  const std::string h2o = policy_name(PolicyId::H2O);
+  KvEvictionManager a_mgr(options(m, h2o, "8", 24)), b_mgr(options(m, h2o, "8", 24));
   model::EvictingDecoder a(m, a_mgr, 9), b(m, b_mgr, 9);
   const model::MatrixRM all = a.prefill(ids, true), last = b.prefill(ids);
   ASSERT_EQ(last.rows(), 1);

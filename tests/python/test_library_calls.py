@@ -265,7 +265,7 @@ def test_tasks_from_python_are_the_clis(kvoracle, model_path, tmp_path, same_bui
         "--history", 7, "--model", model_path, "--json", tmp_path / "r.json")  # fmt: skip
     cli = json.load(open(tmp_path / "r.json"))
     res = m.run_tasks(py, policies=["h2o"], budgets=[0.4], history=7)
-    assert res["protocol"] == "streaming" and len(res["outcomes"]) == 6  # full cache, h2o, top-k
+    assert res["protocol"] == "dynamic" and len(res["outcomes"]) == 6  # full cache, h2o, top-k
     if same_build:
         assert same_records(res, cli, rel=1e-9)
     else:

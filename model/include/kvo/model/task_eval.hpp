@@ -18,12 +18,12 @@
 
 namespace kvo::model {
 
-// (a) streaming: every step evicts once the budget is full, over the whole input (the paper's
+// (a) dynamic (streaming eviction): every step evicts once the budget is full, over the whole input (the paper's
 // dynamic setting); (b) prefill: the context prefilled whole, compressed once, then the question
 // and the answer on the compressed cache (kvpress's pipeline).
 enum class TaskProtocol { Streaming, Prefill };
 std::string_view to_string(TaskProtocol p);
-TaskProtocol parse_task_protocol(std::string_view name);  // "streaming", "prefill"
+TaskProtocol parse_task_protocol(std::string_view name);  // "dynamic", "prefill"
 
 // The rows that are not a policy or a press: the full cache, and the exact prefill optimum.
 inline constexpr std::string_view kFullCacheRow = "full-cache";
