@@ -2,6 +2,7 @@
 // the logits of every position, one decode step with a full cache, and eval --prefill's rows.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -159,6 +160,54 @@ void BM_TaskUnderPolicy(benchmark::State& st) {
   st.counters["score"] = score;
 }
 
+// What eviction buys at long context: the last 64 tokens of an 8 192-position niah instance
+// decoded one at a time (teacher-forced) after a prefill of the rest. Arg 100: the full cache
+// (Llama::forward on a KvCache, the prefill in chunks of 256); arg b < 100: h2o at b% of the
+// positions per (layer, KV head) in the EvictingDecoder (its layered prefill, then step()). Timed:
+// the 64 decoding steps only; counters: tokens/s, the K/V bytes held after the last step.
+void BM_LongDecode(benchmark::State& st) {
+  const model::Llama* m = shared();
+  if (!m) return st.SkipWithError("model missing: run scripts/fetch-model");
+  const model::TaskTokens t = model::task_tokens(m->tokenizer(), niah_instance(*m, 8192));
+  std::vector<int> ids = t.context;
+  ids.insert(ids.end(), t.question.begin(), t.question.end());
+  const int n = static_cast<int>(ids.size()), decode = 64, share = static_cast<int>(st.range(0));
+  const std::span<const int> head(ids.data(), static_cast<size_t>(n - decode));
+  const model::LlamaConfig& c = m->config();
+  double held = 0;
+  for (auto _ : st) {
+    std::chrono::steady_clock::time_point start;
+    if (share == 100) {
+      auto cache = m->new_cache(n);
+      for (size_t s = 0; s < head.size(); s += 256)
+        m->forward(head.subspan(s, std::min<size_t>(256, head.size() - s)), cache, false);
+      start = std::chrono::steady_clock::now();
+      for (int x = n - decode; x < n; ++x)
+        benchmark::DoNotOptimize(m->forward(std::span<const int>(&ids[static_cast<size_t>(x)], 1), cache, true));
+      held = static_cast<double>(cache.length) * c.n_layers * c.n_kv_heads * c.head_dim * 2 * sizeof(float);
+    } else {
+      const int k = n * share / 100;
+      CacheManagerOptions o;
+      o.run.policy = PolicySpec::named(policy_name(PolicyId::H2O));
+      o.run.budget = Budget(Amount{false, static_cast<double>(k)});
+      o.n_layers = c.n_layers;
+      o.n_kv_heads = c.n_kv_heads;
+      o.max_len = n;
+      KvEvictionManager mgr(o);
+      model::EvictingDecoder dec(*m, mgr, k + 1);
+      dec.prefill(head);
+      start = std::chrono::steady_clock::now();
+      for (int x = n - decode; x < n; ++x) benchmark::DoNotOptimize(dec.step(ids[static_cast<size_t>(x)]));
+      held = static_cast<double>(dec.bytes_held());
+    }
+    st.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  st.counters["tokens_per_s"] = benchmark::Counter(static_cast<double>(decode) * static_cast<double>(st.iterations()),
+                                                   benchmark::Counter::kIsRate);
+  st.counters["kv_bytes_held"] = held;
+  st.counters["positions"] = static_cast<double>(n);
+}
+
 }  // namespace
 
 BENCHMARK(BM_TaskPrefill)
@@ -173,6 +222,13 @@ BENCHMARK(BM_TaskUnderPolicy)
     ->Arg(4096)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(BM_LongDecode)
+    ->Name("model/long-decode")
+    ->Arg(100)
+    ->Arg(20)
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PressEval)->Name("model/press-eval/640")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_EvictingDecode)
     ->Name("model/evicting-decode")

@@ -27,7 +27,16 @@ BASELINE = {
     "scorer/heads": "replay/h2o-heads",
     "fl-layout": "fl-layout/column-major",
 }
-COUNTERS = ("nodes", "exact", "gain_evals", "flop/byte", "bytes/step", "peak_growth_MiB", "bytes/(n*d)")
+COUNTERS = (
+    "nodes",
+    "exact",
+    "gain_evals",
+    "flop/byte",
+    "bytes/step",
+    "peak_growth_MiB",
+    "bytes/(n*d)",
+    "kv_bytes_held",
+)
 RATE_COUNTERS = ("GFLOP/s", "GB/s", "bytes_per_second")  # per-repetition rates: medians are taken
 UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 

@@ -131,6 +131,19 @@ def targets(run, peers):
         q is not None and q <= 2,
         f"{q:.2f}x ({v / 1000:.3g} s against {floor / 1000:.3g} s)" if q else "",
     )
+    full_name, h2o_name = (f"model/long-decode/{b}/iterations:1/manual_time" for b in (100, 20))
+    full, h2o = ms(full_name), ms(h2o_name)
+    if full and h2o:
+        mem = run.results[h2o_name].counters["kv_bytes_held"] / run.results[full_name].counters["kv_bytes_held"]
+        add(
+            "decoding at 8 192 positions under h2o at 20% (EvictingDecoder) at least as fast as the full cache, "
+            "holding at most a quarter of its K/V bytes",
+            full / h2o,
+            full >= h2o and mem <= 0.25,
+            f"{full / h2o:.2f}x the full cache's tokens/s, {mem:.2f} of its K/V bytes",
+        )
+    else:
+        add("decoding at 8 192 positions under h2o at 20% against the full cache", None, False, "")
     v = ms("model/prefill/1024/0/real_time")
     tps = 1024 / (v / 1000) if v else None
     add(

@@ -1,7 +1,8 @@
 // kvoracle tasks: long-context tasks (RULER-style, generated offline) answered under eviction.
 // `tasks generate` writes instances as JSON Lines; `tasks run` answers generated or JSON Lines
 // instances with the full cache and every policy (and press) at every budget, and prints accuracy
-// per task x length x row x budget with Wilson 95% intervals, as JSON and SVG plots too.
+// per task x length x row x budget with Wilson 95% intervals, as JSON and SVG plots too; `tasks
+// report` prints the table and draws the plots again from that JSON.
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -118,6 +119,19 @@ void write_plots(const model::TaskEvalResult& r, const std::string& dir) {
   }
 }
 
+// The table of cells: accuracy with its Wilson interval, and why rows failed (needles held, mass
+// of the optimum).
+void print_cells(const model::TaskEvalResult& r, std::ostream& out) {
+  Table t(
+      {"task", "length", "row", "budget", "n", "accuracy", "95% interval", "needles held", "mass of optimum", "note"});
+  auto mean = [](double x) { return std::isnan(x) ? std::string("-") : fmt(x, 3); };
+  for (const model::TaskCell& c : model::summarize_tasks(r))
+    t.row({c.task, std::to_string(c.length), c.row, fmt(c.budget, 3), std::to_string(c.count), fmt(c.accuracy, 3),
+           "[" + fmt(c.low, 3) + ", " + fmt(c.high, 3) + "]", mean(c.needles_held), mean(c.mass_of_optimum),
+           c.model_fails ? "full cache fails: left out" : ""});
+  t.print(out);
+}
+
 }  // namespace
 
 Runner add_tasks(CLI::App& app, const Global& g) {
@@ -148,7 +162,28 @@ Runner add_tasks(CLI::App& app, const Global& g) {
   add_press_parameter_options(run, b->press.defaults);
   add_model_option(run, b->model);
 
-  return [a, b, gen, &g] {
+  struct ReportArgs {
+    std::string results, plots;
+  };
+  auto c = std::make_shared<ReportArgs>();
+  auto* report = cmd->add_subcommand("report", "print the table and draw the plots of a saved `tasks run --json`");
+  report->add_option("results", c->results, "the JSON written by tasks run --json")->required();
+  report->add_option("--plots", c->plots,
+                     "write SVG plots (accuracy against budget, length x depth) to this directory");
+
+  return [a, b, c, gen, report, &g] {
+    if (report->parsed()) {
+      if (!c->plots.empty()) require_writable_dir(c->plots);
+      const model::TaskEvalResult r = model::read_task_result(c->results);
+      std::cout << "kvoracle tasks report: " << c->results << ", " << r.outcomes.size() << " outcomes, protocol "
+                << model::to_string(r.protocol) << "\n";
+      print_cells(r, std::cout);
+      if (!c->plots.empty()) {
+        write_plots(r, c->plots);
+        std::cout << "plots: " << c->plots << '\n';
+      }
+      return 0;
+    }
     if (gen->parsed()) {
       const model::Llama m = load_model(a->model);
       const model::TaskOptions o = a->task.build(m.config().context);
@@ -177,22 +212,7 @@ Runner add_tasks(CLI::App& app, const Global& g) {
     bar.finish();
     std::cout << "kvoracle tasks run: " << inst.size() << " instances, protocol " << model::to_string(r.protocol)
               << "\n";
-    Table t({"task", "length", "row", "budget", "n", "accuracy", "95% interval", "needles held", "note"});
-    std::map<std::tuple<std::string, int, std::string, double>, std::pair<double, int>> held;
-    for (const auto& o : r.outcomes)
-      if (!std::isnan(o.needles_held)) {
-        auto& h = held[{o.task, o.length, o.row, o.budget}];
-        h.first += o.needles_held;
-        h.second += 1;
-      }
-    for (const model::TaskCell& c : model::summarize_tasks(r)) {
-      const auto h = held.find({c.task, c.length, c.row, c.budget});
-      t.row({c.task, std::to_string(c.length), c.row, fmt(c.budget, 3), std::to_string(c.count), fmt(c.accuracy, 3),
-             "[" + fmt(c.low, 3) + ", " + fmt(c.high, 3) + "]",
-             h == held.end() ? "-" : fmt(h->second.first / h->second.second, 3),
-             c.model_fails ? "full cache fails: left out" : ""});
-    }
-    t.print(std::cout);
+    print_cells(r, std::cout);
     if (!b->json.empty()) {
       json->stream() << model::task_result_json(r).dump(2) << '\n';
       json->commit();

@@ -79,19 +79,24 @@ Trace record_trace(const Llama& model, const std::string& text, const RecordOpti
   return record_trace(model, std::span<const int>(ids), o);
 }
 
-Trace record_trace(const Llama& model, std::span<const int> ids, const RecordOptions& o) {
+struct TraceRecorder::Impl {
+  Trace trace;
+  std::vector<int> layers;
+  std::unique_ptr<TraceTap> tap;
+};
+
+TraceRecorder::TraceRecorder(const Llama& model, const RecordOptions& o) : impl_(std::make_unique<Impl>()) {
   const LlamaConfig& c = model.config();
   o.validate();
   require(o.tokens <= c.context, "record: tokens " + std::to_string(o.tokens) + " exceeds the model's context (" +
                                      std::to_string(c.context) + ")");
-  require(static_cast<int>(ids.size()) == o.tokens,
-          "record: " + std::to_string(ids.size()) + " token ids given, " + std::to_string(o.tokens) + " asked for");
-  std::vector<int> layers = o.layers;
+  std::vector<int>& layers = impl_->layers;
+  layers = o.layers;
   if (layers.empty())
     for (int l = 0; l < c.n_layers; ++l) layers.push_back(l);
   for (int l : layers) require(l >= 0 && l < c.n_layers, "record: layer " + std::to_string(l) + " is not in the model");
 
-  Trace tr;
+  Trace& tr = impl_->trace;
   tr.resize_layers(static_cast<int>(layers.size()));
   tr.n_heads = c.n_heads;
   tr.n_kv_heads = c.n_kv_heads;
@@ -99,7 +104,6 @@ Trace record_trace(const Llama& model, std::span<const int> ids, const RecordOpt
   tr.head_dim = c.head_dim;
   tr.attn_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
   tr.prompt_len = o.prompt_len;
-  tr.tokens.assign(ids.begin(), ids.end());
   const size_t nd = static_cast<size_t>(o.tokens) * c.head_dim;
   for (size_t s = 0; s < layers.size(); ++s) {
     tr.q[s].assign(nd * c.n_heads, 0.f);
@@ -119,15 +123,51 @@ Trace record_trace(const Llama& model, std::span<const int> ids, const RecordOpt
                  {"rope_layout", "interleaved"},
                  {"model_layers", layer_list},
                  {"recorder", "kvoracle record (full attention, fp32)"}};
-  TraceTap tap(tr, layers, c.head_dim);
+  impl_->tap = std::make_unique<TraceTap>(tr, layers, c.head_dim);
+}
+
+TraceRecorder::~TraceRecorder() = default;
+
+LayerTap* TraceRecorder::tap() { return impl_->tap.get(); }
+
+Trace TraceRecorder::finish(std::span<const int> ids) {
+  Trace tr = std::move(impl_->trace);
+  const size_t n_max = static_cast<size_t>(tr.n_tokens), n = ids.size();
+  require(n <= n_max && n >= 2,
+          "record: " + std::to_string(n) + " token ids for a trace of at most " + std::to_string(n_max) + " positions");
+  if (n < n_max) {  // [heads, n_max, d] -> [heads, n, d], head by head (each moves to a lower offset)
+    const size_t d = static_cast<size_t>(tr.head_dim);
+    auto cut = [&](std::vector<float>& x, int heads) {
+      for (size_t h = 0; h < static_cast<size_t>(heads); ++h)
+        std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(h * n_max * d), n * d,
+                    x.begin() + static_cast<std::ptrdiff_t>(h * n * d));
+      x.resize(static_cast<size_t>(heads) * n * d);
+    };
+    for (size_t s = 0; s < tr.q.size(); ++s) {
+      cut(tr.q[s], tr.n_heads);
+      cut(tr.k[s], tr.n_kv_heads);
+      cut(tr.v[s], tr.n_kv_heads);
+    }
+    tr.n_tokens = static_cast<int>(n);
+    tr.prompt_len = std::min(tr.prompt_len, tr.n_tokens);
+  }
+  tr.tokens.assign(ids.begin(), ids.end());
+  tr.validate();
+  return tr;
+}
+
+Trace record_trace(const Llama& model, std::span<const int> ids, const RecordOptions& o) {
+  o.validate();
+  require(static_cast<int>(ids.size()) == o.tokens,
+          "record: " + std::to_string(ids.size()) + " token ids given, " + std::to_string(o.tokens) + " asked for");
+  TraceRecorder rec(model, o);
   KvCache cache = model.new_cache(o.tokens);
   for (int start = 0; start < o.tokens; start += o.chunk) {
     const int n = std::min(o.chunk, o.tokens - start);
-    model.forward(std::span<const int>(ids.data() + start, static_cast<size_t>(n)), cache, false, &tap);
+    model.forward(std::span<const int>(ids.data() + start, static_cast<size_t>(n)), cache, false, rec.tap());
     if (o.progress) o.progress(start + n, o.tokens);
   }
-  tr.validate();
-  return tr;
+  return rec.finish(ids);
 }
 
 }  // namespace kvo::model

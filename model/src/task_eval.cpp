@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -63,9 +64,9 @@ double needles_held(const UnitSets& kept, const std::vector<std::pair<int, int>>
 int streaming_budget(double share, int n) { return std::max(1, static_cast<int>(std::floor(share * n + 1e-9))); }
 
 // Appends ids to the cache in chunks of 256 (the causal blocks a full-attention prefill needs).
-void prefill_full(const Llama& m, std::span<const int> ids, KvCache& cache) {
+void prefill_full(const Llama& m, std::span<const int> ids, KvCache& cache, LayerTap* tap) {
   for (size_t s = 0; s < ids.size(); s += 256)
-    m.forward(ids.subspan(s, std::min<size_t>(256, ids.size() - s)), cache, false);
+    m.forward(ids.subspan(s, std::min<size_t>(256, ids.size() - s)), cache, false, tap);
 }
 
 double mean_size(const UnitSets& kept) {
@@ -92,29 +93,69 @@ TaskOutcome outcome_of(const Prepared& p, std::string row, double budget) {
   return o;
 }
 
+// The answer's text leaves out the end-of-sequence token that stopped it (as kvpress's pipeline does).
 void finish(const Llama& m, const Prepared& p, const std::vector<int>& answer, TaskOutcome& o) {
-  o.answer = m.tokenizer().decode(answer);
+  const bool stopped = !answer.empty() && answer.back() == m.tokenizer().eos();
+  o.answer = m.tokenizer().decode(std::vector<int>(answer.begin(), answer.end() - (stopped ? 1 : 0)));
   o.score = score_answer(*p.inst, o.answer);
 }
 
-// The full cache: one batched prefill of the whole input, then token by token.
-std::vector<int> full_answer(const Llama& m, const Prepared& p, TaskOutcome& o) {
+// Retained mass of the question's and answer's queries on each unit's held context keys, as a
+// share of the most k of them can hold (the prefill optimum's objective), mean over units. k is the
+// row's budget in tokens (or more, if a unit holds more), at most the context.
+double mass_of_optimum(const std::vector<PrefillUnit>& units, const UnitSets& kept, int k) {
+  if (units.empty()) return NAN;
+  double sum = 0;
+  for (size_t u = 0; u < units.size(); ++u) {
+    const int ku = std::min(units[u].prompt_len, std::max(k, static_cast<int>(kept[u].size())));
+    const double best = solve_prefill(units[u], ku).value;
+    sum += best > 0 ? prefill_value(units[u], kept[u]) / best : 1.0;
+  }
+  return sum / static_cast<double>(units.size());
+}
+
+// The full cache's run of an instance: its answer, its cache of every position, and its trace of
+// the whole instance (context, question, answer), recorded along the same forward calls.
+struct FullRun {
+  std::vector<int> answer;
+  KvCache cache;
+  Trace trace;
+  std::vector<PrefillUnit> units;  // the question's and answer's queries on the context, per unit
+};
+
+// The full cache: one batched prefill of the context, the question, then the answer token by token
+// (its last token run too, so that the trace holds every query of the instance).
+FullRun full_run(const Llama& m, const Prepared& p, int trace_prompt_len, TaskOutcome& o) {
   const int C = static_cast<int>(p.tokens.context.size());
-  KvCache cache = m.new_cache(p.tokens.size() + p.inst->max_new_tokens);
-  prefill_full(m, p.tokens.context, cache);
-  const MatrixRM q = m.forward(p.tokens.question, cache, true);
-  const std::vector<int> ans = greedy_answer(m, q.row(q.rows() - 1), p.inst->max_new_tokens, [&](int tok) {
-    return Eigen::RowVectorXf(m.forward(std::span<const int>(&tok, 1), cache, true).row(0));
+  FullRun f;
+  RecordOptions ro;
+  ro.tokens = p.tokens.size() + p.inst->max_new_tokens;
+  ro.prompt_len = trace_prompt_len;
+  ro.text_source = p.inst->id;
+  TraceRecorder rec(m, ro);
+  f.cache = m.new_cache(ro.tokens);
+  prefill_full(m, p.tokens.context, f.cache, rec.tap());
+  const MatrixRM q = m.forward(p.tokens.question, f.cache, true, rec.tap());
+  f.answer = greedy_answer(m, q.row(q.rows() - 1), p.inst->max_new_tokens, [&](int tok) {
+    return Eigen::RowVectorXf(m.forward(std::span<const int>(&tok, 1), f.cache, true, rec.tap()).row(0));
   });
+  m.forward(std::span<const int>(&f.answer.back(), 1), f.cache, false, rec.tap());
+  std::vector<int> all = p.tokens.context;
+  all.insert(all.end(), p.tokens.question.begin(), p.tokens.question.end());
+  all.insert(all.end(), f.answer.begin(), f.answer.end());
+  f.trace = rec.finish(all);
+  for (int l = 0; l < m.config().n_layers; ++l)
+    for (int kv = 0; kv < m.config().n_kv_heads; ++kv) f.units.push_back(prefill_unit(f.trace, l, kv, C, false));
   o.kept = C;
   o.needles_held = p.inst->needles.empty() ? NAN : 1.0;
-  finish(m, p, ans, o);
-  return ans;
+  o.mass_of_optimum = 1.0;
+  finish(m, p, f.answer, o);
+  return f;
 }
 
 // Streaming eviction under one policy and budget, along `schedule` for the offline policy.
 void streaming_row(const Llama& m, const Prepared& p, const TaskEvalRequest& r, PolicyId id, double share,
-                   const Trace* trace, TaskOutcome& o) {
+                   const FullRun* full, TaskOutcome& o) {
   const LlamaConfig& c = m.config();
   const int n = p.tokens.size();
   const int k = streaming_budget(share, n);
@@ -125,7 +166,7 @@ void streaming_row(const Llama& m, const Prepared& p, const TaskEvalRequest& r, 
   mo.n_layers = c.n_layers;
   mo.n_kv_heads = c.n_kv_heads;
   mo.max_len = n + p.inst->max_new_tokens;
-  if (policy_traits(id).offline) mo.run.policy.schedule = oracle_schedules(*trace, mo.run.budget);
+  if (policy_traits(id).offline) mo.run.policy.schedule = oracle_schedules(full->trace, mo.run.budget);
   KvEvictionManager mgr(mo);
   int slots = 0;
   for (int l = 0; l < c.n_layers; ++l)
@@ -137,6 +178,7 @@ void streaming_row(const Llama& m, const Prepared& p, const TaskEvalRequest& r, 
     for (int kv = 0; kv < c.n_kv_heads; ++kv) held.push_back(dec.held(l, kv));
   o.kept = mean_size(held);
   o.needles_held = needles_held(held, p.inst->needles, p.shift);
+  if (full) o.mass_of_optimum = mass_of_optimum(full->units, held, k);
   const MatrixRM q = dec.prefill(p.tokens.question);
   const std::vector<int> ans =
       greedy_answer(m, q.row(0), p.inst->max_new_tokens, [&](int tok) { return dec.step(tok); });
@@ -157,17 +199,17 @@ void topk_row(const Llama& m, const Prepared& p, double share, TaskOutcome& o) {
 }
 
 // Prefill compression: the context's cache cut to `kept`, then the question and the answer.
-void prefill_row(const Llama& m, const Prepared& p, const KvCache& context_cache, const UnitSets& kept,
-                 TaskOutcome& o) {
+void prefill_row(const Llama& m, const Prepared& p, const FullRun& full, const UnitSets& kept, int k, TaskOutcome& o) {
   const int C = static_cast<int>(p.tokens.context.size());
   const int room = static_cast<int>(p.tokens.question.size()) + p.inst->max_new_tokens;
-  KvCache pc = compressed_cache(m, context_cache, kept, C, room);
+  KvCache pc = compressed_cache(m, full.cache, kept, C, room);  // reads the context's rows only
   const MatrixRM q = m.forward(p.tokens.question, pc, true);
   const std::vector<int> ans = greedy_answer(m, q.row(q.rows() - 1), p.inst->max_new_tokens, [&](int tok) {
     return Eigen::RowVectorXf(m.forward(std::span<const int>(&tok, 1), pc, true).row(0));
   });
   o.kept = mean_size(kept);
   o.needles_held = needles_held(kept, p.inst->needles, p.shift);
+  o.mass_of_optimum = mass_of_optimum(full.units, kept, k);
   finish(m, p, ans, o);
 }
 
@@ -245,38 +287,24 @@ TaskEvalResult evaluate_tasks(const Llama& m, std::span<const TaskInstance> inst
   }
   TaskEvalResult res;
   res.protocol = r.protocol;
-  const bool want_oracle =
-      std::any_of(r.policies.begin(), r.policies.end(), [](PolicyId id) { return policy_traits(id).offline; });
   auto emit = [&](TaskOutcome o) {  // one answered (instance, row, budget)
     res.outcomes.push_back(std::move(o));
     if (r.on_unit) r.on_unit();
   };
   for (const Prepared& p : prepared) {
-    std::vector<int> answer;
-    if (r.full_cache) {
-      TaskOutcome full = outcome_of(p, std::string(kFullCacheRow), 1.0);
-      answer = full_answer(m, p, full);
-      emit(std::move(full));
-    }
-    // The full cache's trace of the whole instance, its answer included: what the references read.
-    std::vector<int> all = p.tokens.context;
-    all.insert(all.end(), p.tokens.question.begin(), p.tokens.question.end());
-    all.insert(all.end(), answer.begin(), answer.end());
     const int C = static_cast<int>(p.tokens.context.size());
-    Trace trace;
-    const bool need_trace = r.protocol == TaskProtocol::Prefill || want_oracle;
-    if (need_trace) {
-      RecordOptions ro;
-      ro.tokens = static_cast<int>(all.size());
-      ro.prompt_len = r.protocol == TaskProtocol::Prefill ? C : 0;
-      ro.text_source = p.inst->id;
-      trace = record_trace(m, std::span<const int>(all), ro);
+    // The full cache's run: its answer, cache and trace of the whole instance, what the references read.
+    std::optional<FullRun> full;
+    if (r.full_cache) {
+      TaskOutcome o = outcome_of(p, std::string(kFullCacheRow), 1.0);
+      full = full_run(m, p, r.protocol == TaskProtocol::Prefill ? C : 0, o);
+      emit(std::move(o));
     }
     if (r.protocol == TaskProtocol::Streaming) {
       for (PolicyId id : r.policies)
         for (double b : r.budgets) {
           TaskOutcome o = outcome_of(p, policy_name(id), b);
-          streaming_row(m, p, r, id, b, &trace, o);
+          streaming_row(m, p, r, id, b, full ? &*full : nullptr, o);
           emit(std::move(o));
         }
       if (r.topk)
@@ -287,15 +315,9 @@ TaskEvalResult evaluate_tasks(const Llama& m, std::span<const TaskInstance> inst
         }
       continue;
     }
-    KvCache context_cache = m.new_cache(C);
-    prefill_full(m, p.tokens.context, context_cache);
-    std::vector<PrefillUnit> units;
-    if (r.optimum)
-      for (int l = 0; l < c.n_layers; ++l)
-        for (int kv = 0; kv < c.n_kv_heads; ++kv) units.push_back(prefill_unit(trace, l, kv, C, false));
     auto run_sets = [&](const std::string& name, double b, const UnitSets& kept) {
       TaskOutcome o = outcome_of(p, name, b);
-      prefill_row(m, p, context_cache, kept, o);
+      prefill_row(m, p, *full, kept, press_n_kept(C, 1.0 - b), o);
       emit(std::move(o));
     };
     for (PressId id : r.presses)
@@ -305,16 +327,16 @@ TaskEvalResult evaluate_tasks(const Llama& m, std::span<const TaskInstance> inst
         po.compression_ratio = 1.0 - b;
         UnitSets kept;
         for (int l = 0; l < c.n_layers; ++l)
-          for (auto& s : run_press(press_layer_of(trace, l, C), po).kept) kept.push_back(std::move(s));
+          for (auto& s : run_press(press_layer_of(full->trace, l, C), po).kept) kept.push_back(std::move(s));
         run_sets(press_name(id), b, kept);
       }
     for (PolicyId id : r.policies)
       for (double b : r.budgets)
-        run_sets(policy_name(id), b, policy_prefill_kept(trace, r.run, id, C, press_n_kept(C, 1.0 - b)));
+        run_sets(policy_name(id), b, policy_prefill_kept(full->trace, r.run, id, C, press_n_kept(C, 1.0 - b)));
     if (r.optimum)
       for (double b : r.budgets) {
         UnitSets kept;
-        for (const PrefillUnit& u : units) kept.push_back(solve_prefill(u, press_n_kept(C, 1.0 - b)).set);
+        for (const PrefillUnit& u : full->units) kept.push_back(solve_prefill(u, press_n_kept(C, 1.0 - b)).set);
         run_sets(std::string(kPrefillOptimumRow), b, kept);
       }
   }
@@ -331,9 +353,13 @@ std::pair<double, double> wilson_interval(double p, int n) {
 
 std::vector<TaskCell> summarize_tasks(const TaskEvalResult& res, bool by_depth) {
   using Key = std::tuple<std::string, int, double, std::string, double>;
+  struct Sums {
+    double score = 0, held = 0, mass = 0;
+    int n_held = 0, n_mass = 0;
+  };
   std::map<Key, size_t> index;
   std::vector<TaskCell> cells;
-  std::vector<double> sums;
+  std::vector<Sums> sums;
   std::map<std::pair<std::string, int>, double> full_best;  // the full cache's best score per (task, length)
   for (const TaskOutcome& o : res.outcomes) {
     const double depth = by_depth ? o.depth : -1.0;
@@ -347,10 +373,13 @@ std::vector<TaskCell> summarize_tasks(const TaskEvalResult& res, bool by_depth) 
       cell.depth = depth;
       cell.budget = o.budget;
       cells.push_back(cell);
-      sums.push_back(0.0);
+      sums.emplace_back();
     }
     cells[it->second].count += 1;
-    sums[it->second] += o.score;
+    Sums& s = sums[it->second];
+    s.score += o.score;
+    if (!std::isnan(o.needles_held)) s.held += o.needles_held, s.n_held += 1;
+    if (!std::isnan(o.mass_of_optimum)) s.mass += o.mass_of_optimum, s.n_mass += 1;
     if (o.row == kFullCacheRow) {
       double& best = full_best[{o.task, o.length}];
       best = std::max(best, o.score);
@@ -358,8 +387,11 @@ std::vector<TaskCell> summarize_tasks(const TaskEvalResult& res, bool by_depth) 
   }
   for (size_t x = 0; x < cells.size(); ++x) {
     TaskCell& cell = cells[x];
-    cell.accuracy = sums[x] / cell.count;
+    const Sums& s = sums[x];
+    cell.accuracy = s.score / cell.count;
     std::tie(cell.low, cell.high) = wilson_interval(cell.accuracy, cell.count);
+    if (s.n_held > 0) cell.needles_held = s.held / s.n_held;
+    if (s.n_mass > 0) cell.mass_of_optimum = s.mass / s.n_mass;
     const auto f = full_best.find({cell.task, cell.length});
     cell.model_fails = f != full_best.end() && f->second == 0.0;
   }

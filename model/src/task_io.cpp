@@ -1,5 +1,6 @@
 #include "kvo/model/task_io.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -105,21 +106,27 @@ void write_task_jsonl(const std::string& path, const std::vector<TaskInstance>& 
   write_file_atomic(path, s.str());
 }
 
+namespace {
+
+nlohmann::json number_or_null(double x) { return std::isnan(x) ? nlohmann::json() : nlohmann::json(x); }
+
+}  // namespace
+
 nlohmann::json task_result_json(const TaskEvalResult& r) {
   nlohmann::json outcomes = nlohmann::json::array();
   for (const TaskOutcome& o : r.outcomes)
-    outcomes.push_back(
-        {{"instance", o.instance},
-         {"task", o.task},
-         {"length", o.length},
-         {"depth", o.depth},
-         {"input_tokens", o.input_tokens},
-         {"row", o.row},
-         {"budget", o.budget},
-         {"kept", o.kept},
-         {"score", o.score},
-         {"answer", o.answer},
-         {"needles_held", std::isnan(o.needles_held) ? nlohmann::json() : nlohmann::json(o.needles_held)}});
+    outcomes.push_back({{"instance", o.instance},
+                        {"task", o.task},
+                        {"length", o.length},
+                        {"depth", o.depth},
+                        {"input_tokens", o.input_tokens},
+                        {"row", o.row},
+                        {"budget", o.budget},
+                        {"kept", o.kept},
+                        {"score", o.score},
+                        {"answer", o.answer},
+                        {"needles_held", number_or_null(o.needles_held)},
+                        {"mass_of_optimum", number_or_null(o.mass_of_optimum)}});
   auto cells_json = [&](bool by_depth) {
     nlohmann::json a = nlohmann::json::array();
     for (const TaskCell& c : summarize_tasks(r, by_depth))
@@ -132,13 +139,78 @@ nlohmann::json task_result_json(const TaskEvalResult& r) {
                    {"accuracy", c.accuracy},
                    {"low", c.low},
                    {"high", c.high},
-                   {"model_fails", c.model_fails}});
+                   {"model_fails", c.model_fails},
+                   {"needles_held", number_or_null(c.needles_held)},
+                   {"mass_of_optimum", number_or_null(c.mass_of_optimum)}});
     return a;
   };
   return {{"protocol", std::string(to_string(r.protocol))},
           {"outcomes", outcomes},
           {"cells", cells_json(false)},
           {"cells_by_depth", cells_json(true)}};
+}
+
+TaskEvalResult task_result_from_json(const nlohmann::json& j, const std::string& where) {
+  require(j.is_object() && j.contains("protocol") && j["protocol"].is_string() && j.contains("outcomes") &&
+              j["outcomes"].is_array(),
+          where + ": not the JSON of kvoracle tasks run (no \"protocol\" and \"outcomes\")");
+  TaskEvalResult r;
+  try {
+    r.protocol = parse_task_protocol(j["protocol"].get<std::string>());
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what());
+  }
+  for (size_t x = 0; x < j["outcomes"].size(); ++x) {
+    const nlohmann::json& o = j["outcomes"][x];
+    const std::string at = where + " outcome " + std::to_string(x + 1);
+    require(o.is_object(), at + ": not a JSON object");
+    auto field = [&](const char* key) -> const nlohmann::json& {
+      require(o.contains(key), at + ": no \"" + key + "\"");
+      return o[key];
+    };
+    auto text = [&](const char* key) {
+      require(field(key).is_string(), at + ": \"" + key + "\" is not a string");
+      return o[key].get<std::string>();
+    };
+    auto number = [&](const char* key, bool nullable) {
+      const nlohmann::json& v = field(key);
+      if (nullable && v.is_null()) return static_cast<double>(NAN);
+      require(v.is_number(), at + ": \"" + key + "\" is not a number");
+      return v.get<double>();
+    };
+    auto integer = [&](const char* key) {
+      require(field(key).is_number_integer(), at + ": \"" + key + "\" is not an integer");
+      return o[key].get<int>();
+    };
+    TaskOutcome t;
+    t.instance = text("instance");
+    t.task = text("task");
+    t.length = integer("length");
+    t.depth = number("depth", false);
+    t.input_tokens = integer("input_tokens");
+    t.row = text("row");
+    t.budget = number("budget", false);
+    t.kept = number("kept", false);
+    t.score = number("score", false);
+    require(t.score >= 0 && t.score <= 1, at + ": \"score\" is outside [0, 1]");
+    t.answer = text("answer");
+    t.needles_held = number("needles_held", true);
+    t.mass_of_optimum = o.contains("mass_of_optimum") ? number("mass_of_optimum", true) : NAN;
+    r.outcomes.push_back(std::move(t));
+  }
+  return r;
+}
+
+TaskEvalResult read_task_result(const std::string& path) {
+  std::ifstream in(path);
+  require(in.good(), "cannot read results file '" + path + "'");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    throw Error(path + ": not valid JSON");
+  }
+  return task_result_from_json(j, path);
 }
 
 }  // namespace kvo::model

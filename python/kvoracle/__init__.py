@@ -35,6 +35,7 @@ from ._core import (  # noqa: F401
     score,
     static_oracle,
     synthesize,
+    task_report,
     topk_optimum,
     verify,
     verify_traces,

@@ -1,6 +1,6 @@
 // kvoracle._core: the real model in kvoracle's C++ (SmolLM2-135M-Instruct from its GGUF file): its
 // tokenizer, and the library calls behind `kvoracle generate`, `record`, `perplexity`, `eval`,
-// `eval prefill`, `tasks generate` and `tasks run`.
+// `eval prefill`, `tasks generate`, `tasks run` and `tasks report`.
 #include "bindings_support.hpp"
 #include "kvo/core/press_parameters.hpp"
 #include "kvo/model/eval_run.hpp"
@@ -69,6 +69,18 @@ std::string task_options_doc(model::TaskOptionUse use) {
 }  // namespace
 
 void bind_model(py::module_& m) {
+  m.def(
+      "task_report",
+      [](const py::object& result) {
+        const model::TaskEvalResult r = py::isinstance<py::str>(result)
+                                            ? model::read_task_result(result.cast<std::string>())
+                                            : model::task_result_from_json(python_to_json(result), "task_report");
+        return json_to_python(model::task_result_json(r));
+      },
+      py::arg("result"),
+      "the cells of task outcomes again (kvoracle tasks report): `result` is what Model.run_tasks returned (its "
+      "outcomes may be several runs' concatenated) or the path of a `tasks run --json`; returns the same dict "
+      "with `cells` and `cells_by_depth` computed from the outcomes");
   m.def("default_model_path", &model::default_model_path,
         "where the model is looked for: $KVO_MODEL, else $KVO_MODEL_DIR/<file>, else ~/.cache/kvoracle/<file>");
   py::class_<model::Llama>(m, "Model",
@@ -81,6 +93,9 @@ void bind_model(py::module_& m) {
            }),
            py::arg("path") = py::none(), "load a GGUF file (default: default_model_path())")
       .def_property_readonly("path", &model::Llama::path)
+      .def_property_readonly(
+          "eos", [](const model::Llama& self) { return self.tokenizer().eos(); },
+          "the end-of-sequence token id (greedy answers stop there)")
       .def(
           "tokenize",
           [](const model::Llama& self, const std::string& text, bool parse_special) {
@@ -214,6 +229,22 @@ void bind_model(py::module_& m) {
            task_options_doc(model::TaskOptionUse::Suite))
               .c_str())
       .def(
+          "task_tokens",
+          [](const model::Llama& self, const py::dict& instance, bool question_first, const std::string& format) {
+            const model::TaskInstance in = model::task_instance_from_json(python_to_json(instance), "instance");
+            const model::TaskTokens t =
+                model::task_tokens(self.tokenizer(), in, question_first, model::parse_prompt_format(format));
+            py::dict out;
+            out["context"] = t.context;
+            out["question"] = t.question;
+            out["needle_shift"] = t.needle_shift;
+            return out;
+          },
+          py::arg("instance"), py::arg("question_first") = false, py::arg("format") = "plain",
+          "the token ids tasks run feeds for one instance (a dict in kvpress's columns): {context, question, "
+          "needle_shift}; the question block holds the question and the answer prefix, and with question_first "
+          "the context opens with the question too (needle_shift: where the context's own tokens start)")
+      .def(
           "run_tasks",
           [](const model::Llama& self, const std::optional<py::list>& instances, const py::dict& press,
              const py::kwargs& kwargs) {
@@ -244,8 +275,10 @@ void bind_model(py::module_& m) {
           ("answer task instances (dicts in kvpress's columns, e.g. from generate_tasks; None: the suite the suite "
            "options generate) with the full cache and under every policy (and press, protocol='prefill') at every "
            "budget (kvoracle tasks run): {protocol, outcomes: [{instance, task, length, depth, input_tokens, row, "
-           "budget, kept, score, answer, needles_held}], cells, cells_by_depth: [{task, length, depth, row, budget, "
-           "count, accuracy, low, high, model_fails}]}. `press`: a dict of press parameters; the policies' parameters "
+           "budget, kept, score, answer, needles_held, mass_of_optimum}], cells, cells_by_depth: [{task, length, "
+           "depth, "
+           "row, budget, count, accuracy, low, high, model_fails, needles_held, mass_of_optimum}]}. `press`: a dict of "
+           "press parameters; the policies' parameters "
            "are keyword arguments.\n" +
            task_options_doc(model::TaskOptionUse::Run) + "\n" + press_parameters_doc() + "\n" + run_options_doc())
               .c_str());

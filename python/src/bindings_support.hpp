@@ -101,6 +101,9 @@ std::string press_parameters_doc();
 inline py::object json_to_python(const nlohmann::json& j) {
   return py::module_::import("json").attr("loads")(j.dump());
 }
+inline nlohmann::json python_to_json(const py::handle& o) {
+  return nlohmann::json::parse(py::module_::import("json").attr("dumps")(o).cast<std::string>());
+}
 
 // One function per binding file, each adding its part of the module.
 void bind_trace(py::module_& m);   // Trace, read_trace, write_trace

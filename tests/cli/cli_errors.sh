@@ -113,6 +113,12 @@ expect_error "bad.jsonl line 1: no \"answer\" column" tasks run -i "$dir/bad.jso
 printf '{"context": "a b c", "question": "q?", "answer": "x", "needles": [[0, 90]]}\n' >"$dir/bad2.jsonl"
 expect_error "has a needle at tokens \[0, 90) outside its context" tasks run -i "$dir/bad2.jsonl" --json "$dir/out.jsonl"
 expect_error "budget 1.5" tasks run -i "$dir/bad2.jsonl" --budgets 1.5 --json "$dir/out.jsonl"
+expect_error "cannot read results file '$dir/none.json'" tasks report "$dir/none.json"
+expect_error "bad.jsonl: not the JSON of kvoracle tasks run" tasks report "$dir/bad.jsonl"
+printf '{"protocol": ' >"$dir/cut.json"
+expect_error "cut.json: not valid JSON" tasks report "$dir/cut.json"
+printf '{"protocol": "dynamic", "outcomes": [{"instance": "a"}]}\n' >"$dir/bad.json"
+expect_error "bad.json outcome 1: no \"task\"" tasks report "$dir/bad.json"
 [ -e "$dir/x.safetensors" ] && { echo "FAIL: synth left a file"; fails=$((fails+1)); }
 echo "failures: $fails"
 [ $fails -eq 0 ]

@@ -55,7 +55,7 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; asse
 "$K" -q tasks generate --tasks passkey,niah --lengths 256 --depths 0.5 --per-cell 1 -o "$dir/tasks.jsonl" >/dev/null
 test "$(wc -l <"$dir/tasks.jsonl")" -eq 2
 "$K" -q tasks run -i "$dir/tasks.jsonl" --policies h2o,window --budgets 0.3 --json "$dir/ta.json" \
-  --plots "$dir/taplots" >/dev/null
+  --plots "$dir/taplots" >"$dir/ta.txt"
 "$K" -q tasks generate --tasks passkey,niah --lengths 256 --depths 0.5 --per-cell 1 -o "$dir/tasks2.jsonl" >/dev/null
 cmp "$dir/tasks.jsonl" "$dir/tasks2.jsonl"
 test -s "$dir/taplots/accuracy-passkey-256.svg"
@@ -76,7 +76,16 @@ assert len(b["outcomes"]) == 2 * (1 + 3 * 2), len(b["outcomes"])
 assert all(o["answer"] == full[o["instance"]] for o in b["outcomes"] if o["budget"] == 1)
 c = json.load(open(d + "/tc.json"))["outcomes"]
 assert [(o["instance"], o["answer"]) for o in c] == [(o["instance"], full[o["instance"]]) for o in c[:1]], c
+# every evicting row measures its share of the optimum's retained mass; the optimum's own is 1
+assert all(0 < o["mass_of_optimum"] <= 1 + 1e-12 for o in b["outcomes"]), b["outcomes"]
+assert all(abs(o["mass_of_optimum"] - 1) < 1e-12 for o in b["outcomes"] if o["row"] == "optimum")
 PY
+# tasks report: the same table from the saved JSON, and the same plots
+"$K" tasks report "$dir/ta.json" --plots "$dir/taplots2" >"$dir/tr.txt"
+grep -E '^ *(passkey|niah) ' "$dir/ta.txt" >"$dir/ta.rows"
+test "$(wc -l <"$dir/ta.rows")" -eq 8
+grep -E '^ *(passkey|niah) ' "$dir/tr.txt" | cmp - "$dir/ta.rows"
+for f in "$dir"/taplots/*.svg; do cmp "$f" "$dir/taplots2/$(basename "$f")"; done
 "$K" policies | grep -q h2o-paper
 "$K" replay --help | grep -q -- --budget
 python3 - "$dir" <<'PY'

@@ -18,6 +18,25 @@
 
 using namespace kvo;
 
+namespace {
+
+// q, k and v of every recorded layer agree within `rel` of each tensor's largest magnitude.
+void expect_same_tensors(const Trace& ours, const Trace& want, float rel) {
+  ASSERT_EQ(ours.q.size(), want.q.size());
+  for (size_t l = 0; l < want.q.size(); ++l)
+    for (auto [a, b] : {std::pair{&ours.q[l], &want.q[l]}, {&ours.k[l], &want.k[l]}, {&ours.v[l], &want.v[l]}}) {
+      ASSERT_EQ(a->size(), b->size());
+      float scale = 0, diff = 0;
+      for (size_t x = 0; x < b->size(); ++x) {
+        scale = std::max(scale, std::fabs((*b)[x]));
+        diff = std::max(diff, std::fabs((*a)[x] - (*b)[x]));
+      }
+      EXPECT_LT(diff, rel * scale) << "layer slot " << l;
+    }
+}
+
+}  // namespace
+
 TEST(Llama, IncrementalDecodingEqualsOneBatch) {
   const auto& m = test::shared_model();
   auto ids = m.tokenizer().encode(test::gpl3_text());
@@ -68,16 +87,31 @@ TEST(Llama, RecorderReproducesTheGoldenTrace) {
   const Trace tr = model::record_trace(test::shared_model(), test::gpl3_text(), o);
   ASSERT_EQ(tr.tokens, golden.tokens);
   EXPECT_EQ(tr.metadata.at("model_sha256"), golden.metadata.at("model_sha256"));
-  for (int l = 0; l < 3; ++l)
-    for (auto [ours, want] : {std::pair{&tr.q[l], &golden.q[l]}, {&tr.k[l], &golden.k[l]}, {&tr.v[l], &golden.v[l]}}) {
-      ASSERT_EQ(ours->size(), want->size());
-      float scale = 0, diff = 0;
-      for (size_t x = 0; x < want->size(); ++x) {
-        scale = std::max(scale, std::fabs((*want)[x]));
-        diff = std::max(diff, std::fabs((*ours)[x] - (*want)[x]));
-      }
-      EXPECT_LT(diff, 1e-3f * scale) << "layer slot " << l;
-    }
+  expect_same_tensors(tr, golden, 1e-3f);
+}
+
+// A trace recorded along someone else's forward calls (a prefill, then one token at a time) and
+// cut to the ids run equals record_trace of those ids; more ids than positions are refused.
+TEST(Llama, TraceRecorderAlongGenerationEqualsRecordTrace) {
+  const auto& m = test::shared_model();
+  auto ids = m.tokenizer().encode(test::gpl3_text());
+  ids.resize(40);
+  model::RecordOptions o;
+  o.tokens = 56;  // room for 16 more than are run: the trace is cut to 40
+  o.layers = {0, 29};
+  model::TraceRecorder rec(m, o);
+  auto cache = m.new_cache(o.tokens);
+  m.forward(std::span<const int>(ids.data(), 30), cache, false, rec.tap());
+  for (int t = 30; t < 40; ++t) m.forward(std::span<const int>(ids.data() + t, 1), cache, false, rec.tap());
+  const Trace got = rec.finish(ids);
+  o.tokens = 40;
+  const Trace want = model::record_trace(m, std::span<const int>(ids), o);
+  ASSERT_EQ(got.n_tokens, 40);
+  EXPECT_EQ(got.tokens, want.tokens);
+  expect_same_tensors(got, want, 1e-4f);
+  model::TraceRecorder small(m, o);
+  std::vector<int> more(41, ids[0]);
+  EXPECT_THROW(small.finish(more), Error);
 }
 
 // Limits: a model larger than the memory limit is refused from its header, and a NaN weight is

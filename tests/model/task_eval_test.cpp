@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "kvo/core/error.hpp"
+#include "kvo/model/task_io.hpp"
 #include "model_fixture.hpp"
 
 using namespace kvo;
@@ -26,7 +27,7 @@ std::vector<TaskInstance> tiny(int count = 2) {
 
 TEST(TaskEval, StreamingRowsKeepTheirBudgetAndFullKeepsTheFullAnswer) {
   const auto& m = test::shared_model();
-  const auto inst = tiny();
+  const auto inst = tiny(1);
   TaskEvalRequest r;
   r.policies = {PolicyId::Full, PolicyId::H2O, PolicyId::Window};
   r.budgets = {0.25};
@@ -37,17 +38,24 @@ TEST(TaskEval, StreamingRowsKeepTheirBudgetAndFullKeepsTheFullAnswer) {
     EXPECT_EQ(full.row, kFullCacheRow);
     EXPECT_EQ(res.outcomes[i * 5 + 1].row, policy_name(PolicyId::Full));
     EXPECT_EQ(res.outcomes[i * 5 + 1].answer, full.answer);  // the layered path, nothing evicted
+    EXPECT_EQ(full.mass_of_optimum, 1.0);
+    EXPECT_NEAR(res.outcomes[i * 5 + 1].mass_of_optimum, 1.0, 1e-12);  // everything held
     for (int x = 2; x < 4; ++x) {
       const TaskOutcome& o = res.outcomes[i * 5 + static_cast<size_t>(x)];
       EXPECT_LE(o.kept, std::floor(0.25 * o.input_tokens) + 1e-9);
       EXPECT_GE(o.needles_held, 0.0);
       EXPECT_LE(o.needles_held, 1.0);
+      EXPECT_GT(o.mass_of_optimum, 0.0);
+      EXPECT_LE(o.mass_of_optimum, 1.0 + 1e-12);  // no set of the budget beats the optimum
     }
     const TaskOutcome& topk = res.outcomes[i * 5 + 4];
     EXPECT_EQ(topk.row, kTopKRow);
     EXPECT_EQ(topk.kept, std::floor(0.25 * topk.input_tokens));
     EXPECT_EQ(topk.needles_held, 1.0);  // nothing is evicted
+    EXPECT_TRUE(std::isnan(topk.mass_of_optimum));
   }
+  // Heavy hitters hold more of the question's mass than the recent window alone.
+  EXPECT_GT(res.outcomes[2].mass_of_optimum, res.outcomes[3].mass_of_optimum);
   // A window of a quarter of the input cannot hold a needle at half depth when the question comes.
   EXPECT_EQ(res.outcomes[3].needles_held, 0.0);
 }
@@ -69,11 +77,26 @@ TEST(TaskEval, PrefillRowsAtTheWholeContextAnswerAsTheFullCache) {
       EXPECT_EQ(o.answer, full.answer);
       EXPECT_EQ(o.needles_held, 1.0);
     }
+    if (o.row == kPrefillOptimumRow) {
+      EXPECT_NEAR(o.mass_of_optimum, 1.0, 1e-12);  // its own objective
+    }
+    EXPECT_LE(o.mass_of_optimum, 1.0 + 1e-12);
   }
   // The optimum at 30% keeps the needle wherever the question and answer look at it.
   const auto cells = summarize_tasks(res);
   ASSERT_FALSE(cells.empty());
   EXPECT_EQ(cells[0].row, kFullCacheRow);
+  // The saved JSON reads back to the same outcomes and cells (tasks report).
+  const TaskEvalResult back = task_result_from_json(task_result_json(res), "test");
+  EXPECT_EQ(task_result_json(back).dump(), task_result_json(res).dump());
+  nlohmann::json bad = task_result_json(res);
+  bad["outcomes"][1].erase("score");
+  try {
+    task_result_from_json(bad, "r.json");
+    ADD_FAILURE() << "a missing score was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "r.json outcome 2: no \"score\"");
+  }
 }
 
 TEST(TaskEval, WilsonIntervals) {

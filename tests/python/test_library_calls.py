@@ -288,3 +288,11 @@ def test_tasks_from_python_are_the_clis(kvoracle, model_path, tmp_path, same_bui
     same = m.run_tasks(tasks="passkey,niah", lengths=256, depths=[0.25], per_cell=1, task_seed=3, policies=["h2o"],
                        budgets=[0.4], history=7)  # fmt: skip
     assert same == res
+    # tasks report: the cells again from the outcomes (of a dict, or of the CLI's JSON file), also
+    # over two runs' outcomes put together
+    assert kvo.task_report(res) == res
+    assert kvo.task_report(str(tmp_path / "r.json")) == cli
+    both = kvo.task_report({"protocol": "dynamic", "outcomes": res["outcomes"] + res["outcomes"]})
+    assert [c["count"] for c in both["cells"]] == [2 * c["count"] for c in res["cells"]]
+    with pytest.raises(ValueError, match='task_report outcome 1: no "task"'):
+        kvo.task_report({"protocol": "dynamic", "outcomes": [{"instance": "a"}]})

@@ -167,7 +167,7 @@ class EvictingCache(Cache):
                 q_t = query[b, :, t].view(h_kv, group, -1)  # [h_kv, g, d]
                 probs = torch.softmax((q_t.float() @ k_rows.float().transpose(1, 2)) * scale, dim=-1)  # [h_kv, g, c]
                 out[b, t] = (probs.to(v_rows.dtype) @ v_rows).reshape(query.shape[1], -1)
-                mean = probs.double().mean(1).numpy()
+                mean = probs.detach().double().mean(1).numpy()  # the scores, not part of any gradient
                 pos = int(held[0, -1])
                 for kv in range(h_kv):
                     gone = self.manager.step(b, layer_idx, kv, pos, held[kv], mean[kv])

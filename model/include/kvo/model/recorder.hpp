@@ -2,6 +2,7 @@
 // post-RoPE q [H, n, d], k and v [H_kv, n, d], token ids and provenance metadata.
 #pragma once
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -30,5 +31,24 @@ struct RecordOptions {
 Trace record_trace(const Llama& model, const std::string& text, const RecordOptions& options);
 // The same over token ids (exactly options.tokens of them).
 Trace record_trace(const Llama& model, std::span<const int> ids, const RecordOptions& options);
+
+// Records a trace alongside forward calls someone else makes (a chunked prefill, then a greedy
+// answer token by token): pass tap() to every Llama::forward from position 0 on, then finish()
+// with the ids run. options.tokens is the most positions the calls will reach (the trace is cut
+// to the ids given); options.chunk and progress are not used.
+class TraceRecorder {
+ public:
+  TraceRecorder(const Llama& model, const RecordOptions& options);
+  ~TraceRecorder();
+  TraceRecorder(const TraceRecorder&) = delete;
+  TraceRecorder& operator=(const TraceRecorder&) = delete;
+  LayerTap* tap();
+  // The trace of positions 0 .. ids.size() - 1 (kvo::Error for more ids than options.tokens).
+  Trace finish(std::span<const int> ids);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace kvo::model

@@ -67,6 +67,11 @@ struct TaskOutcome {
   // Share of (layer, KV head) units holding every needle token when the question is read (NaN
   // when the instance has no needles).
   double needles_held = NAN;
+  // Attention mass the question's and answer's queries (the full cache's trace) give the context
+  // tokens held when the question is read, as a share of the most a set of the row's budget can
+  // hold (the prefill optimum's objective), mean over (layer, KV head) units. 1 for the full cache;
+  // NaN for the oracle top-k (nothing is evicted) and without the full cache's run.
+  double mass_of_optimum = NAN;
 };
 
 struct TaskEvalResult {
@@ -91,6 +96,8 @@ struct TaskCell {
   // The full cache scores 0 on every instance of this (task, length): the model cannot do it, and
   // the cell is left out of policy comparisons.
   bool model_fails = false;
+  // Means over the cell's instances that measure them (NaN when none does).
+  double needles_held = NAN, mass_of_optimum = NAN;
 };
 // Cells per task x length x row x budget (by_depth: also per depth), in outcome order.
 std::vector<TaskCell> summarize_tasks(const TaskEvalResult& result, bool by_depth = false);

@@ -25,5 +25,9 @@ void write_task_jsonl(const std::string& path, const std::vector<TaskInstance>& 
 // The run's JSON: the request's protocol and budgets, every outcome, and the cells (per task x
 // length x row x budget, and per depth) with their Wilson intervals.
 nlohmann::json task_result_json(const TaskEvalResult& result);
+// The outcomes of that JSON back (cells are recomputed from them): kvo::Error "WHERE: ..." naming
+// the first field that is missing or of the wrong type.
+TaskEvalResult task_result_from_json(const nlohmann::json& json, const std::string& where);
+TaskEvalResult read_task_result(const std::string& path);
 
 }  // namespace kvo::model
