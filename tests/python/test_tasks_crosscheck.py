@@ -19,6 +19,7 @@ SUITE = dict(tasks=["passkey", "niah"], lengths=[256], depths=[0.25, 0.75], per_
 # different counts, and the question's mask is sized for one count): "The size of tensor a (185)
 # must match the size of tensor b (189)". kvoracle's pyramidkv rows run; this cross-check leaves it out.
 PIPELINE_FAILS = {"pyramidkv"}
+POLICY = kvo.policies()[0]["name"]  # the registry's first policy (h2o)
 
 
 @pytest.fixture(scope="module")
@@ -41,14 +42,14 @@ def kvpress_answer(pipe, m, instance, press=None, cache=None):
 
 def test_streaming_rows_answer_as_kvpress_pipeline_with_the_evicting_cache(hf_smollm2, setup):
     _, m, pipe, instances = setup
-    res = m.run_tasks(instances, policies=["h2o"], budgets=[0.5], topk=False)
+    res = m.run_tasks(instances, policies=[POLICY], budgets=[0.5], topk=False)
     ours = {(o["instance"], o["row"]): o["answer"] for o in res["outcomes"]}
     differ = []
     try:
         for inst in instances:
             t = m.task_tokens(inst)
             k = math.floor(0.5 * (len(t["context"]) + len(t["question"])) + 1e-9)  # tasks run's budget
-            for row, cache in (("full-cache", None), ("h2o", EvictingCache(hf_smollm2, "h2o", str(k)))):
+            for row, cache in (("full-cache", None), (POLICY, EvictingCache(hf_smollm2, POLICY, str(k)))):
                 theirs = kvpress_answer(pipe, m, inst, cache=cache)
                 if theirs != ours[(inst["id"], row)]:
                     differ.append((inst["id"], row, theirs, ours[(inst["id"], row)]))
