@@ -6,8 +6,10 @@ if(KVO_WERROR)
   target_compile_options(kvo_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
 endif()
 if(KVO_SANITIZE)
+  # -g1: line tables are all a sanitizer report needs, and full debug information made this build
+  # take a third longer (and its CLI 350 MB).
   target_compile_options(kvo_options INTERFACE
-    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g1)
   target_link_options(kvo_options INTERFACE -fsanitize=address,undefined)
 endif()
 if(KVO_BUILD_FUZZ)

@@ -127,6 +127,7 @@ bool distributed_command(const CLI::App* sub) {
   if (name == "replay") return sub->count("--device") == 0;  // the greedy scorer runs on one process
   if (name == "oracle")  // the offline oracle; the static and prefill oracles run on one process
     return sub->get_subcommand("offline")->parsed() || sub->count("--offline") > 0;
+  if (name == "tasks") return sub->get_subcommand("run")->parsed();  // generate and report: one process
   return false;
 }
 

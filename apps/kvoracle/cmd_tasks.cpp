@@ -9,9 +9,9 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "distributed.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
-#include "kvo/core/progress.hpp"
 #include "kvo/core/text_list.hpp"
 #include "kvo/model/model_path.hpp"
 #include "kvo/model/task_io.hpp"
@@ -139,7 +139,7 @@ Runner add_tasks(CLI::App& app, const Global& g) {
   cmd->require_subcommand(1, 1);
   struct Args {
     TaskArgs task;
-    std::string out, instances, json, plots, model;
+    std::string out, instances, json, plots, model, checkpoint;
     RunArgs run;
     PressArgs press;
   };
@@ -158,6 +158,8 @@ Runner add_tasks(CLI::App& app, const Global& g) {
       ->check(CLI::ExistingFile);
   run->add_option("--json", b->json, "write every outcome and cell as JSON");
   run->add_option("--plots", b->plots, "write SVG plots (accuracy against budget, length x depth) to this directory");
+  run->add_option("--checkpoint", b->checkpoint,
+                  "store each answered instance in this directory; a rerun with the same arguments resumes from it");
   add_run_options(run, b->run, {.budget_total = false, .trace_selection = false});
   add_press_parameter_options(run, b->press.defaults);
   add_model_option(run, b->model);
@@ -171,7 +173,7 @@ Runner add_tasks(CLI::App& app, const Global& g) {
   report->add_option("--plots", c->plots,
                      "write SVG plots (accuracy against budget, length x depth) to this directory");
 
-  return [a, b, c, gen, report, &g] {
+  return [a, b, c, gen, run, report, &g] {
     if (report->parsed()) {
       if (!c->plots.empty()) require_writable_dir(c->plots);
       const model::TaskEvalResult r = model::read_task_result(c->results);
@@ -200,16 +202,23 @@ Runner add_tasks(CLI::App& app, const Global& g) {
     req.validate();
     if (b->instances.empty()) opts.suite.validate();
     if (!b->plots.empty()) require_writable_dir(b->plots);
-    // The JSON's temporary is made now (a path that cannot be written fails before any work) and
-    // renamed over the target only when the run has finished.
+    // Instances go to every MPI rank under mpirun/srun, one at a time per process (the model's
+    // matrix products use the cores); the checkpoint's identity holds the model's and the instances'
+    // sha256 (in place of their paths) and every other option but the outputs. Only the leader writes: the JSON's
+    // temporary is made now (a path that cannot be written fails before any work) and renamed over the target when the
+    // run has finished.
+    std::vector<std::string> inputs = {b->model};
+    if (!b->instances.empty()) inputs.push_back(b->instances);
+    const auto checkpoint =
+        open_checkpoint(b->checkpoint, run, {"--model", "--instances", "--json", "--plots", "--checkpoint"}, inputs);
+    const scaleout::RankTeam team(1, !g.quiet, checkpoint.get());
     std::unique_ptr<AtomicFile> json;
-    if (!b->json.empty()) json = std::make_unique<AtomicFile>(b->json);
+    if (!b->json.empty() && team.leader()) json = std::make_unique<AtomicFile>(b->json);
     const std::vector<model::TaskInstance> inst =
         b->instances.empty() ? model::generate_tasks(m.tokenizer(), opts.suite) : model::read_task_jsonl(b->instances);
-    Progress bar("tasks", model::task_eval_units(inst.size(), req), !g.quiet);
-    req.on_unit = [&bar] { bar.tick(); };
-    const model::TaskEvalResult r = model::evaluate_tasks(m, inst, req);
-    bar.finish();
+    const std::optional<model::TaskEvalResult> result = model::run_tasks(m, inst, req, team);
+    if (!result) return 0;
+    const model::TaskEvalResult& r = *result;
     std::cout << "kvoracle tasks run: " << inst.size() << " instances, protocol " << model::to_string(r.protocol)
               << "\n";
     print_cells(r, std::cout);

@@ -1,7 +1,9 @@
 #include "kvo/model/task_eval.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <tuple>
@@ -12,6 +14,7 @@
 #include "kvo/model/evicting_decoder.hpp"
 #include "kvo/model/press_eval.hpp"
 #include "kvo/model/recorder.hpp"
+#include "kvo/model/task_io.hpp"
 #include "kvo/model/topk_decoder.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
 #include "oracle_schedule.hpp"
@@ -252,7 +255,10 @@ long task_eval_units(std::size_t instances, const TaskEvalRequest& r) {
   return static_cast<long>(instances * ((r.full_cache ? 1 : 0) + rows * r.budgets.size()));
 }
 
-TaskEvalResult evaluate_tasks(const Llama& m, std::span<const TaskInstance> instances, const TaskEvalRequest& r) {
+namespace {
+
+// Every instance tokenised and checked before any work: kvo::Error naming the first bad one.
+std::vector<Prepared> prepare(const Llama& m, std::span<const TaskInstance> instances, const TaskEvalRequest& r) {
   r.validate();
   const LlamaConfig& c = m.config();
   std::vector<Prepared> prepared;
@@ -285,62 +291,118 @@ TaskEvalResult evaluate_tasks(const Llama& m, std::span<const TaskInstance> inst
     }
     prepared.push_back(std::move(p));
   }
+  return prepared;
+}
+
+// One instance: the full cache's run, then every row at every budget on its cache and trace.
+void answer_instance(const Llama& m, const Prepared& p, const TaskEvalRequest& r,
+                     const std::function<void(TaskOutcome)>& emit) {
+  const LlamaConfig& c = m.config();
+  const int C = static_cast<int>(p.tokens.context.size());
+  // The full cache's run: its answer, cache and trace of the whole instance, what the references read.
+  std::optional<FullRun> full;
+  if (r.full_cache) {
+    TaskOutcome o = outcome_of(p, std::string(kFullCacheRow), 1.0);
+    full = full_run(m, p, r.protocol == TaskProtocol::Prefill ? C : 0, o);
+    emit(std::move(o));
+  }
+  if (r.protocol == TaskProtocol::Streaming) {
+    for (PolicyId id : r.policies)
+      for (double b : r.budgets) {
+        TaskOutcome o = outcome_of(p, policy_name(id), b);
+        streaming_row(m, p, r, id, b, full ? &*full : nullptr, o);
+        emit(std::move(o));
+      }
+    if (r.topk)
+      for (double b : r.budgets) {
+        TaskOutcome o = outcome_of(p, std::string(kTopKRow), b);
+        topk_row(m, p, b, o);
+        emit(std::move(o));
+      }
+    return;
+  }
+  auto run_sets = [&](const std::string& name, double b, const UnitSets& kept) {
+    TaskOutcome o = outcome_of(p, name, b);
+    prefill_row(m, p, *full, kept, press_n_kept(C, 1.0 - b), o);
+    emit(std::move(o));
+  };
+  for (PressId id : r.presses)
+    for (double b : r.budgets) {
+      PressOptions po = r.press;
+      po.id = id;
+      po.compression_ratio = 1.0 - b;
+      UnitSets kept;
+      for (int l = 0; l < c.n_layers; ++l)
+        for (auto& s : run_press(press_layer_of(full->trace, l, C), po).kept) kept.push_back(std::move(s));
+      run_sets(press_name(id), b, kept);
+    }
+  for (PolicyId id : r.policies)
+    for (double b : r.budgets)
+      run_sets(policy_name(id), b, policy_prefill_kept(full->trace, r.run, id, C, press_n_kept(C, 1.0 - b)));
+  if (r.optimum)
+    for (double b : r.budgets) {
+      UnitSets kept;
+      for (const PrefillUnit& u : full->units) kept.push_back(solve_prefill(u, press_n_kept(C, 1.0 - b)).set);
+      run_sets(std::string(kPrefillOptimumRow), b, kept);
+    }
+}
+
+// One unit per instance (its rows share the full cache's run: one prefill per instance), its
+// outcomes as task_outcomes_json in CBOR; largest first by the attention's cost.
+class TaskPlan final : public WorkPlan<TaskEvalResult> {
+ public:
+  TaskPlan(const Llama& m, std::vector<Prepared> prepared, const TaskEvalRequest& r)
+      : m_(m), prepared_(std::move(prepared)), r_(r) {}
+  int size() const override { return static_cast<int>(prepared_.size()); }
+  std::string name(int u) const override { return "instance '" + at(u).inst->id + "'"; }
+  double cost(int u) const override {
+    const double n = at(u).tokens.size();
+    return n * (1.0 + n / 2048.0);
+  }
+  std::string run_bytes(int u) const override {
+    std::vector<TaskOutcome> out;
+    answer_instance(m_, at(u), r_, [&](TaskOutcome o) { out.push_back(std::move(o)); });
+    const std::vector<std::uint8_t> cbor =
+        nlohmann::json::to_cbor(task_outcomes_json(out));  // every double bit for bit
+    return {cbor.begin(), cbor.end()};
+  }
+  TaskEvalResult assemble_bytes(const std::vector<std::string>& units) const override {
+    TaskEvalResult res;
+    res.protocol = r_.protocol;
+    for (size_t u = 0; u < units.size(); ++u) {
+      const nlohmann::json j = {{"protocol", std::string(to_string(r_.protocol))},
+                                {"outcomes", nlohmann::json::from_cbor(units[u])}};
+      for (TaskOutcome& o : task_result_from_json(j, name(static_cast<int>(u))).outcomes)
+        res.outcomes.push_back(std::move(o));
+    }
+    return res;
+  }
+
+ private:
+  const Prepared& at(int u) const { return prepared_[static_cast<size_t>(u)]; }
+  const Llama& m_;
+  std::vector<Prepared> prepared_;
+  const TaskEvalRequest& r_;
+};
+
+}  // namespace
+
+TaskEvalResult evaluate_tasks(const Llama& m, std::span<const TaskInstance> instances, const TaskEvalRequest& r) {
   TaskEvalResult res;
   res.protocol = r.protocol;
-  auto emit = [&](TaskOutcome o) {  // one answered (instance, row, budget)
-    res.outcomes.push_back(std::move(o));
-    if (r.on_unit) r.on_unit();
-  };
-  for (const Prepared& p : prepared) {
-    const int C = static_cast<int>(p.tokens.context.size());
-    // The full cache's run: its answer, cache and trace of the whole instance, what the references read.
-    std::optional<FullRun> full;
-    if (r.full_cache) {
-      TaskOutcome o = outcome_of(p, std::string(kFullCacheRow), 1.0);
-      full = full_run(m, p, r.protocol == TaskProtocol::Prefill ? C : 0, o);
-      emit(std::move(o));
-    }
-    if (r.protocol == TaskProtocol::Streaming) {
-      for (PolicyId id : r.policies)
-        for (double b : r.budgets) {
-          TaskOutcome o = outcome_of(p, policy_name(id), b);
-          streaming_row(m, p, r, id, b, full ? &*full : nullptr, o);
-          emit(std::move(o));
-        }
-      if (r.topk)
-        for (double b : r.budgets) {
-          TaskOutcome o = outcome_of(p, std::string(kTopKRow), b);
-          topk_row(m, p, b, o);
-          emit(std::move(o));
-        }
-      continue;
-    }
-    auto run_sets = [&](const std::string& name, double b, const UnitSets& kept) {
-      TaskOutcome o = outcome_of(p, name, b);
-      prefill_row(m, p, *full, kept, press_n_kept(C, 1.0 - b), o);
-      emit(std::move(o));
-    };
-    for (PressId id : r.presses)
-      for (double b : r.budgets) {
-        PressOptions po = r.press;
-        po.id = id;
-        po.compression_ratio = 1.0 - b;
-        UnitSets kept;
-        for (int l = 0; l < c.n_layers; ++l)
-          for (auto& s : run_press(press_layer_of(full->trace, l, C), po).kept) kept.push_back(std::move(s));
-        run_sets(press_name(id), b, kept);
-      }
-    for (PolicyId id : r.policies)
-      for (double b : r.budgets)
-        run_sets(policy_name(id), b, policy_prefill_kept(full->trace, r.run, id, C, press_n_kept(C, 1.0 - b)));
-    if (r.optimum)
-      for (double b : r.budgets) {
-        UnitSets kept;
-        for (const PrefillUnit& u : full->units) kept.push_back(solve_prefill(u, press_n_kept(C, 1.0 - b)).set);
-        run_sets(std::string(kPrefillOptimumRow), b, kept);
-      }
-  }
+  for (const Prepared& p : prepare(m, instances, r))
+    answer_instance(m, p, r, [&](TaskOutcome o) {  // one answered (instance, row, budget)
+      res.outcomes.push_back(std::move(o));
+      if (r.on_unit) r.on_unit();
+    });
   return res;
+}
+
+std::optional<TaskEvalResult> run_tasks(const Llama& m, std::span<const TaskInstance> instances,
+                                        const TaskEvalRequest& r, const WorkTeam& team) {
+  std::unique_ptr<TaskPlan> plan;
+  team.together([&] { plan = std::make_unique<TaskPlan>(m, prepare(m, instances, r), r); });
+  return team.run(*plan, "tasks", "tasks");
 }
 
 std::pair<double, double> wilson_interval(double p, int n) {

@@ -112,21 +112,25 @@ nlohmann::json number_or_null(double x) { return std::isnan(x) ? nlohmann::json(
 
 }  // namespace
 
+nlohmann::json task_outcomes_json(std::span<const TaskOutcome> outcomes) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const TaskOutcome& o : outcomes)
+    a.push_back({{"instance", o.instance},
+                 {"task", o.task},
+                 {"length", o.length},
+                 {"depth", o.depth},
+                 {"input_tokens", o.input_tokens},
+                 {"row", o.row},
+                 {"budget", o.budget},
+                 {"kept", o.kept},
+                 {"score", o.score},
+                 {"answer", o.answer},
+                 {"needles_held", number_or_null(o.needles_held)},
+                 {"mass_of_optimum", number_or_null(o.mass_of_optimum)}});
+  return a;
+}
+
 nlohmann::json task_result_json(const TaskEvalResult& r) {
-  nlohmann::json outcomes = nlohmann::json::array();
-  for (const TaskOutcome& o : r.outcomes)
-    outcomes.push_back({{"instance", o.instance},
-                        {"task", o.task},
-                        {"length", o.length},
-                        {"depth", o.depth},
-                        {"input_tokens", o.input_tokens},
-                        {"row", o.row},
-                        {"budget", o.budget},
-                        {"kept", o.kept},
-                        {"score", o.score},
-                        {"answer", o.answer},
-                        {"needles_held", number_or_null(o.needles_held)},
-                        {"mass_of_optimum", number_or_null(o.mass_of_optimum)}});
   auto cells_json = [&](bool by_depth) {
     nlohmann::json a = nlohmann::json::array();
     for (const TaskCell& c : summarize_tasks(r, by_depth))
@@ -145,7 +149,7 @@ nlohmann::json task_result_json(const TaskEvalResult& r) {
     return a;
   };
   return {{"protocol", std::string(to_string(r.protocol))},
-          {"outcomes", outcomes},
+          {"outcomes", task_outcomes_json(r.outcomes)},
           {"cells", cells_json(false)},
           {"cells_by_depth", cells_json(true)}};
 }

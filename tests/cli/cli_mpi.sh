@@ -50,6 +50,28 @@ KVO_TEST_KILL_AFTER=5 run 2 "$k" -q oracle --offline "$w/b.safetensors" --checkp
 run 3 "$k" -q oracle --offline "$w/b.safetensors" --checkpoint "$w/cko" --json "$w/ok.json" >/dev/null
 cmp -s "$w/o1.json" "$w/ok.json" || fail "the resumed oracle's results differ"
 
+# tasks run (docs/tasks.md's example): instances across 2 ranks give one process's JSON; killed
+# after one instance, the run resumes from its checkpoint to the same JSON; the checkpoint of other
+# options is refused. One OpenMP thread per process throughout: the model's float32 products round
+# differently with another thread count (mass_of_optimum moves in the 8th digit).
+export OMP_NUM_THREADS=1
+"$k" -q tasks generate --tasks passkey --lengths 256 --depths 0.25,0.75 -o "$w/suite.jsonl" >/dev/null || exit 1
+targs=(tasks run -i "$w/suite.jsonl" --policies h2o --no-topk --budgets 0.5)
+"$k" -q "${targs[@]}" --json "$w/t1.json" >"$w/t1.out" || fail "tasks on one process: exit $?"
+run 2 "$k" -q "${targs[@]}" --json "$w/t2.json" >"$w/t2.out" || fail "tasks on 2 ranks: exit $?"
+cmp -s "$w/t1.json" "$w/t2.json" || fail "tasks run --json of 2 ranks differs from one process's"
+diff <(sed "s|t1|X|" "$w/t1.out") <(sed "s|t2|X|" "$w/t2.out") >/dev/null || fail "tasks run's table differs on 2 ranks"
+KVO_TEST_KILL_AFTER=1 run 2 "$k" -q "${targs[@]}" --checkpoint "$w/ckt" --json "$w/tk.json" >/dev/null 2>&1 &&
+  fail "the killed tasks job exited 0"
+[ -e "$w/tk.json" ] && fail "the killed tasks job left its JSON"
+[ "$(ls "$w/ckt/tasks" | wc -l)" -eq 1 ] || fail "the tasks checkpoint holds $(ls "$w/ckt/tasks" | wc -l) units, not 1"
+"$k" -q "${targs[@]/h2o/window}" --checkpoint "$w/ckt" >/dev/null 2>"$w/tk.err" &&
+  fail "a tasks checkpoint of other options was accepted"
+grep -q "checkpoint" "$w/tk.err" || fail "the refused tasks checkpoint says: $(cat "$w/tk.err")"
+"$k" -q "${targs[@]}" --checkpoint "$w/ckt" --json "$w/tk.json" >/dev/null || fail "tasks resume: exit $?"
+cmp -s "$w/t1.json" "$w/tk.json" || fail "the resumed tasks JSON differs from the uninterrupted one"
+unset OMP_NUM_THREADS
+
 # Rank 0 killed after storing 4 units, resumed on 2 ranks; a worker rank killed, resumed on 1.
 KVO_TEST_KILL_AFTER=4 run 3 "$k" -q "${args[@]}" --checkpoint "$w/ck0" --json "$w/k0.json" >/dev/null 2>&1 &&
   fail "the killed job exited 0"

@@ -142,3 +142,33 @@ TEST(TaskEval, OfflineOptimumRowHoldsTheBudget) {
   EXPECT_LE(oracle.kept, std::floor(0.25 * oracle.input_tokens) + 1e-9);
   EXPECT_GE(oracle.needles_held, res.outcomes[2].needles_held);
 }
+
+TEST(TaskEval, TheTeamRunEqualsTheOneProcessRunRecordForRecord) {
+  const auto& m = test::shared_model();
+  const auto inst = tiny(2);
+  TaskEvalRequest r;
+  r.protocol = TaskProtocol::Prefill;
+  r.policies = {PolicyId::H2O};
+  r.presses = {PressId::Knorm};
+  r.budgets = {0.5};
+  r.optimum = false;
+  const nlohmann::json one = task_result_json(evaluate_tasks(m, inst, r));
+  for (int threads : {1, 2}) {
+    const std::optional<TaskEvalResult> team = run_tasks(m, inst, r, WorkTeam(threads));
+    ASSERT_TRUE(team.has_value());
+    EXPECT_EQ(task_result_json(*team), one) << threads << " threads";
+  }
+  // A bad instance is refused before any unit runs, named as in the one-process call.
+  std::vector<TaskInstance> bad = inst;
+  bad[1].answers.clear();
+  EXPECT_THROW(
+      {
+        try {
+          run_tasks(m, bad, r, WorkTeam(1));
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("has no expected answer"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
+}

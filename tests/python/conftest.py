@@ -65,5 +65,12 @@ def hf_smollm2(model_path):
 
 
 def pytest_configure(config):
+    # ctest runs two tests at a time on CI's two cores: each Python test then keeps torch to the
+    # threads ctest gives it (KVO_TORCH_THREADS), instead of two busy pools fighting over two cores.
+    threads = os.environ.get("KVO_TORCH_THREADS")
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
     config.addinivalue_line("markers", "transformers: runs a Hugging Face transformers model (kvoracle.hf)")
     config.addinivalue_line("markers", "kvpress: runs kvpress's presses on the real model (ctest python_kvpress)")

@@ -6,6 +6,7 @@
 #pragma once
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 
 #include "kvo/core/press.hpp"
 #include "kvo/core/run_config.hpp"
+#include "kvo/core/work_team.hpp"
 #include "kvo/model/llama.hpp"
 #include "kvo/model/tasks.hpp"
 
@@ -84,6 +86,15 @@ long task_eval_units(std::size_t instances, const TaskEvalRequest& request);
 // kvo::Error for an instance longer than the model's positions (with its answer) or with no answer.
 TaskEvalResult evaluate_tasks(const Llama& model, std::span<const TaskInstance> instances,
                               const TaskEvalRequest& request);
+// The same outcomes through a work team (kvo/core/work_team.hpp): one unit per instance, because
+// its rows share the full cache's run (one prefill, its cache and trace); largest first, spread over
+// MPI ranks and kept in a checkpoint when the team has one (scaleout::RankTeam). A team of one
+// thread suits it (the model's matrix products already use the cores, and the CLI's team has one);
+// more threads answer several instances at once, each with its own caches. The leader gets the outcomes in instance
+// order, equal to evaluate_tasks' (request.on_unit is not called: the team's bar counts instances); other ranks get
+// std::nullopt.
+std::optional<TaskEvalResult> run_tasks(const Llama& model, std::span<const TaskInstance> instances,
+                                        const TaskEvalRequest& request, const WorkTeam& team);
 
 // Accuracy of one cell: mean score over its instances with the Wilson 95% interval.
 struct TaskCell {

@@ -3,6 +3,7 @@
 // without writing C++; and task results as JSON.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ std::vector<TaskInstance> read_task_jsonl(const std::string& path);
 // Atomically (a temporary renamed over the target).
 void write_task_jsonl(const std::string& path, const std::vector<TaskInstance>& instances);
 
+// Outcomes as the JSON array of the run's "outcomes" (what an MPI unit or a checkpoint carries).
+nlohmann::json task_outcomes_json(std::span<const TaskOutcome> outcomes);
 // The run's JSON: the request's protocol and budgets, every outcome, and the cells (per task x
 // length x row x budget, and per depth) with their Wilson intervals.
 nlohmann::json task_result_json(const TaskEvalResult& result);
