@@ -4,10 +4,13 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <string>
+#include <string_view>
 
 #include "bench_inputs.hpp"
 #include "kvo/core/facility_location.hpp"
 #include "kvo/core/greedy.hpp"
+#include "kvo/core/policy_registry.hpp"
 #include "kvo/core/replay.hpp"
 #include "kvo/core/synth.hpp"
 #include "kvo/core/trace_io.hpp"
@@ -65,9 +68,9 @@ void BM_MarginalGain(benchmark::State& st) {
 }
 
 // The replay benchmarks' options: budget 20% unless given, one thread, no per-step sets recorded.
-ReplayOptions one_thread_replay(const char* policy, int percent = 20) {
+ReplayOptions one_thread_replay(PolicyId policy, int percent = 20) {
   ReplayOptions o;
-  o.run.policy = PolicySpec::named(policy);
+  o.run.policy.id = policy;
   o.run.budget = Budget::parse(std::to_string(percent) + "%");
   o.threads = 1;
   o.record_sets = false;
@@ -75,7 +78,7 @@ ReplayOptions one_thread_replay(const char* policy, int percent = 20) {
 }
 
 // One layer of `heads` heads, n * heads head-steps per run.
-void run_replay_bench(benchmark::State& st, const char* policy, int percent, int heads = 1) {
+void run_replay_bench(benchmark::State& st, PolicyId policy, int percent, int heads = 1) {
   const int n = static_cast<int>(st.range(0)), d = static_cast<int>(st.range(1));
   const Trace& tr = bench::trace(n, d, heads);
   const ReplayOptions o = one_thread_replay(policy, percent);
@@ -84,13 +87,13 @@ void run_replay_bench(benchmark::State& st, const char* policy, int percent, int
 }
 
 // Arguments: n tokens, head_dim d (budget 20%).
-void BM_Replay(benchmark::State& st, const char* policy) { run_replay_bench(st, policy, 20); }
+void BM_Replay(benchmark::State& st, PolicyId policy) { run_replay_bench(st, policy, 20); }
 
 // Arguments: n, d, heads (h2o, budget 20%, one thread).
-void BM_ReplayHeads(benchmark::State& st) { run_replay_bench(st, "h2o", 20, static_cast<int>(st.range(2))); }
+void BM_ReplayHeads(benchmark::State& st) { run_replay_bench(st, PolicyId::H2O, 20, static_cast<int>(st.range(2))); }
 
 // Arguments: n, d, budget in percent of n (h2o; the baseline of scorer/budget).
-void BM_ReplayBudget(benchmark::State& st) { run_replay_bench(st, "h2o", static_cast<int>(st.range(2))); }
+void BM_ReplayBudget(benchmark::State& st) { run_replay_bench(st, PolicyId::H2O, static_cast<int>(st.range(2))); }
 
 // Replay of one long head (h2o, budget 20%, d = 64, one thread, no per-step sets recorded: what
 // `kvoracle replay` does without --out) with its memory: the peak resident growth over the
@@ -100,7 +103,7 @@ void BM_ReplayLong(benchmark::State& st) {
   const std::uint64_t before = bench::rss_bytes();
   bench::reset_peak_rss();
   const Trace& tr = bench::trace(n, d);
-  const ReplayOptions o = one_thread_replay("h2o");
+  const ReplayOptions o = one_thread_replay(PolicyId::H2O);
   for (auto _ : st) benchmark::DoNotOptimize(replay(tr, o).heads.size());
   const double growth = static_cast<double>(bench::peak_rss_bytes()) - static_cast<double>(before);
   st.counters["peak_growth_MiB"] = growth / (1 << 20);
@@ -175,19 +178,24 @@ void ReplayArgsWithD(benchmark::internal::Benchmark* b) {
   b->Args({1024, 32})->Args({1024, 128});
 }
 
+// "replay/<policy><suffix>": the names bench/write_doc.py reads, spelled by the policy registry.
+std::string replay_name(PolicyId id, std::string_view suffix = "") {
+  return "replay/" + policy_name(id) + std::string(suffix);
+}
+
 }  // namespace
 
-BENCHMARK_CAPTURE(BM_Replay, full, "full")->Name("replay/full")->Apply(ReplayArgsWithD);
-BENCHMARK_CAPTURE(BM_Replay, h2o, "h2o")->Name("replay/h2o")->Apply(ReplayArgsWithD);
+BENCHMARK_CAPTURE(BM_Replay, full, PolicyId::Full)->Name(replay_name(PolicyId::Full))->Apply(ReplayArgsWithD);
+BENCHMARK_CAPTURE(BM_Replay, h2o, PolicyId::H2O)->Name(replay_name(PolicyId::H2O))->Apply(ReplayArgsWithD);
 BENCHMARK(BM_ReplayHeads)
-    ->Name("replay/h2o-heads")
+    ->Name(replay_name(PolicyId::H2O, "-heads"))
     ->ArgsProduct({{1024}, {64}, {1, 3, 9}})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReplayBudget)
-    ->Name("replay/h2o-budget")
+    ->Name(replay_name(PolicyId::H2O, "-budget"))
     ->ArgsProduct({{1024}, {64}, {5, 10, 20, 50}})
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Replay, h2o_mask, "h2o-mask")->Name("replay/h2o-mask")->Apply(ReplayArgs);
-BENCHMARK_CAPTURE(BM_Replay, h2o_paper, "h2o-paper")->Name("replay/h2o-paper")->Apply(ReplayArgs);
-BENCHMARK_CAPTURE(BM_Replay, tova, "tova")->Name("replay/tova")->Apply(ReplayArgs);
-BENCHMARK_CAPTURE(BM_Replay, window, "window")->Name("replay/window")->Apply(ReplayArgs);
+BENCHMARK_CAPTURE(BM_Replay, h2o_mask, PolicyId::H2OMask)->Name(replay_name(PolicyId::H2OMask))->Apply(ReplayArgs);
+BENCHMARK_CAPTURE(BM_Replay, h2o_paper, PolicyId::H2OPaper)->Name(replay_name(PolicyId::H2OPaper))->Apply(ReplayArgs);
+BENCHMARK_CAPTURE(BM_Replay, tova, PolicyId::Tova)->Name(replay_name(PolicyId::Tova))->Apply(ReplayArgs);
+BENCHMARK_CAPTURE(BM_Replay, window, PolicyId::Window)->Name(replay_name(PolicyId::Window))->Apply(ReplayArgs);

@@ -110,6 +110,7 @@ def measure(mode, n, reps, smoke):
 
 def generation(reps, smoke, prompt_len=64, new=64):
     import torch
+    from kvoracle import policy
     from kvoracle.hf import EvictingCache
 
     model = load(smoke)
@@ -118,8 +119,8 @@ def generation(reps, smoke, prompt_len=64, new=64):
     rows = []
     for label, make in [
         ("plain generate (DynamicCache)", lambda: None),
-        ("EvictingCache, h2o, full budget", lambda: EvictingCache(model, "h2o", "100%", max_len=prompt_len + new)),
-        ("EvictingCache, h2o, 20% (k = 12)", lambda: EvictingCache(model, "h2o", "20%")),
+        ("EvictingCache, h2o, full budget", lambda: EvictingCache(model, policy.H2O, "100%", max_len=prompt_len + new)),
+        ("EvictingCache, h2o, 20% (k = 12)", lambda: EvictingCache(model, policy.H2O, "20%")),
     ]:
         times = []
         for _ in range(reps):

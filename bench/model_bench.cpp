@@ -76,7 +76,7 @@ void BM_EvictingDecode(benchmark::State& st) {
   size_t bytes = 0;
   for (auto _ : st) {
     CacheManagerOptions o;
-    o.run.policy = PolicySpec::named("h2o");
+    o.run.policy.id = PolicyId::H2O;
     o.run.budget = Budget(Amount{false, static_cast<double>(k)});
     o.n_layers = m->config().n_layers;
     o.n_kv_heads = m->config().n_kv_heads;

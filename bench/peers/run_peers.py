@@ -46,7 +46,7 @@ def h2o_peer(n, heads, d, reps):
     budget = n // 5
     heavy, recent = budget - budget // 2, budget // 2
     t_np, ev_np = median_time(lambda: h2o_layer(q, k, heavy, recent, scale), reps)
-    t_kv, res = median_time(lambda: kvoracle.score(trace, "h2o", [str(budget)], threads=1), reps)
+    t_kv, res = median_time(lambda: kvoracle.score(trace, kvoracle.policy.H2O, [str(budget)], threads=1), reps)
     ev_kv = np.stack([u["evict_step"] for u in res["units"]])
     agree = float((ev_np == ev_kv).mean())
     steps = heads * n
@@ -153,7 +153,7 @@ def milp_peer(n, reps):
 def h2o_row(r):
     return {
         "peer": "NumPy H2O replay (reference style)",
-        "kind": "h2o",
+        "kind": "replay",  # kvoracle.policy.H2O against the NumPy replay
         "n": r["n"],
         "input": f"1 layer x {r['heads']} heads, n = {r['n']}, d = 64, k = 20%",
         "peer_s": r["numpy_s"],

@@ -1,7 +1,7 @@
 """kvoracle: check greedy KV-cache eviction against exact oracles on attention traces.
 
 The C++ library through pybind11 on numpy arrays: trace I/O (``read_trace``, ``write_trace``,
-``Trace.from_arrays``, ``synthesize``), ``policies``, ``replay``, the oracles (``topk_optimum``,
+``Trace.from_arrays``, ``synthesize``), ``policies`` (``policy``: their names as constants), ``replay``, the oracles (``topk_optimum``,
 ``facility_location_optimum``, ``greedy_facility_location``, ``offline_optimum``, and over a whole
 trace ``static_oracle``, ``offline_oracle`` and ``prefill_oracle``, the calls behind ``kvoracle oracle
 static|offline|prefill``), the claim
@@ -26,6 +26,7 @@ from ._core import (  # noqa: F401
     offline_oracle,
     output_errors,
     policies,
+    policy,
     prefill_optimum,
     prefill_oracle,
     press_names,

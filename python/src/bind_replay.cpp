@@ -1,4 +1,8 @@
 // kvoracle._core: the policy registry, replay and the greedy scorer.
+#include <cctype>
+#include <string>
+#include <string_view>
+
 #include "bindings_support.hpp"
 #include "kvo/core/policy_registry.hpp"
 #include "kvo/core/replay_run.hpp"
@@ -6,7 +10,23 @@
 
 namespace kvo::python {
 
+namespace {
+
+// "h2o-paper" -> "H2O_PAPER": the attribute of kvoracle.policy that spells a registry name.
+std::string constant_name(std::string_view name) {
+  std::string out(name);
+  for (char& c : out) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
 void bind_replay(py::module_& m) {
+  // kvoracle.policy.H2O == "h2o": every registry name as a constant, so Python code names a
+  // policy without spelling it (a typo is an AttributeError, not a string the C++ side refuses).
+  py::module_ names = m.def_submodule("policy", "every policy's registry name as a constant (H2O, H2O_PAPER, ...)");
+  for (const auto& p : policy_table()) names.attr(constant_name(p.name).c_str()) = std::string(p.name);
+
   m.def("policies", [] {
     py::list out;
     for (const auto& p : policy_table())

@@ -51,6 +51,15 @@ def test_replay_respects_the_budget_and_nesting():
     assert {p["name"] for p in kvoracle.policies()} >= {"h2o", "tova", "h2o-paper"}
 
 
+def test_policy_constants_spell_every_registry_name():
+    names = [p["name"] for p in kvoracle.policies()]
+    constants = {k: v for k, v in vars(kvoracle.policy).items() if k.isupper()}
+    assert sorted(constants.values()) == sorted(names)
+    assert kvoracle.policy.H2O == "h2o" and kvoracle.policy.H2O_PAPER == "h2o-paper"
+    for name, value in constants.items():
+        assert name == value.upper().replace("-", "_")
+
+
 def test_static_oracles_equal_brute_force():
     g = np.random.default_rng(1)
     sim = g.exponential(size=(6, 10))

@@ -13,6 +13,7 @@ import torch
 from transformers.cache_utils import Cache, CacheLayerMixin
 
 from .._core import KvEvictionManager, KvoError
+from .._core import policy as policy_names
 from . import attention
 
 
@@ -72,7 +73,7 @@ class EvictingLayer(CacheLayerMixin):
 class EvictingCache(Cache):
     """A transformers Cache evicting with a kvoracle policy:
 
-        cache = kvoracle.hf.EvictingCache(model, policy="h2o", budget="20%")
+        cache = kvoracle.hf.EvictingCache(model, policy=kvoracle.policy.H2O, budget="20%")
         out = model.generate(ids, past_key_values=cache, max_new_tokens=64)
 
     The model is needed because each step's attention weights are seen only by the attention
@@ -85,7 +86,7 @@ class EvictingCache(Cache):
     objective, ...: `help(kvoracle.KvEvictionManager)`), passed to the eviction manager.
     """
 
-    def __init__(self, model, policy="h2o", budget="20%", max_len=None, log=False, **options):
+    def __init__(self, model, policy=policy_names.H2O, budget="20%", max_len=None, log=False, **options):
         config = model.config.get_text_config(decoder=True)
         self.n_layers = config.num_hidden_layers
         self.n_positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", 1 << 20)
