@@ -3,13 +3,16 @@
 // compare with attention/dense of checks_bench on the same trace).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
+#include <vector>
 
 #include "bench_inputs.hpp"
 #include "kvo/core/facility_location.hpp"
 #include "kvo/core/modular_concave.hpp"
 #include "kvo/core/press.hpp"
+#include "kvo/oracle/budget_allocation.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
 #include "kvo/oracle/static_oracle.hpp"
 
@@ -165,6 +168,37 @@ const bool kPressBenches = [] {
 
 }  // namespace
 
+namespace {
+
+// One budget over 90 units (SmolLM2's 30 layers x 3 KV heads) of P sorted prompt weights at 10%
+// kept: the global allocation (allocation/model) against per-head budgets on the same gains
+// (allocation/per-head: every unit's floor at k, the baseline). The weights are exponential draws.
+void BM_Allocation(benchmark::State& st, bool per_head) {
+  const int P = static_cast<int>(st.range(0)), k = P / 10, units = 90;
+  std::mt19937_64 rng(1);
+  std::exponential_distribution<double> draw(1.0);
+  std::vector<AllocationGroup> groups(units);
+  for (AllocationGroup& g : groups) {
+    for (int j = 0; j < P; ++j) g.gains.push_back(draw(rng));
+    std::sort(g.gains.rbegin(), g.gains.rend());
+    g.floor = per_head ? k : 0;
+  }
+  for (auto _ : st) benchmark::DoNotOptimize(allocate_budget(groups, static_cast<long>(units) * k).value);
+  st.SetItemsProcessed(st.iterations() * units * P);  // prompt keys weighed
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(BM_Allocation, per_head, true)
+    ->Name("allocation/per-head")
+    ->Arg(1024)
+    ->Arg(8192)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Allocation, model, false)
+    ->Name("allocation/model")
+    ->Arg(1024)
+    ->Arg(8192)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PrefillOptimum)->Name("prefill/optimum")->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PrefillOutput)
     ->Name("prefill/output")

@@ -26,6 +26,7 @@ BASELINE = {
     "scorer/budget": "replay/h2o-budget",
     "scorer/heads": "replay/h2o-heads",
     "fl-layout": "fl-layout/column-major",
+    "allocation": "allocation/per-head",
 }
 COUNTERS = (
     "nodes",

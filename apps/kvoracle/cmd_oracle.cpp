@@ -3,6 +3,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "cmd_allocation.hpp"
 #include "commands.hpp"
 #include "distributed.hpp"
 #include "kvo/core/atomic_file.hpp"
@@ -153,7 +154,8 @@ Runner add_oracle(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand(
       "oracle",
       "exact optima: `oracle static` per step and head, `oracle offline` over the whole sequence with each policy's "
-      "competitive ratio, `oracle prefill` of compressing a prompt once against kvpress's presses");
+      "competitive ratio, `oracle prefill` of compressing a prompt once against kvpress's presses, `oracle allocation` "
+      "of the same with budgets shared across heads and layers");
   cmd->require_subcommand(0, 1);
   // The one-command form: oracle TRACE [--offline | --prefill P] (documented; the modes below are
   // the same runs).
@@ -197,11 +199,14 @@ Runner add_oracle(CLI::App& app, const Global& g) {
   pre_cmd->add_option("--layers", pre->layers, "layers to run (default: all)");
   add_press_options(pre_cmd, pre->press);
 
-  return [a, st, off, pre, &g, cmd, off_cmd, pre_cmd, st_cmd] {
+  const AllocationCommand alloc = add_allocation(cmd, g);
+
+  return [a, st, off, pre, &g, cmd, off_cmd, pre_cmd, st_cmd, alloc] {
     if (st_cmd->parsed()) return run_static(*st, g);
+    if (alloc.cmd->parsed()) return alloc.run();
     if (off_cmd->parsed()) return run_offline(*off, g, off_cmd);
     if (pre_cmd->parsed()) return run_prefill(*pre, g, parse_int_list(pre->layers, "layers"));
-    require(!a->trace.empty(), "oracle needs a trace (kvoracle oracle static|offline|prefill TRACE ...)");
+    require(!a->trace.empty(), "oracle needs a trace (kvoracle oracle static|offline|prefill|allocation TRACE ...)");
     if (a->prefill > 0) {
       require(!a->offline && a->checkpoint.empty() && a->out.empty(),
               "--prefill takes --json for its records; it does not combine with --offline, --checkpoint or --out");

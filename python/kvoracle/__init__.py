@@ -3,8 +3,9 @@
 The C++ library through pybind11 on numpy arrays: trace I/O (``read_trace``, ``write_trace``,
 ``Trace.from_arrays``, ``synthesize``), ``policies`` (``policy``: their names as constants), ``replay``, the oracles (``topk_optimum``,
 ``facility_location_optimum``, ``greedy_facility_location``, ``offline_optimum``, and over a whole
-trace ``static_oracle``, ``offline_oracle`` and ``prefill_oracle``, the calls behind ``kvoracle oracle
-static|offline|prefill``), the claim
+trace ``static_oracle``, ``offline_oracle``, ``prefill_oracle`` and ``allocation_oracle`` (budgets
+shared across heads and layers), the calls behind ``kvoracle oracle static|offline|prefill|allocation``),
+the claim
 checks (``verify`` on a Trace, ``verify_traces`` on files with the report of ``kvoracle verify``), the greedy scorer's CPU twin (``score``), kvpress's presses (``run_press``,
 ``press_names``) with the exact ``prefill_optimum`` and the attention-output error ``output_errors``, and the decoder-facing ``KvEvictionManager``; the real model in kvoracle's C++ (``Model``: tokenizer,
 greedy ``generate``). ``kvoracle.hf`` brings
@@ -19,6 +20,7 @@ from ._core import (  # noqa: F401
     Trace,
     __build_isa__,
     __version__,
+    allocation_oracle,
     default_model_path,
     facility_location_optimum,
     greedy_facility_location,

@@ -105,6 +105,15 @@ inline nlohmann::json python_to_json(const py::handle& o) {
   return nlohmann::json::parse(py::module_::import("json").attr("dumps")(o).cast<std::string>());
 }
 
+// A keyword's value as an option table's text: a list or tuple joined by commas, anything else as
+// str() writes it ("20%", 0.5, 12).
+inline std::string keyword_text(const py::handle& value) {
+  if (!py::isinstance<py::list>(value) && !py::isinstance<py::tuple>(value)) return py::str(value);
+  std::vector<std::string> items;
+  for (const auto& x : value) items.push_back(py::str(x));
+  return join_list(items);
+}
+
 // One function per binding file, each adding its part of the module.
 void bind_trace(py::module_& m);   // Trace, read_trace, write_trace
 void bind_replay(py::module_& m);  // policies, replay, score

@@ -61,6 +61,14 @@ expect_error "prompt_len must be in \[1, 63\]" oracle "$dir/ok.safetensors" --pr
 expect_error "outside \[0, 1)" oracle "$dir/ok.safetensors" --prefill 32 --compression-ratio 1 --json "$dir/out.jsonl"
 expect_error "must be longer than window_size (64)" oracle "$dir/ok.safetensors" --prefill 32 --presses snapkv --json "$dir/out.jsonl"
 expect_error "does not combine with --offline" oracle "$dir/ok.safetensors" --prefill 32 --offline
+# shared budgets: floors past the total, a floor that is no amount, an unknown scope, a prompt too long
+expect_error "the floors would exceed the total budget" oracle allocation "$dir/ok.safetensors" --prompt-len 32 \
+  --compression-ratio 0.9 --floor 4 --json "$dir/out.jsonl"
+expect_error "floor: budget 'some' is not a number" oracle allocation "$dir/ok.safetensors" --prompt-len 32 --floor some \
+  --json "$dir/out.jsonl"
+expect_error "unknown budget scope 'heads' (known: head, layer, layerwise, model, all)" oracle allocation \
+  "$dir/ok.safetensors" --prompt-len 32 --scopes heads --json "$dir/out.jsonl"
+expect_error "prompt_len must be in \[1, 63\]" oracle allocation "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"
 # The oracle's modes as subcommands, with the same library errors as the older spellings.
 expect_error "prompt_len must be in \[1, 63\]" oracle prefill "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"
 expect_error "objective is dense-acc, mass or fl, not 'acc'" oracle static "$dir/ok.safetensors" --objective acc --out "$dir/out.jsonl"

@@ -175,11 +175,27 @@ def test_tasks_md_example(model_path, capsys):
     assert "passkey full-cache 1.0" in capsys.readouterr().out
 
 
+def test_allocation_md_examples(tmp_path, kvoracle):
+    """The command line and the Python example of docs/allocation.md, on a 40-token trace (prompt 32)."""
+    path = str(tmp_path / "t.safetensors")
+    small_trace(path)
+    real = "build/traces/smollm2-gpl3-1024.safetensors"
+    command = blocks("allocation.md", "sh")[0].replace(real, path).replace("--prompt-len 768", "--prompt-len 32")
+    assert command.startswith("kvoracle oracle allocation ")
+    subprocess.run(["bash", "-c", command.replace("kvoracle ", f"{kvoracle} -q ", 1)], cwd=tmp_path, check=True)
+    rows = json.load(open(tmp_path / "allocation.json"))["rows"]
+    assert len(rows) == 4 * 4 and (tmp_path / "allocation.svg").exists()
+    scope = {}
+    exec(blocks("allocation.md", "python")[0].replace(real, path).replace("prompt_len=768", "prompt_len=32"), scope)  # noqa: S102
+    assert [r["scope"] for r in scope["res"]["rows"]][:4] == ["head", "layer", "layerwise", "model"]
+
+
 def test_every_python_block_of_docs_is_run_here():
     """A new ```python block anywhere in docs/ must get a test above (and this count updated)."""
     pages = sorted(p for p in os.listdir(os.path.join(ROOT, "docs")) if p.endswith(".md"))
     counts = {p: len(blocks(p, "python")) for p in pages}
     assert {p: c for p, c in counts.items() if c} == {
+        "allocation.md": 1,
         "python.md": 4,
         "trace-format.md": 2,
         "presses.md": 1,

@@ -1,6 +1,6 @@
 """The oracles' command modes are library calls that the CLI and the Python module share: the same
-records from `kvoracle oracle static|prefill` and from `kvoracle.static_oracle` /
-`kvoracle.prefill_oracle`, and the older one-command spellings give the same files."""
+records from `kvoracle oracle static|prefill|allocation` and from `kvoracle.static_oracle` /
+`kvoracle.prefill_oracle` / `kvoracle.allocation_oracle`, and the older one-command spellings give the same files."""
 
 import json
 import subprocess
@@ -92,6 +92,26 @@ def test_prefill_oracle_same_records_from_cli_and_python(kvoracle, trace_file, t
     run(kvoracle, "oracle", trace_file, "--prefill", "32", "--presses", "knorm,streaming_llm",
         "--compression-ratio", "0.5", "--n-sink", "2", "--json", legacy)  # fmt: skip
     assert legacy.read_bytes() == out.read_bytes()
+
+
+def test_allocation_oracle_same_rows_from_cli_and_python(kvoracle, trace_file, tmp_path):
+    out = tmp_path / "allocation.json"
+    run(kvoracle, "oracle", "allocation", trace_file, "--prompt-len", "32", "--compression-ratio", "0.5,0.9",
+        "--floor", "20%", "--scopes", "head,layer,model", "--json", out)  # fmt: skip
+    cli = json.load(open(out))
+    t = kvo.read_trace(str(trace_file))
+    py = kvo.allocation_oracle(
+        t, prompt_len=32, compression_ratio=[0.5, 0.9], floor="20%", scopes=["head", "layer", "model"]
+    )
+    assert same_records(py["rows"], cli["rows"]) and len(cli["rows"]) == 2 * 3
+    assert py["request"] == cli["request"]
+    head, layer, model = py["rows"][:3]
+    assert head["value"] <= layer["value"] + 1e-12 <= model["value"] + 2e-12
+    assert all(abs(r["upper"] - r["value"]) <= 1e-9 for r in py["rows"])
+    with pytest.raises(ValueError, match="the floors would exceed the total budget"):
+        kvo.allocation_oracle(t, prompt_len=32, compression_ratio=0.9, floor=4)
+    with pytest.raises(ValueError, match="unknown allocation option 'flor'"):
+        kvo.allocation_oracle(t, prompt_len=32, flor="20%")
 
 
 def test_library_calls_refuse_bad_requests(trace_file):

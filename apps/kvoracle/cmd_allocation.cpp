@@ -1,0 +1,113 @@
+#include "cmd_allocation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "kvo/core/atomic_file.hpp"
+#include "kvo/core/progress.hpp"
+#include "kvo/core/trace_io.hpp"
+#include "kvo/oracle/shared_prefill_options.hpp"
+#include "kvo/proofs_check/svg_plot.hpp"
+#include "table.hpp"
+
+namespace kvo::cli {
+namespace {
+
+struct AllocationArgs {
+  std::string trace, json, plot;
+  std::map<std::string, std::string> text;  // option name -> its text, from the option table
+};
+
+// "yes" when the Lagrangian bound meets the value up to rounding, else the gap (a bug in kvoracle).
+std::string certified(const SharedPrefillRow& r) {
+  const double gap = r.upper - r.value;
+  if (std::abs(gap) <= 1e-9 * std::max(1.0, std::abs(r.value))) return "yes";
+  std::ostringstream s;
+  s << "NO: gap " << gap;
+  return s.str();
+}
+
+int run_allocation(const AllocationArgs& a, const Global& g) {
+  SharedPrefillRequest req;
+  for (const auto& [name, text] : a.text) set_shared_prefill_option(req, name, text);
+  req.threads = g.threads;
+  const Trace tr = read_trace(a.trace);
+  req.validate(tr);
+  const long units =
+      static_cast<long>(req.layers.empty() ? tr.n_layers : static_cast<int>(req.layers.size())) * tr.n_kv_heads;
+  Progress bar("allocation", units, !g.quiet);
+  req.on_unit = [&bar] { bar.tick(); };
+  const SharedPrefillResult res = run_shared_prefill(tr, req);
+  bar.finish();
+  std::cout << "shared budgets on " << a.trace << ": prompt " << res.prompt_len << " tokens, " << res.following
+            << " following queries, " << res.layers.size() << " layers x " << res.kv_heads << " KV heads, floor "
+            << req.floor << "\n"
+            << "objective: the following queries' attention mass on the kept prompt keys, summed over units; every "
+               "row is exact (Lagrangian bound = value) with the same total as per-head budgets of k\n";
+  Table t({"scope", "compression", "k per unit", "floor", "mass kept", "per-head's", "gain", "certified", "slots min",
+           "slots max", "units at floor"});
+  LinePlot plot;
+  plot.title = "prefill: retained mass of shared budgets over per-head budgets (exact optima)";
+  plot.x_label = "share of the prompt kept per unit (k / P)";
+  plot.y_label = "gain over per-head budgets";
+  plot.y_min = 1.0;
+  plot.y_max = 1.0;
+  for (const SharedPrefillRow& r : res.rows) {
+    const double share = r.prompt_mass > 0 ? r.value / r.prompt_mass : 1.0;
+    const double head_share = r.prompt_mass > 0 ? r.per_head_value / r.prompt_mass : 1.0;
+    const bool head = r.scope == BudgetScope::Head;
+    t.row({budget_scope_name(r.scope), fmt(r.compression_ratio, 3), std::to_string(r.k),
+           head ? "-" : std::to_string(r.floor), fmt(share), fmt(head_share), fmt(r.gain), certified(r),
+           std::to_string(r.min_slots), std::to_string(r.max_slots), head ? "-" : std::to_string(r.at_floor)});
+    plot.add_point(budget_scope_name(r.scope), static_cast<double>(r.k) / res.prompt_len, r.gain,
+                   r.scope == BudgetScope::Head);
+    plot.y_max = std::max(plot.y_max, r.gain * 1.05);
+  }
+  t.print(std::cout);
+  if (!a.plot.empty()) {
+    write_file_atomic(a.plot, plot.svg());
+    std::cout << "plot: " << a.plot << '\n';
+  }
+  if (!a.json.empty()) {
+    nlohmann::json j = res.to_json(a.trace);
+    j["request"] = req.to_json();
+    write_file_atomic(a.json, j.dump(1) + "\n");
+    std::cout << "results: " << a.json << '\n';
+  }
+  return 0;
+}
+
+}  // namespace
+
+AllocationCommand add_allocation(CLI::App* oracle, const Global& g) {
+  auto a = std::make_shared<AllocationArgs>();
+  CLI::App* cmd = oracle->add_subcommand(
+      "allocation",
+      "exact optimum of compressing the prompt once when KV heads and layers share one budget (per layer, "
+      "layerwise, the whole model; floors), against per-head budgets of the same total");
+  cmd->add_option("trace", a->trace, "trace file (.safetensors)")->required()->check(CLI::ExistingFile);
+  const SharedPrefillRequest defaults;
+  for (const SharedPrefillOptionEntry& e : shared_prefill_option_table()) {
+    std::string& slot = a->text[std::string(e.name)];
+    auto* opt = cmd->add_option(std::string(e.flag), slot, std::string(e.help));
+    if (e.required)
+      opt->required();
+    else
+      opt->default_str(e.get(defaults));
+  }
+  cmd->add_option("--json", a->json, "write the rows (with each unit's slots) and the request as JSON");
+  cmd->add_option("--plot", a->plot, "write an SVG plot of each scope's gain against the budget");
+  return {cmd, [a, &g] {
+            AllocationArgs run = *a;
+            for (auto it = run.text.begin(); it != run.text.end();)  // unset options keep the request's default
+              it = it->second.empty() ? run.text.erase(it) : std::next(it);
+            return run_allocation(run, g);
+          }};
+}
+
+}  // namespace kvo::cli

@@ -1,0 +1,81 @@
+// The exact prefill optimum when cache units share one budget: the KV heads of a layer (Ada-KV),
+// the layers of the model with every head of a layer alike (PyramidKV's freedom) or every unit
+// (a global top-k), with optional per-unit floors (Ada-KV's safeguard), against per-head budgets
+// of the same total. The objective is the prefill oracle's retained prompt mass, summed over units.
+#pragma once
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvo/core/trace.hpp"
+#include "kvo/oracle/prefill_oracle.hpp"
+
+namespace kvo {
+
+// Who shares a budget, in the table's (and `kvoracle oracle allocation`'s) order.
+enum class BudgetScope : int { Head, Layer, Layerwise, Model, Count };
+
+struct BudgetScopeEntry {
+  BudgetScope id;
+  std::string_view name;
+  std::string_view summary;
+};
+std::span<const BudgetScopeEntry> budget_scope_table();
+std::string budget_scope_name(BudgetScope scope);
+// Comma-separated names, or "all" (kvo::Error naming the known ones).
+std::vector<BudgetScope> parse_budget_scopes(std::string_view names);
+std::string join_budget_scopes(const std::vector<BudgetScope>& scopes);
+
+struct SharedPrefillRequest {
+  int prompt_len = 0;                            // P: the prompt compressed once; queries P..n-1 follow
+  std::vector<double> ratios = {0.5, 0.8, 0.9};  // kvpress's compression_ratio: k = max(1, int(P (1 - r)))
+  std::vector<BudgetScope> scopes = {BudgetScope::Head, BudgetScope::Layer, BudgetScope::Layerwise, BudgetScope::Model};
+  // The least any unit keeps (a layer, in the layerwise scope): tokens ("8") or a share of the
+  // per-unit budget k ("20%", "0.2"; Ada-KV's alpha_safeguard). "0": no floor.
+  std::string floor = "0";
+  std::vector<int> layers;  // empty: all; the model scope shares the budget over these
+  int threads = 0;
+  std::function<void()> on_unit;  // progress: once per (layer, KV head) weighed (any thread)
+
+  // kvo::Error naming the option, before any work: prompt_len outside [1, n - 1], a ratio outside
+  // [0, 1), no scope, a floor that is not an amount or exceeds some ratio's per-unit budget k (the
+  // floors would sum past the total), a layer the trace lacks.
+  void validate(const Trace& trace) const;
+  nlohmann::json to_json() const;
+  static SharedPrefillRequest from_json(const nlohmann::json& j);
+};
+
+// One scope at one compression ratio: the optimum over every chosen unit with the same total.
+struct SharedPrefillRow {
+  BudgetScope scope = BudgetScope::Head;
+  double compression_ratio = 0.0;
+  int k = 0;                    // the per-unit share: total = units * k
+  int floor = 0;                // the floor in slots (per unit; per head of a layer in the layerwise scope)
+  long total = 0;               // slots shared
+  double value = 0.0;           // retained prompt mass summed over units (exact optimum)
+  double upper = 0.0;           // the Lagrangian bound(s) summed: equals value (budget_allocation.hpp)
+  double per_head_value = 0.0;  // the head scope's value at the same k: every unit its own top-k
+  double prompt_mass = 0.0;     // the mass of every prompt key summed over units
+  double gain = 1.0;            // value / per_head_value (1 when that is 0)
+  int min_slots = 0, max_slots = 0;
+  long at_floor = 0;       // units holding exactly the floor (while the floor is positive)
+  std::vector<int> slots;  // per unit, layer-major in the chosen layers' order
+};
+
+struct SharedPrefillResult {
+  int prompt_len = 0, following = 0, kv_heads = 0;
+  std::vector<int> layers;
+  std::vector<SharedPrefillRow> rows;                      // ratio-major, then the request's scope order
+  nlohmann::json to_json(const std::string& trace) const;  // what `oracle allocation --json` writes
+};
+
+SharedPrefillResult run_shared_prefill(const Trace& trace, const SharedPrefillRequest& request);
+
+// The kept prompt positions of one unit holding `slots` keys: its heaviest, ties to the earlier
+// position (the same sets as solve_prefill at k = slots).
+std::vector<int> shared_prefill_set(const PrefillUnit& unit, int slots);
+
+}  // namespace kvo

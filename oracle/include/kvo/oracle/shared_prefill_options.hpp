@@ -1,0 +1,26 @@
+// The one table of `kvoracle oracle allocation` options: each option's name (Python's keyword and
+// the JSON key), CLI flag, help, and how its text sets the request. The CLI's flags, Python's
+// keywords and the defaults shown in help are all generated from it.
+#pragma once
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "kvo/oracle/shared_prefill.hpp"
+
+namespace kvo {
+
+struct SharedPrefillOptionEntry {
+  std::string_view name;  // "compression_ratio"
+  std::string_view flag;  // "--compression-ratio"
+  std::string_view help;
+  bool required;                                                      // no default (prompt_len)
+  void (*set)(SharedPrefillRequest& request, std::string_view text);  // kvo::Error naming the option
+  std::string (*get)(const SharedPrefillRequest& request);            // the value as text
+};
+
+std::span<const SharedPrefillOptionEntry> shared_prefill_option_table();
+// Sets one option by name from its text; kvo::Error for an unknown name (listing the known ones).
+void set_shared_prefill_option(SharedPrefillRequest& request, std::string_view name, std::string_view text);
+
+}  // namespace kvo

@@ -1,0 +1,53 @@
+#include "kvo/oracle/shared_prefill_options.hpp"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "kvo/core/error.hpp"
+#include "kvo/core/text_list.hpp"
+
+namespace kvo {
+namespace {
+
+using R = SharedPrefillRequest;
+
+std::string join_ints(const std::vector<int>& v) {
+  std::vector<std::string> items;
+  for (int x : v) items.push_back(std::to_string(x));
+  return join_list(items);
+}
+
+const std::array<SharedPrefillOptionEntry, 5> kOptions = {{
+    {"prompt_len", "--prompt-len", "prompt length P: compressed once, the queries after it weigh its keys", true,
+     [](R& r, std::string_view t) { r.prompt_len = parse_int(t, "prompt_len"); },
+     [](const R& r) { return std::to_string(r.prompt_len); }},
+    {"compression_ratio", "--compression-ratio",
+     "fractions of each unit's prompt keys removed (kvpress's compression_ratio): the per-unit share k", false,
+     [](R& r, std::string_view t) { r.ratios = parse_number_list(t, "compression_ratio"); },
+     [](const R& r) { return join_numbers(r.ratios); }},
+    {"scopes", "--scopes", "who shares the budget: head, layer, layerwise, model (comma-separated), or all", false,
+     [](R& r, std::string_view t) { r.scopes = parse_budget_scopes(t); },
+     [](const R& r) { return join_budget_scopes(r.scopes); }},
+    {"floor", "--floor", "the least any unit keeps: tokens, or a share of k (20%: Ada-KV's alpha_safeguard); 0: none",
+     false, [](R& r, std::string_view t) { r.floor = std::string(t); }, [](const R& r) { return r.floor; }},
+    {"layers", "--layers", "comma-separated layers (default: all); the model scope shares over these", false,
+     [](R& r, std::string_view t) { r.layers = t.empty() ? std::vector<int>{} : parse_int_list(t, "layers"); },
+     [](const R& r) { return join_ints(r.layers); }},
+}};
+
+}  // namespace
+
+std::span<const SharedPrefillOptionEntry> shared_prefill_option_table() { return kOptions; }
+
+void set_shared_prefill_option(SharedPrefillRequest& request, std::string_view name, std::string_view text) {
+  const auto it = std::find_if(kOptions.begin(), kOptions.end(), [&](const auto& e) { return e.name == name; });
+  if (it == kOptions.end()) {
+    std::vector<std::string> known;
+    for (const auto& e : kOptions) known.emplace_back(e.name);
+    throw Error("unknown allocation option '" + std::string(name) + "' (known: " + join_list(known) + ")");
+  }
+  it->set(request, text);
+}
+
+}  // namespace kvo
