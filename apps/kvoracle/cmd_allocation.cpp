@@ -44,13 +44,15 @@ int run_allocation(const AllocationArgs& a, const Global& g) {
   req.on_unit = [&bar] { bar.tick(); };
   const SharedPrefillResult res = run_shared_prefill(tr, req);
   bar.finish();
-  std::cout << "shared budgets on " << a.trace << ": prompt " << res.prompt_len << " tokens, " << res.following
-            << " following queries, " << res.layers.size() << " layers x " << res.kv_heads << " KV heads, floor "
-            << req.floor << "\n"
-            << "objective: the following queries' attention mass on the kept prompt keys, summed over units; every "
-               "row is exact (Lagrangian bound = value) with the same total as per-head budgets of k\n";
-  Table t({"scope", "compression", "k per unit", "floor", "mass kept", "per-head's", "gain", "certified", "slots min",
-           "slots max", "units at floor"});
+  std::cout
+      << "shared budgets on " << a.trace << ": prompt " << res.prompt_len << " tokens, " << res.following
+      << " following queries, " << res.layers.size() << " layers x " << res.kv_heads << " KV heads, floor " << req.floor
+      << "\n"
+      << "objective: the following queries' attention mass on the kept prompt keys, summed over units; every "
+         "row is exact (Lagrangian bound = value) with the same total as per-head budgets of k; gain: over per-head "
+         "token budgets; pages' cost: over the same scope with tokens\n";
+  Table t({"scope", "page", "compression", "k per unit", "floor", "mass kept", "per-head's", "gain", "pages' cost",
+           "certified", "slots min", "slots max", "units at floor"});
   LinePlot plot;
   plot.title = "prefill: retained mass of shared budgets over per-head budgets (exact optima)";
   plot.x_label = "share of the prompt kept per unit (k / P)";
@@ -61,12 +63,15 @@ int run_allocation(const AllocationArgs& a, const Global& g) {
     const double share = r.prompt_mass > 0 ? r.value / r.prompt_mass : 1.0;
     const double head_share = r.prompt_mass > 0 ? r.per_head_value / r.prompt_mass : 1.0;
     const bool head = r.scope == BudgetScope::Head;
-    t.row({budget_scope_name(r.scope), fmt(r.compression_ratio, 3), std::to_string(r.k),
-           head ? "-" : std::to_string(r.floor), fmt(share), fmt(head_share), fmt(r.gain), certified(r),
-           std::to_string(r.min_slots), std::to_string(r.max_slots), head ? "-" : std::to_string(r.at_floor)});
-    plot.add_point(budget_scope_name(r.scope), static_cast<double>(r.k) / res.prompt_len, r.gain,
-                   r.scope == BudgetScope::Head);
-    plot.y_max = std::max(plot.y_max, r.gain * 1.05);
+    t.row({budget_scope_name(r.scope), std::to_string(r.page_size), fmt(r.compression_ratio, 3), std::to_string(r.k),
+           head ? "-" : std::to_string(r.floor), fmt(share), fmt(head_share), fmt(r.gain),
+           r.token_value > 0 ? fmt(r.value / r.token_value) : "-", certified(r), std::to_string(r.min_slots),
+           std::to_string(r.max_slots), head ? "-" : std::to_string(r.at_floor)});
+    const std::string series =
+        budget_scope_name(r.scope) + (r.page_size > 1 ? ", pages of " + std::to_string(r.page_size) : "");
+    plot.add_point(series, static_cast<double>(r.k) / res.prompt_len, r.gain, r.scope == BudgetScope::Head);
+    plot.y_max = std::max(plot.y_max, r.gain * 1.02);
+    plot.y_min = std::min(plot.y_min, r.gain * 0.98);
   }
   t.print(std::cout);
   if (!a.plot.empty()) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <functional>
 #include <numeric>
 
 #include "kvo/core/budget.hpp"
@@ -66,9 +68,11 @@ std::vector<int> heaviest_first(const PrefillUnit& u) {
   return order;
 }
 
-std::vector<double> sorted_gains(const PrefillUnit& u) {
-  std::vector<double> g;
-  for (int j : heaviest_first(u)) g.push_back(u.weight[static_cast<size_t>(j)]);
+// The weights of the aligned pages of b positions (the last may be short), heaviest first.
+std::vector<double> sorted_page_gains(const std::vector<double>& weight, int b) {
+  std::vector<double> g((weight.size() + static_cast<size_t>(b) - 1) / static_cast<size_t>(b), 0.0);
+  for (size_t j = 0; j < weight.size(); ++j) g[j / static_cast<size_t>(b)] += weight[j];
+  std::stable_sort(g.begin(), g.end(), std::greater<>());
   return g;
 }
 
@@ -144,6 +148,7 @@ const JsonForm<SharedPrefillRequest>& request_json() {
               r.scopes = parse_budget_scopes(v.get<std::string>());
             })
         .field("floor", &SharedPrefillRequest::floor)
+        .field("page_sizes", &SharedPrefillRequest::page_sizes)
         .field("layers", &SharedPrefillRequest::layers)
         .field("threads", &SharedPrefillRequest::threads);
     return f;
@@ -184,6 +189,10 @@ void SharedPrefillRequest::validate(const Trace& tr) const {
                                                            " tokens; queries must follow the prompt)");
   require(!ratios.empty(), "compression_ratio: give at least one ratio");
   require(!scopes.empty(), "scopes: give at least one budget scope (" + known_scopes() + ")");
+  require(!page_sizes.empty(), "page_sizes: give at least one page size (1: tokens)");
+  for (int b : page_sizes)
+    require(b >= 1 && std::has_single_bit(static_cast<unsigned>(b)),
+            "page size " + std::to_string(b) + " is not a positive power of two");
   for (double r : ratios) {
     require(r >= 0 && r < 1,
             "compression_ratio " + join_numbers({r}) + " is outside [0, 1) (kvpress's rule: the fraction removed)");
@@ -192,6 +201,9 @@ void SharedPrefillRequest::validate(const Trace& tr) const {
     require(f <= k, "floor " + floor + " is " + std::to_string(f) +
                         " slots per unit, more than the per-unit budget k = " + std::to_string(k) +
                         " at compression ratio " + join_numbers({r}) + ": the floors would exceed the total budget");
+    for (int b : page_sizes)
+      require(b <= k, "page size " + std::to_string(b) + " exceeds the per-unit budget k = " + std::to_string(k) +
+                          " at compression ratio " + join_numbers({r}) + ": no whole page fits");
   }
   chosen_layers(tr, layers);
 }
@@ -216,27 +228,47 @@ SharedPrefillResult run_shared_prefill(const Trace& tr, const SharedPrefillReque
   res.kv_heads = tr.n_kv_heads;
   res.layers = chosen_layers(tr, request.layers);
   const size_t kv = static_cast<size_t>(tr.n_kv_heads);
-  std::vector<std::vector<double>> gains(res.layers.size() * kv);
-  std::vector<double> mass(gains.size());
-  parallel_for(static_cast<int>(gains.size()), request.threads, [&](int x) {
+  std::vector<std::vector<double>> weights(res.layers.size() * kv);
+  std::vector<double> mass(weights.size());
+  parallel_for(static_cast<int>(weights.size()), request.threads, [&](int x) {
     const size_t u = static_cast<size_t>(x);
-    const PrefillUnit unit = prefill_unit(tr, res.layers[u / kv], static_cast<int>(u % kv), request.prompt_len, false);
-    gains[u] = sorted_gains(unit);
+    PrefillUnit unit = prefill_unit(tr, res.layers[u / kv], static_cast<int>(u % kv), request.prompt_len, false);
+    weights[u] = std::move(unit.weight);
     mass[u] = unit.prompt_mass;
     if (request.on_unit) request.on_unit();
   });
   const double prompt_mass = std::accumulate(mass.begin(), mass.end(), 0.0);
+  // Gains per page size; size 1 first: the token-level values every row is compared with.
+  std::vector<int> sizes = {1};
+  for (int b : request.page_sizes)
+    if (std::find(sizes.begin(), sizes.end(), b) == sizes.end()) sizes.push_back(b);
+  std::vector<std::vector<std::vector<double>>> gains(sizes.size());
+  for (size_t s = 0; s < sizes.size(); ++s)
+    for (const auto& w : weights) gains[s].push_back(sorted_page_gains(w, sizes[s]));
   for (double r : request.ratios) {
     const int k = press_n_kept(request.prompt_len, r);
     const int floor = resolve_floor(request.floor, k);
-    const double per_head = solve_scope(BudgetScope::Head, gains, kv, k, floor).value;
-    for (BudgetScope scope : request.scopes) {
-      SharedPrefillRow row = solve_scope(scope, gains, kv, k, floor);
-      row.compression_ratio = r;
-      row.per_head_value = per_head;
-      row.prompt_mass = prompt_mass;
-      row.gain = per_head > 0 ? row.value / per_head : 1.0;
-      res.rows.push_back(std::move(row));
+    const double per_head = solve_scope(BudgetScope::Head, gains[0], kv, k, floor).value;
+    std::vector<double> token_value(static_cast<size_t>(BudgetScope::Count));
+    for (BudgetScope scope : request.scopes)
+      token_value[static_cast<size_t>(scope)] = solve_scope(scope, gains[0], kv, k, floor).value;
+    for (int b : request.page_sizes) {
+      const size_t s = static_cast<size_t>(std::find(sizes.begin(), sizes.end(), b) - sizes.begin());
+      const int pages = k / b, floor_pages = std::min(pages, (floor + b - 1) / b);
+      for (BudgetScope scope : request.scopes) {
+        SharedPrefillRow row = solve_scope(scope, gains[s], kv, pages, floor_pages);
+        for (int* x : {&row.floor, &row.min_slots, &row.max_slots}) *x *= b;
+        for (int& x : row.slots) x *= b;
+        row.total *= b;
+        row.page_size = b;
+        row.k = k;
+        row.compression_ratio = r;
+        row.per_head_value = per_head;
+        row.token_value = token_value[static_cast<size_t>(scope)];
+        row.prompt_mass = prompt_mass;
+        row.gain = per_head > 0 ? row.value / per_head : 1.0;
+        res.rows.push_back(std::move(row));
+      }
     }
   }
   return res;
@@ -247,12 +279,14 @@ nlohmann::json SharedPrefillResult::to_json(const std::string& trace) const {
   for (const SharedPrefillRow& r : rows)
     rows_json.push_back({{"scope", budget_scope_name(r.scope)},
                          {"compression_ratio", r.compression_ratio},
+                         {"page_size", r.page_size},
                          {"k", r.k},
                          {"floor", r.floor},
                          {"total", r.total},
                          {"value", r.value},
                          {"upper", r.upper},
                          {"per_head_value", r.per_head_value},
+                         {"token_value", r.token_value},
                          {"prompt_mass", r.prompt_mass},
                          {"gain", r.gain},
                          {"min_slots", r.min_slots},

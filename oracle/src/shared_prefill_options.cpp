@@ -18,7 +18,7 @@ std::string join_ints(const std::vector<int>& v) {
   return join_list(items);
 }
 
-const std::array<SharedPrefillOptionEntry, 5> kOptions = {{
+const std::array<SharedPrefillOptionEntry, 6> kOptions = {{
     {"prompt_len", "--prompt-len", "prompt length P: compressed once, the queries after it weigh its keys", true,
      [](R& r, std::string_view t) { r.prompt_len = parse_int(t, "prompt_len"); },
      [](const R& r) { return std::to_string(r.prompt_len); }},
@@ -31,6 +31,10 @@ const std::array<SharedPrefillOptionEntry, 5> kOptions = {{
      [](const R& r) { return join_budget_scopes(r.scopes); }},
     {"floor", "--floor", "the least any unit keeps: tokens, or a share of k (20%: Ada-KV's alpha_safeguard); 0: none",
      false, [](R& r, std::string_view t) { r.floor = std::string(t); }, [](const R& r) { return r.floor; }},
+    {"page_sizes", "--page-sizes",
+     "pages of b prompt positions evicted whole (powers of two, comma-separated); 1: tokens", false,
+     [](R& r, std::string_view t) { r.page_sizes = parse_int_list(t, "page_sizes"); },
+     [](const R& r) { return join_ints(r.page_sizes); }},
     {"layers", "--layers", "comma-separated layers (default: all); the model scope shares over these", false,
      [](R& r, std::string_view t) { r.layers = t.empty() ? std::vector<int>{} : parse_int_list(t, "layers"); },
      [](const R& r) { return join_ints(r.layers); }},

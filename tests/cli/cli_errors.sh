@@ -68,6 +68,10 @@ expect_error "floor: budget 'some' is not a number" oracle allocation "$dir/ok.s
   --json "$dir/out.jsonl"
 expect_error "unknown budget scope 'heads' (known: head, layer, layerwise, model, all)" oracle allocation \
   "$dir/ok.safetensors" --prompt-len 32 --scopes heads --json "$dir/out.jsonl"
+expect_error "page size 24 is not a positive power of two" oracle allocation "$dir/ok.safetensors" --prompt-len 32 \
+  --page-sizes 1,24 --json "$dir/out.jsonl"
+expect_error "page size 8 exceeds the per-unit budget k = 3" oracle allocation "$dir/ok.safetensors" --prompt-len 32 \
+  --page-sizes 8 --compression-ratio 0.9 --json "$dir/out.jsonl"
 expect_error "prompt_len must be in \[1, 63\]" oracle allocation "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"
 # The oracle's modes as subcommands, with the same library errors as the older spellings.
 expect_error "prompt_len must be in \[1, 63\]" oracle prefill "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"

@@ -26,11 +26,11 @@ python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"records\"]; assert
 "$K" -q oracle "$dir/t.safetensors" --prefill 40 --presses tova --no-output-fidelity --json "$dir/p2.json" >/dev/null
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"records\"]; assert r and all(x[\"output_error\"] is None for x in r)" "$dir/p2.json"
 # budgets shared across heads and layers: every scope certified, sharing never loses, the plot drawn
-"$K" -q oracle allocation "$dir/t.safetensors" --prompt-len 40 --compression-ratio 0.5,0.9 --floor 20% \
+"$K" -q oracle allocation "$dir/t.safetensors" --prompt-len 40 --compression-ratio 0.5 --page-sizes 1,16 --floor 20% \
   --json "$dir/al.json" --plot "$dir/al.svg" >"$dir/al.txt"
 test "$(grep -c " yes " "$dir/al.txt")" -eq 8
 grep -q "<polyline" "$dir/al.svg"
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; assert len(r) == 8, len(r); assert all(x[\"gain\"] >= 1 - 1e-12 and abs(x[\"upper\"] - x[\"value\"]) <= 1e-9 and sum(x[\"slots\"]) <= x[\"total\"] for x in r); assert d[\"request\"][\"floor\"] == \"20%\"" "$dir/al.json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; assert len(r) == 8, len(r); assert all((x[\"page_size\"] > 1 or x[\"gain\"] >= 1 - 1e-12) and abs(x[\"upper\"] - x[\"value\"]) <= 1e-9 and sum(x[\"slots\"]) <= x[\"total\"] and x[\"value\"] <= x[\"token_value\"] * (1 + 1e-12) for x in r); assert d[\"request\"][\"floor\"] == \"20%\" and {x[\"page_size\"] for x in r} == {1, 16}" "$dir/al.json"
 "$K" presses | grep -q "ObservedAttentionPress"
 "$K" -q verify "$dir/t.safetensors" --budget 0.25 --json "$dir/v.json" --plot "$dir/v.svg" --report "$dir/rep" \
   --sweep 0.1,0.3 --loss-random 2

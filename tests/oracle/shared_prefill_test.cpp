@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <iostream>
 
@@ -20,9 +21,26 @@ namespace {
 // Random q, k and v: 4 query heads in 2 KV groups, d = 8.
 Trace small_trace(int layers, int n, std::uint64_t seed) { return test::random_trace(layers, 4, 2, n, 8, seed); }
 
-// The best summed mass over every choice of per-unit kept sets whose sizes satisfy the scope.
-double enumerate_scope(const std::vector<PrefillUnit>& units, int kv_heads, BudgetScope scope, int k, int floor) {
-  const int P = units.front().prompt_len;
+// The best mass of a unit keeping `count` of its aligned pages of b positions (the last may be
+// short), over every subset of pages: independent of the code under test.
+double best_pages(const PrefillUnit& u, int b, int count) {
+  const int pages = (u.prompt_len + b - 1) / b;
+  double best = -1;
+  for (unsigned mask = 0; mask < (1u << pages); ++mask) {
+    if (std::popcount(mask) != count) continue;
+    double v = 0;
+    for (int j = 0; j < u.prompt_len; ++j)
+      if (mask >> (j / b) & 1u) v += u.weight[static_cast<size_t>(j)];
+    best = std::max(best, v);
+  }
+  return best;
+}
+
+// The best summed mass over every choice of per-unit kept pages whose counts satisfy the scope
+// (k and floor in pages).
+double enumerate_scope(const std::vector<PrefillUnit>& units, int kv_heads, BudgetScope scope, int k, int floor,
+                       int b = 1) {
+  const int pages = (units.front().prompt_len + b - 1) / b;
   double best = -1;
   std::vector<int> size(units.size());
   const auto allowed = [&] {
@@ -44,17 +62,15 @@ double enumerate_scope(const std::vector<PrefillUnit>& units, int kv_heads, Budg
     }
     return total <= static_cast<long>(units.size()) * k;
   };
-  // Each unit's best set of a size is its top weights (solve_prefill, itself checked against
-  // enumeration in prefill_oracle_test), so enumerating the sizes enumerates every family.
   std::function<void(size_t)> go = [&](size_t u) {
     if (u == units.size()) {
       if (!allowed()) return;
       double v = 0;
-      for (size_t x = 0; x < units.size(); ++x) v += solve_prefill(units[x], size[x]).value;
+      for (size_t x = 0; x < units.size(); ++x) v += best_pages(units[x], b, size[x]);
       best = std::max(best, v);
       return;
     }
-    for (int s = 0; s <= P; ++s) {
+    for (int s = 0; s <= pages; ++s) {
       size[u] = s;
       go(u + 1);
     }
@@ -103,6 +119,35 @@ TEST(SharedPrefill, EveryScopeEqualsEnumerationWithATightBound) {
       }
       EXPECT_NEAR(v, row.value, 1e-12);
       EXPECT_LE(used, row.total);
+    }
+  }
+}
+
+TEST(SharedPrefill, PagesEqualEnumerationOfPageSetsAndNeverBeatTokens) {
+  const Trace tr = small_trace(2, 14, 5);
+  const int P = 9;  // pages of 2 and 4, the last one short
+  std::vector<PrefillUnit> units;
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 2; ++h) units.push_back(prefill_unit(tr, l, h, P, false));
+  SharedPrefillRequest req;
+  req.prompt_len = P;
+  req.ratios = {0.2, 0.5};  // k = 7 and 4
+  req.scopes = parse_budget_scopes("all");
+  req.page_sizes = {1, 2, 4};
+  req.floor = "1";
+  const SharedPrefillResult res = run_shared_prefill(tr, req);
+  ASSERT_EQ(res.rows.size(), 2u * 3u * 4u);
+  for (const SharedPrefillRow& row : res.rows) {
+    SCOPED_TRACE(budget_scope_name(row.scope) + " at " + std::to_string(row.compression_ratio) + ", pages of " +
+                 std::to_string(row.page_size));
+    const int b = row.page_size, pages = row.k / b;
+    const int f = row.scope == BudgetScope::Head ? pages : std::min(pages, (1 + b - 1) / b);
+    EXPECT_NEAR(row.value, enumerate_scope(units, 2, row.scope, pages, f, b), 1e-12);
+    EXPECT_NEAR(row.upper, row.value, 1e-12);
+    EXPECT_LE(row.value, row.token_value + 1e-12);
+    for (int slots : row.slots) EXPECT_EQ(slots % b, 0);
+    if (b == 1) {
+      EXPECT_EQ(row.value, row.token_value);
     }
   }
 }
@@ -168,6 +213,12 @@ TEST(SharedPrefill, RefusesBadRequestsWithOneLine) {
   r = ok;
   r.layers = {3};
   refuses(r, "layer 3 is not in the trace");
+  r = ok;
+  r.page_sizes = {3};
+  refuses(r, "page size 3 is not a positive power of two");
+  r = ok;
+  r.page_sizes = {8};  // k = 4 at ratio 0.5 of 8
+  refuses(r, "page size 8 exceeds the per-unit budget k = 4");
   EXPECT_THROW(parse_budget_scopes("heads"), Error);
 }
 

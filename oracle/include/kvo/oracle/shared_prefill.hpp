@@ -36,13 +36,17 @@ struct SharedPrefillRequest {
   // The least any unit keeps (a layer, in the layerwise scope): tokens ("8") or a share of the
   // per-unit budget k ("20%", "0.2"; Ada-KV's alpha_safeguard). "0": no floor.
   std::string floor = "0";
+  // Page sizes b (powers of two, at most every ratio's k): the cache evicts whole aligned pages of
+  // b prompt positions (the last one may be short) and keeps floor(k / b) pages per unit. 1: tokens.
+  std::vector<int> page_sizes = {1};
   std::vector<int> layers;  // empty: all; the model scope shares the budget over these
   int threads = 0;
   std::function<void()> on_unit;  // progress: once per (layer, KV head) weighed (any thread)
 
   // kvo::Error naming the option, before any work: prompt_len outside [1, n - 1], a ratio outside
   // [0, 1), no scope, a floor that is not an amount or exceeds some ratio's per-unit budget k (the
-  // floors would sum past the total), a layer the trace lacks.
+  // floors would sum past the total), a page size that is not a power of two or exceeds some k, a
+  // layer the trace lacks.
   void validate(const Trace& trace) const;
   nlohmann::json to_json() const;
   static SharedPrefillRequest from_json(const nlohmann::json& j);
@@ -52,12 +56,14 @@ struct SharedPrefillRequest {
 struct SharedPrefillRow {
   BudgetScope scope = BudgetScope::Head;
   double compression_ratio = 0.0;
-  int k = 0;                    // the per-unit share: total = units * k
+  int page_size = 1;            // b: slots are whole pages of b positions
+  int k = 0;                    // the per-unit share in tokens: total = units * floor(k / b) * b
   int floor = 0;                // the floor in slots (per unit; per head of a layer in the layerwise scope)
   long total = 0;               // slots shared
   double value = 0.0;           // retained prompt mass summed over units (exact optimum)
   double upper = 0.0;           // the Lagrangian bound(s) summed: equals value (budget_allocation.hpp)
-  double per_head_value = 0.0;  // the head scope's value at the same k: every unit its own top-k
+  double per_head_value = 0.0;  // the head scope's value at the same k in tokens (b = 1)
+  double token_value = 0.0;     // this scope's value at the same k in tokens: value / token_value is what pages cost
   double prompt_mass = 0.0;     // the mass of every prompt key summed over units
   double gain = 1.0;            // value / per_head_value (1 when that is 0)
   int min_slots = 0, max_slots = 0;
@@ -68,7 +74,7 @@ struct SharedPrefillRow {
 struct SharedPrefillResult {
   int prompt_len = 0, following = 0, kv_heads = 0;
   std::vector<int> layers;
-  std::vector<SharedPrefillRow> rows;                      // ratio-major, then the request's scope order
+  std::vector<SharedPrefillRow> rows;  // ratio-major, then page size, then the request\'s scope order
   nlohmann::json to_json(const std::string& trace) const;  // what `oracle allocation --json` writes
 };
 
