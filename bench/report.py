@@ -27,6 +27,8 @@ BASELINE = {
     "scorer/heads": "replay/h2o-heads",
     "fl-layout": "fl-layout/column-major",
     "allocation": "allocation/per-head",
+    "allocation/decoding-layer": "allocation/decoding-per-head",
+    "allocation/decoding-per-head": "allocation/decoding-per-head",
 }
 COUNTERS = (
     "nodes",

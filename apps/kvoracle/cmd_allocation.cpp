@@ -11,7 +11,9 @@
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/progress.hpp"
 #include "kvo/core/trace_io.hpp"
-#include "kvo/oracle/shared_prefill_options.hpp"
+#include "kvo/oracle/allocation_options.hpp"
+#include "kvo/oracle/shared_decoding.hpp"
+#include "kvo/oracle/shared_prefill.hpp"
 #include "kvo/proofs_check/svg_plot.hpp"
 #include "table.hpp"
 
@@ -23,25 +25,64 @@ struct AllocationArgs {
   std::map<std::string, std::string> text;  // option name -> its text, from the option table
 };
 
-// "yes" when the Lagrangian bound meets the value up to rounding, else the gap (a bug in kvoracle).
-std::string certified(const SharedPrefillRow& r) {
-  const double gap = r.upper - r.value;
-  if (std::abs(gap) <= 1e-9 * std::max(1.0, std::abs(r.value))) return "yes";
+// "yes" when the dual bound meets the value up to rounding, else the gap (a bug in kvoracle).
+std::string certified(double value, double upper) {
+  const double gap = upper - value;
+  if (std::abs(gap) <= 1e-9 * std::max(1.0, std::abs(value))) return "yes";
   std::ostringstream s;
   s << "NO: gap " << gap;
   return s.str();
 }
 
+void write_outputs(const AllocationArgs& a, const AllocationRequest& req, nlohmann::json j, const LinePlot& plot) {
+  if (!a.plot.empty()) {
+    write_file_atomic(a.plot, plot.svg());
+    std::cout << "plot: " << a.plot << '\n';
+  }
+  if (!a.json.empty()) {
+    j["request"] = req.to_json();
+    write_file_atomic(a.json, j.dump(1) + "\n");
+    std::cout << "results: " << a.json << '\n';
+  }
+}
+
+// The decoding protocol: the offline optimum of every scope at every budget.
+void report_decoding(const AllocationArgs& a, const AllocationRequest& req, const SharedDecodingResult& res) {
+  std::cout << "shared budgets on " << a.trace << ", decoding: n = " << res.n << ", " << res.layers.size()
+            << " layers x " << res.kv_heads << " KV heads, recent window " << req.recent << " per unit\n"
+            << "objective: retained attention mass at every step (mean over each KV head's group), summed over "
+               "units; irreversible eviction; every row the exact offline optimum, certified by its LP dual\n";
+  Table t({"scope", "k per unit", "recent", "mass kept", "per-head's", "gain", "certified", "held min", "held max"});
+  LinePlot plot;
+  plot.title = "decoding: retained mass of shared capacity over per-head budgets (exact offline optima)";
+  plot.x_label = "budget per unit (k / n)";
+  plot.y_label = "gain over per-head budgets";
+  plot.y_min = plot.y_max = 1.0;
+  for (const SharedDecodingRow& r : res.rows) {
+    t.row({budget_scope_name(r.scope), std::to_string(r.k), std::to_string(r.recent), fmt(r.value / r.total_mass),
+           fmt(r.per_head_value / r.total_mass), fmt(r.gain), certified(r.value, r.upper), std::to_string(r.min_held),
+           std::to_string(r.max_held)});
+    plot.add_point(budget_scope_name(r.scope), static_cast<double>(r.k) / res.n, r.gain, r.scope == BudgetScope::Head);
+    plot.y_max = std::max(plot.y_max, r.gain * 1.02);
+  }
+  t.print(std::cout);
+  write_outputs(a, req, res.to_json(a.trace), plot);
+}
+
 int run_allocation(const AllocationArgs& a, const Global& g) {
-  SharedPrefillRequest req;
-  for (const auto& [name, text] : a.text) set_shared_prefill_option(req, name, text);
+  AllocationRequest req;
+  for (const auto& [name, text] : a.text) set_allocation_option(req, name, text);
   req.threads = g.threads;
   const Trace tr = read_trace(a.trace);
   req.validate(tr);
-  const long units =
-      static_cast<long>(req.layers.empty() ? tr.n_layers : static_cast<int>(req.layers.size())) * tr.n_kv_heads;
-  Progress bar("allocation", units, !g.quiet);
+  Progress bar("allocation", static_cast<long>(req.chosen_layers(tr).size()) * tr.n_kv_heads, !g.quiet);
   req.on_unit = [&bar] { bar.tick(); };
+  if (req.protocol == AllocationProtocol::Decoding) {
+    const SharedDecodingResult res = run_shared_decoding(tr, req);
+    bar.finish();
+    report_decoding(a, req, res);
+    return 0;
+  }
   const SharedPrefillResult res = run_shared_prefill(tr, req);
   bar.finish();
   std::cout
@@ -65,8 +106,8 @@ int run_allocation(const AllocationArgs& a, const Global& g) {
     const bool head = r.scope == BudgetScope::Head;
     t.row({budget_scope_name(r.scope), std::to_string(r.page_size), fmt(r.compression_ratio, 3), std::to_string(r.k),
            head ? "-" : std::to_string(r.floor), fmt(share), fmt(head_share), fmt(r.gain),
-           r.token_value > 0 ? fmt(r.value / r.token_value) : "-", certified(r), std::to_string(r.min_slots),
-           std::to_string(r.max_slots), head ? "-" : std::to_string(r.at_floor)});
+           r.token_value > 0 ? fmt(r.value / r.token_value) : "-", certified(r.value, r.upper),
+           std::to_string(r.min_slots), std::to_string(r.max_slots), head ? "-" : std::to_string(r.at_floor)});
     const std::string series =
         budget_scope_name(r.scope) + (r.page_size > 1 ? ", pages of " + std::to_string(r.page_size) : "");
     plot.add_point(series, static_cast<double>(r.k) / res.prompt_len, r.gain, r.scope == BudgetScope::Head);
@@ -74,16 +115,7 @@ int run_allocation(const AllocationArgs& a, const Global& g) {
     plot.y_min = std::min(plot.y_min, r.gain * 0.98);
   }
   t.print(std::cout);
-  if (!a.plot.empty()) {
-    write_file_atomic(a.plot, plot.svg());
-    std::cout << "plot: " << a.plot << '\n';
-  }
-  if (!a.json.empty()) {
-    nlohmann::json j = res.to_json(a.trace);
-    j["request"] = req.to_json();
-    write_file_atomic(a.json, j.dump(1) + "\n");
-    std::cout << "results: " << a.json << '\n';
-  }
+  write_outputs(a, req, res.to_json(a.trace), plot);
   return 0;
 }
 
@@ -93,11 +125,12 @@ AllocationCommand add_allocation(CLI::App* oracle, const Global& g) {
   auto a = std::make_shared<AllocationArgs>();
   CLI::App* cmd = oracle->add_subcommand(
       "allocation",
-      "exact optimum of compressing the prompt once when KV heads and layers share one budget (per layer, "
-      "layerwise, the whole model; floors), against per-head budgets of the same total");
+      "exact optima when KV heads and layers share one budget (per layer, layerwise, the whole model; floors, "
+      "pages), against per-head budgets of the same total: compressing the prompt once (--protocol prefill) or "
+      "evicting at every step (--protocol decoding)");
   cmd->add_option("trace", a->trace, "trace file (.safetensors)")->required()->check(CLI::ExistingFile);
-  const SharedPrefillRequest defaults;
-  for (const SharedPrefillOptionEntry& e : shared_prefill_option_table()) {
+  const AllocationRequest defaults;
+  for (const AllocationOptionEntry& e : allocation_option_table()) {
     std::string& slot = a->text[std::string(e.name)];
     auto* opt = cmd->add_option(std::string(e.flag), slot, std::string(e.help));
     if (e.required)

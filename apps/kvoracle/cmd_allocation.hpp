@@ -1,5 +1,6 @@
-// `kvoracle oracle allocation`: the exact prefill optimum when KV heads and layers share one
-// budget, against per-head budgets of the same total (kvo/oracle/shared_prefill.hpp).
+// `kvoracle oracle allocation`: the exact optima when KV heads and layers share one budget, against
+// per-head budgets of the same total, for prefill compression (kvo/oracle/shared_prefill.hpp) and
+// for eviction at every step (kvo/oracle/shared_decoding.hpp).
 #pragma once
 #include <CLI/CLI.hpp>
 
@@ -11,7 +12,7 @@ struct AllocationCommand {
   CLI::App* cmd = nullptr;
   Runner run;
 };
-// Registers the subcommand under `oracle`; its flags come from shared_prefill_option_table().
+// Registers the subcommand under `oracle`; its flags come from allocation_option_table().
 AllocationCommand add_allocation(CLI::App* oracle, const Global& g);
 
 }  // namespace kvo::cli

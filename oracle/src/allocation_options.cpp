@@ -1,4 +1,4 @@
-#include "kvo/oracle/shared_prefill_options.hpp"
+#include "kvo/oracle/allocation_options.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,7 @@
 namespace kvo {
 namespace {
 
-using R = SharedPrefillRequest;
+using R = AllocationRequest;
 
 std::string join_ints(const std::vector<int>& v) {
   std::vector<std::string> items;
@@ -18,21 +18,32 @@ std::string join_ints(const std::vector<int>& v) {
   return join_list(items);
 }
 
-const std::array<SharedPrefillOptionEntry, 6> kOptions = {{
-    {"prompt_len", "--prompt-len", "prompt length P: compressed once, the queries after it weigh its keys", true,
-     [](R& r, std::string_view t) { r.prompt_len = parse_int(t, "prompt_len"); },
-     [](const R& r) { return std::to_string(r.prompt_len); }},
+const std::array<AllocationOptionEntry, 9> kOptions = {{
+    {"protocol", "--protocol",
+     "prefill (the prompt compressed once) or decoding (irreversible eviction at every step, offline optimum)", false,
+     [](R& r, std::string_view t) { r.protocol = parse_allocation_protocol(t); },
+     [](const R& r) { return to_string(r.protocol); }},
+    {"prompt_len", "--prompt-len", "prefill: prompt length P, compressed once; the queries after it weigh its keys",
+     false, [](R& r, std::string_view t) { r.prompt_len = parse_int(t, "prompt_len"); },
+     [](const R& r) { return r.prompt_len > 0 ? std::to_string(r.prompt_len) : std::string(); }},
+    {"budgets", "--budgets", "decoding: each unit's budget k, comma-separated (tokens, or shares of n: 20%)", false,
+     [](R& r, std::string_view t) { r.budgets = std::string(t); }, [](const R& r) { return r.budgets; }},
+    {"recent", "--recent", "decoding: each unit's forced recent window r (tokens, or a share of k); 0: none", false,
+     [](R& r, std::string_view t) { r.recent = std::string(t); }, [](const R& r) { return r.recent; }},
     {"compression_ratio", "--compression-ratio",
-     "fractions of each unit's prompt keys removed (kvpress's compression_ratio): the per-unit share k", false,
+     "prefill: fractions of each unit's prompt keys removed (kvpress's compression_ratio): the per-unit share k", false,
      [](R& r, std::string_view t) { r.ratios = parse_number_list(t, "compression_ratio"); },
      [](const R& r) { return join_numbers(r.ratios); }},
-    {"scopes", "--scopes", "who shares the budget: head, layer, layerwise, model (comma-separated), or all", false,
-     [](R& r, std::string_view t) { r.scopes = parse_budget_scopes(t); },
+    {"scopes", "--scopes",
+     "who shares the budget: head, layer, layerwise (prefill), model (comma-separated), or all; default: all for "
+     "prefill, head,layer for decoding",
+     false, [](R& r, std::string_view t) { r.scopes = parse_budget_scopes(t); },
      [](const R& r) { return join_budget_scopes(r.scopes); }},
-    {"floor", "--floor", "the least any unit keeps: tokens, or a share of k (20%: Ada-KV's alpha_safeguard); 0: none",
-     false, [](R& r, std::string_view t) { r.floor = std::string(t); }, [](const R& r) { return r.floor; }},
+    {"floor", "--floor",
+     "prefill: the least any unit keeps: tokens, or a share of k (20%: Ada-KV's alpha_safeguard); 0: none", false,
+     [](R& r, std::string_view t) { r.floor = std::string(t); }, [](const R& r) { return r.floor; }},
     {"page_sizes", "--page-sizes",
-     "pages of b prompt positions evicted whole (powers of two, comma-separated); 1: tokens", false,
+     "prefill: pages of b prompt positions evicted whole (powers of two, comma-separated); 1: tokens", false,
      [](R& r, std::string_view t) { r.page_sizes = parse_int_list(t, "page_sizes"); },
      [](const R& r) { return join_ints(r.page_sizes); }},
     {"layers", "--layers", "comma-separated layers (default: all); the model scope shares over these", false,
@@ -42,9 +53,9 @@ const std::array<SharedPrefillOptionEntry, 6> kOptions = {{
 
 }  // namespace
 
-std::span<const SharedPrefillOptionEntry> shared_prefill_option_table() { return kOptions; }
+std::span<const AllocationOptionEntry> allocation_option_table() { return kOptions; }
 
-void set_shared_prefill_option(SharedPrefillRequest& request, std::string_view name, std::string_view text) {
+void set_allocation_option(AllocationRequest& request, std::string_view name, std::string_view text) {
   const auto it = std::find_if(kOptions.begin(), kOptions.end(), [&](const auto& e) { return e.name == name; });
   if (it == kOptions.end()) {
     std::vector<std::string> known;

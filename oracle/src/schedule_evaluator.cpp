@@ -16,8 +16,10 @@ void validate_offline_sizes(int n, int budget, int recent) {
               std::to_string(budget) + ", n " + std::to_string(n) + ")");
 }
 
-ScheduleEvaluator::ScheduleEvaluator(int n, int budget, int recent, std::vector<int> end, std::vector<double> price)
+ScheduleEvaluator::ScheduleEvaluator(int n, int budget, int recent, std::vector<int> end, std::vector<double> price,
+                                     int heavy_capacity)
     : n_(n), h_(budget - recent), r_(recent), end_(std::move(end)), price_(std::move(price)) {
+  const int capacity = heavy_capacity < 0 ? h_ : heavy_capacity;
   validate_offline_sizes(n, budget, recent);
   require(static_cast<int>(end_.size()) == n && static_cast<int>(price_.size()) == n,
           "certificate: the schedule or the prices have the wrong length");
@@ -34,7 +36,7 @@ ScheduleEvaluator::ScheduleEvaluator(int n, int budget, int recent, std::vector<
   }
   for (int i = 0, heavy = 0; i < n; ++i) {
     heavy += change[static_cast<size_t>(i)];
-    require(heavy <= h_, "certificate: step " + std::to_string(i) + " holds more than the heavy budget");
+    require(heavy <= capacity, "certificate: step " + std::to_string(i) + " holds more than the heavy budget");
   }
   for (double p : price_) require(p >= 0.0 && std::isfinite(p), "certificate: a dual price is negative");
   for (auto* v : {&window_, &gain_, &kept_gain_, &paid_, &mu_}) v->assign(static_cast<size_t>(n), 0.0);
@@ -67,6 +69,12 @@ double ScheduleEvaluator::value() const {
 double ScheduleEvaluator::upper() const {
   double dual = window();
   for (double p : price_) dual += h_ * p;
+  for (double m : mu_) dual += m;
+  return dual;
+}
+
+double ScheduleEvaluator::token_dual() const {
+  double dual = window();
   for (double m : mu_) dual += m;
   return dual;
 }

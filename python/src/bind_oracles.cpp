@@ -2,9 +2,11 @@
 #include "bindings_support.hpp"
 #include "kvo/core/greedy.hpp"
 #include "kvo/core/modular_concave.hpp"
+#include "kvo/oracle/allocation_options.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 #include "kvo/oracle/prefill_run.hpp"
-#include "kvo/oracle/shared_prefill_options.hpp"
+#include "kvo/oracle/shared_decoding.hpp"
+#include "kvo/oracle/shared_prefill.hpp"
 #include "kvo/oracle/static_oracle.hpp"
 #include "kvo/oracle/static_run.hpp"
 #include "kvo/proofs_check/offline_run.hpp"
@@ -15,9 +17,9 @@ namespace {
 
 // "Allocation options (keyword arguments, the CLI's flags): compression_ratio=0.5,0.8,0.9: ...".
 std::string allocation_options_doc() {
-  const SharedPrefillRequest defaults;
+  const AllocationRequest defaults;
   std::string s = "Allocation options (keyword arguments, the CLI's `oracle allocation` flags; docs/allocation.md):";
-  for (const auto& e : shared_prefill_option_table())
+  for (const auto& e : allocation_option_table())
     s += "\n  " + std::string(e.name) + (e.required ? "" : "=" + e.get(defaults)) + ": " + std::string(e.help);
   return s;
 }
@@ -28,27 +30,28 @@ void bind_oracles(py::module_& m) {
   m.def(
       "allocation_oracle",
       [](const Trace& t, const py::kwargs& kwargs) {
-        SharedPrefillRequest req;
+        AllocationRequest req;
         for (const auto& [key, value] : kwargs) {
           const std::string name = py::str(key);
           if (name == "threads") {
             req.threads = value.cast<int>();
             continue;
           }
-          if (!value.is_none()) set_shared_prefill_option(req, name, keyword_text(value));
+          if (!value.is_none()) set_allocation_option(req, name, keyword_text(value));
         }
-        SharedPrefillResult r;
+        nlohmann::json j;  // an in-memory trace: no file name
         {
           py::gil_scoped_release release;
-          r = run_shared_prefill(t, req);
+          j = req.protocol == AllocationProtocol::Decoding ? run_shared_decoding(t, req).to_json("")
+                                                           : run_shared_prefill(t, req).to_json("");
         }
-        nlohmann::json j = r.to_json("");  // an in-memory trace: no file name
         j["request"] = req.to_json();
         return json_to_python(j);
       },
       py::arg("trace"),
-      ("the exact prefill optimum when KV heads and layers share one budget, against per-head budgets of the same "
-       "total (kvoracle oracle allocation): the --json file's content (rows per ratio and scope, each unit's slots). "
+      ("the exact optima when KV heads and layers share one budget, against per-head budgets of the same total "
+       "(kvoracle oracle allocation): prefill compression or decoding eviction (protocol=...); the --json file's "
+       "content. "
        "threads=0: all cores.\n" +
        allocation_options_doc())
           .c_str());

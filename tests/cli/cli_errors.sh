@@ -72,6 +72,12 @@ expect_error "page size 24 is not a positive power of two" oracle allocation "$d
   --page-sizes 1,24 --json "$dir/out.jsonl"
 expect_error "page size 8 exceeds the per-unit budget k = 3" oracle allocation "$dir/ok.safetensors" --prompt-len 32 \
   --page-sizes 8 --compression-ratio 0.9 --json "$dir/out.jsonl"
+expect_error "the layerwise scope is computed for the prefill protocol only" oracle allocation "$dir/ok.safetensors" \
+  --protocol decoding --scopes layerwise --json "$dir/out.jsonl"
+expect_error "unknown protocol 'decode' (known: prefill, decoding)" oracle allocation "$dir/ok.safetensors" \
+  --protocol decode --json "$dir/out.jsonl"
+expect_error "is larger than the sequence (64 tokens)" oracle allocation "$dir/ok.safetensors" --protocol decoding \
+  --budgets 100 --json "$dir/out.jsonl"
 expect_error "prompt_len must be in \[1, 63\]" oracle allocation "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"
 # The oracle's modes as subcommands, with the same library errors as the older spellings.
 expect_error "prompt_len must be in \[1, 63\]" oracle prefill "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"

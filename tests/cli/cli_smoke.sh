@@ -31,6 +31,12 @@ python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"records\"]; assert
 test "$(grep -c " yes " "$dir/al.txt")" -eq 8
 grep -q "<polyline" "$dir/al.svg"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; assert len(r) == 8, len(r); assert all((x[\"page_size\"] > 1 or x[\"gain\"] >= 1 - 1e-12) and abs(x[\"upper\"] - x[\"value\"]) <= 1e-9 and sum(x[\"slots\"]) <= x[\"total\"] and x[\"value\"] <= x[\"token_value\"] * (1 + 1e-12) for x in r); assert d[\"request\"][\"floor\"] == \"20%\" and {x[\"page_size\"] for x in r} == {1, 16}" "$dir/al.json"
+# the decoding protocol: shared capacity at every step, the exact offline optimum, certified
+"$K" -q oracle allocation "$dir/t.safetensors" --protocol decoding --budgets 20%,40% --recent 4 \
+  --scopes head,layer,model --json "$dir/ad.json" --plot "$dir/ad.svg" >"$dir/ad.txt"
+test "$(grep -c " yes " "$dir/ad.txt")" -eq 6
+grep -q "<polyline" "$dir/ad.svg"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; assert d[\"protocol\"] == \"decoding\" and len(r) == 6; assert all(x[\"gain\"] >= 1 - 1e-12 and abs(x[\"upper\"] - x[\"value\"]) <= 1e-9 * x[\"value\"] for x in r)" "$dir/ad.json"
 "$K" presses | grep -q "ObservedAttentionPress"
 "$K" -q verify "$dir/t.safetensors" --budget 0.25 --json "$dir/v.json" --plot "$dir/v.svg" --report "$dir/rep" \
   --sweep 0.1,0.3 --loss-random 2

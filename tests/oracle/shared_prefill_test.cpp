@@ -94,7 +94,7 @@ TEST(SharedPrefill, EveryScopeEqualsEnumerationWithATightBound) {
   std::vector<PrefillUnit> units;
   for (int l = 0; l < 2; ++l)
     for (int h = 0; h < 2; ++h) units.push_back(prefill_unit(tr, l, h, P, false));
-  SharedPrefillRequest req;
+  AllocationRequest req;
   req.prompt_len = P;
   req.ratios = {0.5, 0.8};
   req.scopes = parse_budget_scopes("all");
@@ -129,7 +129,7 @@ TEST(SharedPrefill, PagesEqualEnumerationOfPageSetsAndNeverBeatTokens) {
   std::vector<PrefillUnit> units;
   for (int l = 0; l < 2; ++l)
     for (int h = 0; h < 2; ++h) units.push_back(prefill_unit(tr, l, h, P, false));
-  SharedPrefillRequest req;
+  AllocationRequest req;
   req.prompt_len = P;
   req.ratios = {0.2, 0.5};  // k = 7 and 4
   req.scopes = parse_budget_scopes("all");
@@ -154,7 +154,7 @@ TEST(SharedPrefill, PagesEqualEnumerationOfPageSetsAndNeverBeatTokens) {
 
 TEST(SharedPrefill, HeadScopeIsThePerUnitOptimumAndFreedomOrdersTheScopes) {
   const Trace tr = small_trace(3, 48, 11);
-  SharedPrefillRequest req;
+  AllocationRequest req;
   req.prompt_len = 32;
   req.ratios = {0.5, 0.9};
   req.scopes = parse_budget_scopes("all");
@@ -186,7 +186,7 @@ TEST(SharedPrefill, HeadScopeIsThePerUnitOptimumAndFreedomOrdersTheScopes) {
 
 TEST(SharedPrefill, RefusesBadRequestsWithOneLine) {
   const Trace tr = small_trace(1, 16, 1);
-  const auto refuses = [&](SharedPrefillRequest req, const std::string& part) {
+  const auto refuses = [&](AllocationRequest req, const std::string& part) {
     try {
       req.validate(tr);
       ADD_FAILURE() << "accepted: " << part;
@@ -195,10 +195,10 @@ TEST(SharedPrefill, RefusesBadRequestsWithOneLine) {
       EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
     }
   };
-  SharedPrefillRequest ok;
+  AllocationRequest ok;
   ok.prompt_len = 8;
   EXPECT_NO_THROW(ok.validate(tr));
-  SharedPrefillRequest r = ok;
+  AllocationRequest r = ok;
   r.floor = "5";  // k = 4 at ratio 0.5 of 8
   refuses(r, "the floors would exceed the total budget");
   r = ok;
@@ -223,13 +223,13 @@ TEST(SharedPrefill, RefusesBadRequestsWithOneLine) {
 }
 
 TEST(SharedPrefill, RequestReadsBackFromItsJson) {
-  SharedPrefillRequest r;
+  AllocationRequest r;
   r.prompt_len = 12;
   r.ratios = {0.25};
   r.scopes = {BudgetScope::Model, BudgetScope::Layer};
   r.floor = "20%";
   r.layers = {0, 2};
-  const SharedPrefillRequest back = SharedPrefillRequest::from_json(r.to_json());
+  const AllocationRequest back = AllocationRequest::from_json(r.to_json());
   EXPECT_EQ(back.to_json(), r.to_json());
   EXPECT_EQ(back.scopes, r.scopes);
 }
@@ -238,7 +238,7 @@ TEST(SharedPrefill, DocsExample) {  // docs/allocation.md's C++ example, on a sy
   const Trace trace = small_trace(2, 48, 5);
   testing::internal::CaptureStdout();
   // --8<-- [start:allocation]
-  kvo::SharedPrefillRequest req;
+  kvo::AllocationRequest req;
   req.prompt_len = 32;
   req.ratios = {0.8};
   req.scopes = kvo::parse_budget_scopes("head,model");

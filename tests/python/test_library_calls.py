@@ -108,6 +108,12 @@ def test_allocation_oracle_same_rows_from_cli_and_python(kvoracle, trace_file, t
     head, layer, model = py["rows"][:3]
     assert head["value"] <= layer["value"] + 1e-12 <= model["value"] + 2e-12
     assert all(abs(r["upper"] - r["value"]) <= 1e-9 for r in py["rows"])
+    cli_dec = tmp_path / "decoding.json"
+    run(kvoracle, "oracle", "allocation", trace_file, "--protocol", "decoding", "--budgets", "25%", "--recent", "2",
+        "--scopes", "head,layer", "--json", cli_dec)  # fmt: skip
+    dec = kvo.allocation_oracle(t, protocol="decoding", budgets="25%", recent=2, scopes=["head", "layer"])
+    assert same_records(dec["rows"], json.load(open(cli_dec))["rows"]) and len(dec["rows"]) == 2
+    assert dec["rows"][1]["value"] >= dec["rows"][0]["value"] * (1 - 1e-12)
     with pytest.raises(ValueError, match="the floors would exceed the total budget"):
         kvo.allocation_oracle(t, prompt_len=32, compression_ratio=0.9, floor=4)
     with pytest.raises(ValueError, match="unknown allocation option 'flor'"):

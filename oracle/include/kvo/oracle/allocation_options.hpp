@@ -6,21 +6,21 @@
 #include <string>
 #include <string_view>
 
-#include "kvo/oracle/shared_prefill.hpp"
+#include "kvo/oracle/allocation.hpp"
 
 namespace kvo {
 
-struct SharedPrefillOptionEntry {
+struct AllocationOptionEntry {
   std::string_view name;  // "compression_ratio"
   std::string_view flag;  // "--compression-ratio"
   std::string_view help;
-  bool required;                                                      // no default (prompt_len)
-  void (*set)(SharedPrefillRequest& request, std::string_view text);  // kvo::Error naming the option
-  std::string (*get)(const SharedPrefillRequest& request);            // the value as text
+  bool required;                                                   // no default (prompt_len)
+  void (*set)(AllocationRequest& request, std::string_view text);  // kvo::Error naming the option
+  std::string (*get)(const AllocationRequest& request);            // the value as text
 };
 
-std::span<const SharedPrefillOptionEntry> shared_prefill_option_table();
+std::span<const AllocationOptionEntry> allocation_option_table();
 // Sets one option by name from its text; kvo::Error for an unknown name (listing the known ones).
-void set_shared_prefill_option(SharedPrefillRequest& request, std::string_view name, std::string_view text);
+void set_allocation_option(AllocationRequest& request, std::string_view name, std::string_view text);
 
 }  // namespace kvo

@@ -20,11 +20,14 @@ void validate_offline_sizes(int n, int budget, int recent);
 class ScheduleEvaluator {
  public:
   // kvo::Error when an end lies outside its token's window..n - 1, a step holds more than the heavy
-  // budget, or a price is negative or not finite.
-  ScheduleEvaluator(int n, int budget, int recent, std::vector<int> end, std::vector<double> price);
+  // capacity (-1: budget - recent; a unit of a shared budget passes the shared capacity, and its
+  // caller checks the sum over units), or a price is negative or not finite.
+  ScheduleEvaluator(int n, int budget, int recent, std::vector<int> end, std::vector<double> price,
+                    int heavy_capacity = -1);
   void add(int i, std::span<const double> row);  // w(i, 0..i), for i = 0, 1, ..., n - 1
   double value() const;                          // after the last row
   double upper() const;
+  double token_dual() const;  // upper() without the prices' term (budget - recent) * sum_t price_t
 
  private:
   double window() const;  // the forced windows' reward, summed per token in token order

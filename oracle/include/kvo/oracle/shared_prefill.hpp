@@ -11,46 +11,10 @@
 #include <vector>
 
 #include "kvo/core/trace.hpp"
+#include "kvo/oracle/allocation.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
 
 namespace kvo {
-
-// Who shares a budget, in the table's (and `kvoracle oracle allocation`'s) order.
-enum class BudgetScope : int { Head, Layer, Layerwise, Model, Count };
-
-struct BudgetScopeEntry {
-  BudgetScope id;
-  std::string_view name;
-  std::string_view summary;
-};
-std::span<const BudgetScopeEntry> budget_scope_table();
-std::string budget_scope_name(BudgetScope scope);
-// Comma-separated names, or "all" (kvo::Error naming the known ones).
-std::vector<BudgetScope> parse_budget_scopes(std::string_view names);
-std::string join_budget_scopes(const std::vector<BudgetScope>& scopes);
-
-struct SharedPrefillRequest {
-  int prompt_len = 0;                            // P: the prompt compressed once; queries P..n-1 follow
-  std::vector<double> ratios = {0.5, 0.8, 0.9};  // kvpress's compression_ratio: k = max(1, int(P (1 - r)))
-  std::vector<BudgetScope> scopes = {BudgetScope::Head, BudgetScope::Layer, BudgetScope::Layerwise, BudgetScope::Model};
-  // The least any unit keeps (a layer, in the layerwise scope): tokens ("8") or a share of the
-  // per-unit budget k ("20%", "0.2"; Ada-KV's alpha_safeguard). "0": no floor.
-  std::string floor = "0";
-  // Page sizes b (powers of two, at most every ratio's k): the cache evicts whole aligned pages of
-  // b prompt positions (the last one may be short) and keeps floor(k / b) pages per unit. 1: tokens.
-  std::vector<int> page_sizes = {1};
-  std::vector<int> layers;  // empty: all; the model scope shares the budget over these
-  int threads = 0;
-  std::function<void()> on_unit;  // progress: once per (layer, KV head) weighed (any thread)
-
-  // kvo::Error naming the option, before any work: prompt_len outside [1, n - 1], a ratio outside
-  // [0, 1), no scope, a floor that is not an amount or exceeds some ratio's per-unit budget k (the
-  // floors would sum past the total), a page size that is not a power of two or exceeds some k, a
-  // layer the trace lacks.
-  void validate(const Trace& trace) const;
-  nlohmann::json to_json() const;
-  static SharedPrefillRequest from_json(const nlohmann::json& j);
-};
 
 // One scope at one compression ratio: the optimum over every chosen unit with the same total.
 struct SharedPrefillRow {
@@ -78,7 +42,8 @@ struct SharedPrefillResult {
   nlohmann::json to_json(const std::string& trace) const;  // what `oracle allocation --json` writes
 };
 
-SharedPrefillResult run_shared_prefill(const Trace& trace, const SharedPrefillRequest& request);
+// The prefill protocol of `request` (its decoding fields are not read).
+SharedPrefillResult run_shared_prefill(const Trace& trace, const AllocationRequest& request);
 
 // The kept prompt positions of one unit holding `slots` keys: its heaviest, ties to the earlier
 // position (the same sets as solve_prefill at k = slots).

@@ -1,0 +1,81 @@
+// Budgets shared across cache units: who shares (the scope table) and the request of `kvoracle
+// oracle allocation` and kvoracle.allocation_oracle, for both protocols (prefill compression,
+// decoding eviction). The option table that sets it is allocation_options.hpp.
+#pragma once
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kvo/core/trace.hpp"
+
+namespace kvo {
+
+// Who shares a budget, in the table's (and `kvoracle oracle allocation`'s) order.
+enum class BudgetScope : int { Head, Layer, Layerwise, Model, Count };
+
+struct BudgetScopeEntry {
+  BudgetScope id;
+  std::string_view name;
+  std::string_view summary;
+};
+std::span<const BudgetScopeEntry> budget_scope_table();
+std::string budget_scope_name(BudgetScope scope);
+// Comma-separated names, or "all" (kvo::Error naming the known ones).
+std::vector<BudgetScope> parse_budget_scopes(std::string_view names);
+std::string join_budget_scopes(const std::vector<BudgetScope>& scopes);
+
+// Prefill: the prompt compressed once, scored by the queries after it (shared_prefill.hpp).
+// Decoding: irreversible eviction at every step, the offline optimum (offline_shared.hpp).
+enum class AllocationProtocol { Prefill, Decoding };
+std::string to_string(AllocationProtocol protocol);
+AllocationProtocol parse_allocation_protocol(std::string_view name);  // kvo::Error naming the known ones
+
+struct AllocationRequest {
+  AllocationProtocol protocol = AllocationProtocol::Prefill;
+  // Prefill:
+  int prompt_len = 0;                            // P: the prompt compressed once; queries P..n-1 follow
+  std::vector<double> ratios = {0.5, 0.8, 0.9};  // kvpress's compression_ratio: k = max(1, int(P (1 - r)))
+  // Empty: the protocol's default (chosen_scopes()): prefill every scope; decoding head and layer
+  // (the model scope's dense solve over every unit is opt-in).
+  std::vector<BudgetScope> scopes;
+  // The least any unit keeps (a layer, in the layerwise scope): tokens ("8") or a share of the
+  // per-unit budget k ("20%", "0.2"; Ada-KV's alpha_safeguard). "0": no floor.
+  std::string floor = "0";
+  // Page sizes b (powers of two, at most every ratio's k): the cache evicts whole aligned pages of
+  // b prompt positions (the last one may be short) and keeps floor(k / b) pages per unit. 1: tokens.
+  std::vector<int> page_sizes = {1};
+  // Decoding: each unit's budgets k (comma-separated; tokens, or shares of n) and forced recent
+  // window r (tokens, or a share of k); the units of a scope share their heavy slots, each keeping
+  // its own window.
+  std::string budgets = "20%";
+  std::string recent = "0";
+  std::vector<int> layers;  // empty: all; the model scope shares the budget over these
+  int threads = 0;
+  std::function<void()> on_unit;  // progress: once per (layer, KV head) weighed (any thread)
+
+  // kvo::Error naming the option, before any work. Prefill: prompt_len outside [1, n - 1], a ratio
+  // outside [0, 1), a floor that is not an amount or exceeds some ratio's per-unit budget k (the
+  // floors would sum past the total), a page size that is not a power of two or exceeds some k.
+  // Decoding: a budget or recent window that is not an amount or does not fit (r <= k <= n), the
+  // layerwise scope, a floor or pages (not computed for decoding). Both: no scope, a layer the
+  // trace lacks.
+  void validate(const Trace& trace) const;
+  std::vector<int> chosen_layers(const Trace& trace) const;  // `layers`, or every layer
+  std::vector<BudgetScope> chosen_scopes() const;            // `scopes`, or the protocol's default
+  // Decoding: (k, r) per unit for each budget, resolved against the trace's n (kvo::Error for a
+  // bad amount).
+  std::vector<std::pair<int, int>> decoding_budgets(const Trace& trace) const;
+  nlohmann::json to_json() const;
+  static AllocationRequest from_json(const nlohmann::json& j);
+};
+
+// The floor in slots at per-unit budget k ("floor: ..." kvo::Error for a bad amount).
+int resolve_allocation_floor(const std::string& text, int k);
+// The units (layer-major indices) that share one budget under the head, layer or model scope.
+std::vector<std::vector<size_t>> sharing_units(BudgetScope scope, size_t layers, size_t kv_heads);
+
+}  // namespace kvo

@@ -1,0 +1,35 @@
+// The exact offline optimum of irreversible eviction when H cache units (the KV heads of a layer,
+// or every unit of a model) share one capacity: each step, every unit's token arrives and the
+// units together hold at most H k tokens, each unit keeping its own last r (docs/allocation.md,
+// "Decoding"). It generalises solve_offline's assignment: once the shared heavy pool is full, each
+// step evicts exactly H tokens, from any units, and every such choice is a nested schedule.
+#pragma once
+#include <span>
+#include <vector>
+
+#include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/oracle/offline_streaming.hpp"
+
+namespace kvo {
+
+struct SharedOfflineSolution {
+  double value = 0.0;                 // sum over units and steps of the kept tokens' w
+  double upper = 0.0;                 // the shared flow's LP dual at `price`: equals value when certified
+  std::vector<std::vector<int>> end;  // [unit][token]: the last step it is kept (j - 1: never)
+  std::vector<double> price;          // per step: the dual price of one slot of the shared pool
+  std::vector<double> unit_value;     // [unit]: its part of the value
+  long long work = 0;                 // augmentations
+};
+
+// Every unit's problem must have the same n, budget k and recent window r (kvo::Error naming the
+// unit otherwise, or when there is none); the shared heavy capacity is H (k - r). Dense: the
+// suffix sums of every unit's w by eviction step, O(H n^2 / 2) doubles of memory.
+SharedOfflineSolution solve_offline_shared(std::span<const OfflineProblem> units);
+
+// The value and the dual bound of any shared schedule under nonnegative prices, in one pass per
+// unit (kvo::Error when a unit's ends leave its window or the units together hold more than
+// H (k - r) heavy tokens at some step); each unit's part of the value in `unit_values` if given.
+ScheduleCheck evaluate_shared_schedule(std::span<const OfflineProblem> units, const std::vector<std::vector<int>>& end,
+                                       const std::vector<double>& price, std::vector<double>* unit_values = nullptr);
+
+}  // namespace kvo

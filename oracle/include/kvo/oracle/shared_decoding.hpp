@@ -1,0 +1,41 @@
+// The exact offline optimum of irreversible eviction (retained dense attention mass, every step)
+// when cache units share one capacity: the KV heads of each layer, or every (layer, KV head),
+// against per-unit budgets of the same total (`oracle allocation --protocol decoding`).
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kvo/core/trace.hpp"
+#include "kvo/oracle/allocation.hpp"
+#include "kvo/oracle/offline_oracle.hpp"
+
+namespace kvo {
+
+// One unit's problem: w(i, j) = the mean over the KV head's query group of the attention a(i, j).
+OfflineProblem decoding_unit(const Trace& trace, int layer, int kv_head, int budget, int recent);
+
+struct SharedDecodingRow {
+  BudgetScope scope = BudgetScope::Head;
+  int k = 0, recent = 0;           // per unit; the units of a sharing set hold H (k - r) heavy slots together
+  double value = 0.0;              // retained mass summed over units and steps (exact optimum)
+  double upper = 0.0;              // the dual bounds summed: equals value when certified
+  double per_head_value = 0.0;     // the head scope's value: every unit its own k
+  double total_mass = 0.0;         // what keeping every token would retain
+  double gain = 1.0;               // value / per_head_value
+  int min_held = 0, max_held = 0;  // tokens a unit holds after the last step (window included)
+  long long work = 0;              // augmentations
+};
+
+struct SharedDecodingResult {
+  int n = 0, kv_heads = 0;
+  std::vector<int> layers;
+  std::vector<SharedDecodingRow> rows;  // budget-major, then the request's scope order
+  nlohmann::json to_json(const std::string& trace) const;
+};
+
+// The decoding protocol of `request` (validated: head, layer and model scopes; no floor or pages).
+// Dense: n x n doubles per unit, and the shared solver's suffix sums per sharing set.
+SharedDecodingResult run_shared_decoding(const Trace& trace, const AllocationRequest& request);
+
+}  // namespace kvo

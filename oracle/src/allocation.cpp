@@ -1,0 +1,194 @@
+#include "kvo/oracle/allocation.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <numeric>
+
+#include "kvo/core/budget.hpp"
+#include "kvo/core/error.hpp"
+#include "kvo/core/json_fields.hpp"
+#include "kvo/core/press.hpp"
+#include "kvo/core/text_list.hpp"
+
+namespace kvo {
+namespace {
+
+constexpr std::array<BudgetScopeEntry, static_cast<size_t>(BudgetScope::Count)> kScopes = {{
+    {BudgetScope::Head, "head", "every (layer, KV head) keeps k: today's per-head budgets"},
+    {BudgetScope::Layer, "layer", "the KV heads of each layer share H k (Ada-KV's allocation)"},
+    {BudgetScope::Layerwise, "layerwise",
+     "the layers share L H k, every KV head of a layer keeping the same count (PyramidKV's freedom)"},
+    {BudgetScope::Model, "model", "every (layer, KV head) shares L H k (a global top-k)"},
+}};
+constexpr bool scopes_in_order() {
+  for (size_t i = 0; i < kScopes.size(); ++i)
+    if (static_cast<size_t>(kScopes[i].id) != i) return false;
+  return true;
+}
+static_assert(scopes_in_order(), "the scope table holds one entry per BudgetScope, in order");
+
+std::string known_scopes() {
+  std::string s;
+  for (const auto& e : kScopes) {
+    if (!s.empty()) s += ", ";
+    s += e.name;
+  }
+  return s;
+}
+
+// The floor in slots at per-unit budget k.
+
+const JsonForm<AllocationRequest>& request_json() {
+  static const JsonForm<AllocationRequest> form = [] {
+    JsonForm<AllocationRequest> f("shared prefill request");
+    f.field("prompt_len", &AllocationRequest::prompt_len)
+        .field("ratios", &AllocationRequest::ratios)
+        .field(
+            "scopes", [](const AllocationRequest& r) { return nlohmann::json(join_budget_scopes(r.scopes)); },
+            [](AllocationRequest& r, const nlohmann::json& v) {
+              const std::string text = v.get<std::string>();
+              r.scopes = text.empty() ? std::vector<BudgetScope>{} : parse_budget_scopes(text);
+            })
+        .field(
+            "protocol", [](const AllocationRequest& r) { return nlohmann::json(to_string(r.protocol)); },
+            [](AllocationRequest& r, const nlohmann::json& v) {
+              r.protocol = parse_allocation_protocol(v.get<std::string>());
+            })
+        .field("budgets", &AllocationRequest::budgets)
+        .field("recent", &AllocationRequest::recent)
+        .field("floor", &AllocationRequest::floor)
+        .field("page_sizes", &AllocationRequest::page_sizes)
+        .field("layers", &AllocationRequest::layers)
+        .field("threads", &AllocationRequest::threads);
+    return f;
+  }();
+  return form;
+}
+
+}  // namespace
+
+int resolve_allocation_floor(const std::string& text, int k) {
+  Amount a;
+  try {
+    a = Amount::parse(text, /*allow_zero=*/true);
+  } catch (const Error& e) {
+    throw Error("floor: " + std::string(e.what()));
+  }
+  return a.value == 0 ? 0 : a.resolve(k);
+}
+
+std::vector<int> AllocationRequest::chosen_layers(const Trace& tr) const {
+  std::vector<int> out = layers;
+  if (out.empty())
+    for (int l = 0; l < tr.n_layers; ++l) out.push_back(l);
+  for (int l : out) require(l >= 0 && l < tr.n_layers, "layers: layer " + std::to_string(l) + " is not in the trace");
+  return out;
+}
+
+std::vector<std::vector<size_t>> sharing_units(BudgetScope scope, size_t layers, size_t kv_heads) {
+  std::vector<std::vector<size_t>> sets;
+  const size_t units = layers * kv_heads;
+  if (scope == BudgetScope::Head)
+    for (size_t u = 0; u < units; ++u) sets.push_back({u});
+  if (scope == BudgetScope::Layer)
+    for (size_t l = 0; l < layers; ++l) {
+      sets.emplace_back();
+      for (size_t h = 0; h < kv_heads; ++h) sets.back().push_back(l * kv_heads + h);
+    }
+  if (scope == BudgetScope::Model) {
+    sets.emplace_back(units);
+    std::iota(sets.back().begin(), sets.back().end(), size_t{0});
+  }
+  return sets;
+}
+
+std::span<const BudgetScopeEntry> budget_scope_table() { return kScopes; }
+
+std::string budget_scope_name(BudgetScope scope) { return std::string(kScopes[static_cast<size_t>(scope)].name); }
+
+std::vector<BudgetScope> parse_budget_scopes(std::string_view names) {
+  std::vector<BudgetScope> out;
+  if (names == "all") {
+    for (const auto& e : kScopes) out.push_back(e.id);
+    return out;
+  }
+  for (const std::string& name : split_list(names, "scopes")) {
+    const auto it = std::find_if(kScopes.begin(), kScopes.end(), [&](const auto& e) { return e.name == name; });
+    require(it != kScopes.end(), "unknown budget scope '" + name + "' (known: " + known_scopes() + ", all)");
+    if (std::find(out.begin(), out.end(), it->id) == out.end()) out.push_back(it->id);
+  }
+  require(!out.empty(), "scopes: give at least one budget scope (" + known_scopes() + ")");
+  return out;
+}
+
+std::string join_budget_scopes(const std::vector<BudgetScope>& scopes) {
+  std::vector<std::string> names;
+  for (BudgetScope x : scopes) names.push_back(budget_scope_name(x));
+  return join_list(names);
+}
+
+std::string to_string(AllocationProtocol protocol) {
+  return protocol == AllocationProtocol::Prefill ? "prefill" : "decoding";
+}
+
+AllocationProtocol parse_allocation_protocol(std::string_view name) {
+  if (name == "prefill") return AllocationProtocol::Prefill;
+  require(name == "decoding", "unknown protocol '" + std::string(name) + "' (known: prefill, decoding)");
+  return AllocationProtocol::Decoding;
+}
+
+std::vector<BudgetScope> AllocationRequest::chosen_scopes() const {
+  if (!scopes.empty()) return scopes;
+  if (protocol == AllocationProtocol::Prefill) return parse_budget_scopes("all");
+  return {BudgetScope::Head, BudgetScope::Layer};
+}
+
+void AllocationRequest::validate(const Trace& tr) const {
+  chosen_layers(tr);
+  if (protocol == AllocationProtocol::Decoding) {
+    const std::vector<BudgetScope> chosen = chosen_scopes();
+    const bool layerwise = std::find(chosen.begin(), chosen.end(), BudgetScope::Layerwise) != chosen.end();
+    require(!layerwise, "the layerwise scope is computed for the prefill protocol only (decoding: head, layer, model)");
+    require(resolve_allocation_floor(floor, 1) == 0, "floor is computed for the prefill protocol only");
+    require(page_sizes == std::vector<int>{1}, "page sizes are computed for the prefill protocol only");
+    decoding_budgets(tr);
+    return;
+  }
+  require(prompt_len >= 1 && prompt_len < tr.n_tokens, "prompt_len must be in [1, " + std::to_string(tr.n_tokens - 1) +
+                                                           "] (the trace has " + std::to_string(tr.n_tokens) +
+                                                           " tokens; queries must follow the prompt)");
+  require(!ratios.empty(), "compression_ratio: give at least one ratio");
+  require(!page_sizes.empty(), "page_sizes: give at least one page size (1: tokens)");
+  for (int b : page_sizes)
+    require(b >= 1 && std::has_single_bit(static_cast<unsigned>(b)),
+            "page size " + std::to_string(b) + " is not a positive power of two");
+  for (double r : ratios) {
+    require(r >= 0 && r < 1,
+            "compression_ratio " + join_numbers({r}) + " is outside [0, 1) (kvpress's rule: the fraction removed)");
+    const int k = press_n_kept(prompt_len, r);
+    const int f = resolve_allocation_floor(floor, k);
+    require(f <= k, "floor " + floor + " is " + std::to_string(f) +
+                        " slots per unit, more than the per-unit budget k = " + std::to_string(k) +
+                        " at compression ratio " + join_numbers({r}) + ": the floors would exceed the total budget");
+    for (int b : page_sizes)
+      require(b <= k, "page size " + std::to_string(b) + " exceeds the per-unit budget k = " + std::to_string(k) +
+                          " at compression ratio " + join_numbers({r}) + ": no whole page fits");
+  }
+}
+
+std::vector<std::pair<int, int>> AllocationRequest::decoding_budgets(const Trace& tr) const {
+  std::vector<std::pair<int, int>> out;
+  for (const std::string& text : split_list(budgets, "budgets")) {
+    const ResolvedBudget rb = Budget::parse(text, recent).resolve(tr.n_tokens, 0, 0);
+    require(rb.total <= tr.n_tokens,
+            "budget " + text + " is more than the trace's " + std::to_string(tr.n_tokens) + " tokens");
+    out.emplace_back(rb.total, rb.recent);
+  }
+  return out;
+}
+
+nlohmann::json AllocationRequest::to_json() const { return request_json().write(*this); }
+AllocationRequest AllocationRequest::from_json(const nlohmann::json& j) { return request_json().read(j); }
+
+}  // namespace kvo

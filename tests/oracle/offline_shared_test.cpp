@@ -1,0 +1,118 @@
+// The shared-capacity offline optimum (oracle/offline_shared.hpp): equal to enumerating every
+// eviction sequence of the shared pool on small instances, certified by its dual, one unit equal
+// to solve_offline, sharing never below per-unit budgets, and bad input refused.
+#include "kvo/oracle/offline_shared.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <random>
+
+#include "kvo/core/error.hpp"
+
+using namespace kvo;
+
+namespace {
+
+std::vector<OfflineProblem> random_units(int units, int n, int k, int r, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> draw(1.0);
+  std::vector<OfflineProblem> out(static_cast<size_t>(units));
+  for (OfflineProblem& p : out) {
+    p.w = Eigen::MatrixXd::Zero(n, n);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j <= i; ++j) p.w(i, j) = (rng() % 4 == 0) ? 0.0 : draw(rng);  // ties and zeros
+    p.budget = k;
+    p.recent = r;
+  }
+  return out;
+}
+
+// Every schedule of the shared pool, step by step: each unit's token j joins the heavy pool at
+// j + r, and whenever the pool holds more than H (k - r) tokens, every choice of which to evict
+// is tried (evicting more never gains: w >= 0). Independent of the solver's code.
+double enumerate_shared(const std::vector<OfflineProblem>& units) {
+  const int H = static_cast<int>(units.size()), n = units[0].n(), r = units[0].recent;
+  const int capacity = H * (units[0].budget - r);
+  double best = -1;
+  std::function<void(int, std::vector<std::pair<int, int>>, double)> step =
+      [&](int t, std::vector<std::pair<int, int>> pool, double value) {
+        if (t == n) {
+          best = std::max(best, value);
+          return;
+        }
+        double window = 0;  // the forced recent tokens j = t - r + 1 .. t of every unit
+        for (int u = 0; u < H; ++u)
+          for (int j = std::max(0, t - r + 1); j <= t; ++j) window += units[static_cast<size_t>(u)].w(t, j);
+        if (t - r >= 0)
+          for (int u = 0; u < H; ++u) pool.emplace_back(u, t - r);
+        const int excess = std::max(0, static_cast<int>(pool.size()) - capacity);
+        std::vector<char> evict(pool.size(), 0);
+        std::fill(evict.end() - excess, evict.end(), 1);
+        do {  // every subset of `excess` tokens to evict
+          std::vector<std::pair<int, int>> kept;
+          double v = value + window;
+          for (size_t x = 0; x < pool.size(); ++x)
+            if (!evict[x]) {
+              kept.push_back(pool[x]);
+              v += units[static_cast<size_t>(pool[x].first)].w(t, pool[x].second);
+            }
+          step(t + 1, kept, v);
+        } while (std::next_permutation(evict.begin(), evict.end()));
+      };
+  step(0, {}, 0.0);
+  return best;
+}
+
+}  // namespace
+
+TEST(OfflineShared, EqualsEnumerationWithATightCertificate) {
+  for (const auto& [H, n, k, r] : std::vector<std::tuple<int, int, int, int>>{
+           {2, 6, 2, 0}, {2, 7, 2, 1}, {3, 5, 1, 0}, {2, 6, 3, 1}, {1, 7, 3, 0}, {2, 5, 1, 1}}) {
+    for (std::uint64_t seed = 0; seed < 4; ++seed) {
+      SCOPED_TRACE("H " + std::to_string(H) + ", n " + std::to_string(n) + ", k " + std::to_string(k) + ", r " +
+                   std::to_string(r) + ", seed " + std::to_string(seed));
+      const auto units = random_units(H, n, k, r, seed);
+      const SharedOfflineSolution s = solve_offline_shared(units);
+      EXPECT_NEAR(s.value, enumerate_shared(units), 1e-9);
+      EXPECT_NEAR(s.upper, s.value, 1e-9 * std::max(1.0, s.value));
+      double parts = 0;
+      for (double v : s.unit_value) parts += v;
+      EXPECT_NEAR(parts, s.value, 1e-12);
+    }
+  }
+}
+
+TEST(OfflineShared, OneUnitIsSolveOfflineAndSharingNeverLoses) {
+  for (std::uint64_t seed = 0; seed < 3; ++seed) {
+    const auto units = random_units(3, 40, 8, 2, 10 + seed);
+    const SharedOfflineSolution shared = solve_offline_shared(units);
+    EXPECT_NEAR(shared.upper, shared.value, 1e-9 * shared.value);
+    double per_unit = 0;
+    for (const OfflineProblem& p : units) {
+      const OfflineSolution alone = solve_offline(p);
+      per_unit += alone.value;
+      const SharedOfflineSolution one = solve_offline_shared(std::span(&p, 1));
+      EXPECT_NEAR(one.value, alone.value, 1e-9 * alone.value);
+    }
+    EXPECT_GE(shared.value, per_unit - 1e-9 * per_unit);
+    // The shared schedule holds the shared capacity, and may exceed a unit's own k.
+    EXPECT_NO_THROW(evaluate_shared_schedule(units, shared.end, shared.price));
+  }
+}
+
+TEST(OfflineShared, RefusesMismatchedUnitsAndOverfullSchedules) {
+  auto units = random_units(2, 6, 2, 0, 1);
+  units[1].budget = 3;
+  try {
+    solve_offline_shared(units);
+    ADD_FAILURE() << "accepted units of different budgets";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unit 1 differs from unit 0"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(solve_offline_shared(std::span<const OfflineProblem>()), Error);
+  units[1].budget = 2;
+  const std::vector<std::vector<int>> everything(2, std::vector<int>(6, 5));  // keep every token to the end
+  EXPECT_THROW(evaluate_shared_schedule(units, everything, std::vector<double>(6, 0.0)), Error);
+}
