@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/policy_registry.hpp"
 #include "kvo/core/progress.hpp"
 #include "kvo/core/text_list.hpp"
 #include "kvo/model/eval_run.hpp"
@@ -33,7 +34,8 @@ Runner add_eval(CLI::App& app, const Global& g) {
   cmd->require_subcommand(0, 1);
   cmd->add_option("--text,-t", a->text, "UTF-8 text file (required)")->check(CLI::ExistingFile);
   cmd->add_option("--tokens,-n", a->tokens, "tokens of the text to decode")->capture_default_str();
-  cmd->add_option("--policies,--policy,-p", a->policies, "comma-separated policies ('oracle': the offline optimum)")
+  cmd->add_option("--policies,--policy,-p", a->policies,
+                  "comma-separated policies ('" + policy_name(PolicyId::Oracle) + "': the offline optimum)")
       ->capture_default_str();
   cmd->add_option("--budgets,--budget,-b", a->budgets,
                   "comma-separated budget totals: ratios (20%) or tokens (64); --recent and --budget-override apply "

@@ -42,17 +42,21 @@ SharedDecodingResult run_shared_decoding(const Trace& tr, const AllocationReques
       p.budget = k;
       p.recent = r;
     }
-    std::vector<double> per_unit(units.size());
-    parallel_for(static_cast<int>(units.size()), request.threads,
-                 [&](int x) { per_unit[static_cast<size_t>(x)] = solve_offline(units[static_cast<size_t>(x)]).value; });
-    const double per_head = std::accumulate(per_unit.begin(), per_unit.end(), 0.0);
-    for (BudgetScope scope : request.chosen_scopes()) {
+    // Every sharing set of a scope solved on threads; a set is consecutive units, layer-major.
+    auto solve = [&](BudgetScope scope) {
       const std::vector<std::vector<size_t>> sets = sharing_units(scope, res.layers.size(), kv);
       std::vector<SharedOfflineSolution> solved(sets.size());
       parallel_for(static_cast<int>(sets.size()), request.threads, [&](int x) {
-        const std::vector<size_t>& set = sets[static_cast<size_t>(x)];  // consecutive units, layer-major
+        const std::vector<size_t>& set = sets[static_cast<size_t>(x)];
         solved[static_cast<size_t>(x)] = solve_offline_shared(std::span(units).subspan(set.front(), set.size()));
       });
+      return solved;
+    };
+    const std::vector<SharedOfflineSolution> per_unit = solve(BudgetScope::Head);  // the reference of every row
+    double per_head = 0.0;
+    for (const SharedOfflineSolution& s : per_unit) per_head += s.value;
+    for (BudgetScope scope : request.chosen_scopes()) {
+      const std::vector<SharedOfflineSolution> solved = scope == BudgetScope::Head ? per_unit : solve(scope);
       SharedDecodingRow row;
       row.scope = scope;
       row.k = k;

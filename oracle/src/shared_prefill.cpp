@@ -115,15 +115,19 @@ SharedPrefillResult run_shared_prefill(const Trace& tr, const AllocationRequest&
   for (double r : request.ratios) {
     const int k = press_n_kept(request.prompt_len, r);
     const int floor = resolve_allocation_floor(request.floor, k);
-    const double per_head = solve_scope(BudgetScope::Head, gains[0], kv, k, floor).value;
-    std::vector<double> token_value(static_cast<size_t>(BudgetScope::Count));
+    // Each scope's optimum over single tokens, solved once: the rows of page size 1 and the
+    // reference (token_value, per_head_value) of every page size.
+    std::vector<SharedPrefillRow> tokens(static_cast<size_t>(BudgetScope::Count));
+    tokens[static_cast<size_t>(BudgetScope::Head)] = solve_scope(BudgetScope::Head, gains[0], kv, k, floor);
     for (BudgetScope scope : request.chosen_scopes())
-      token_value[static_cast<size_t>(scope)] = solve_scope(scope, gains[0], kv, k, floor).value;
+      if (scope != BudgetScope::Head) tokens[static_cast<size_t>(scope)] = solve_scope(scope, gains[0], kv, k, floor);
+    const double per_head = tokens[static_cast<size_t>(BudgetScope::Head)].value;
     for (int b : request.page_sizes) {
       const size_t s = static_cast<size_t>(std::find(sizes.begin(), sizes.end(), b) - sizes.begin());
       const int pages = k / b, floor_pages = std::min(pages, (floor + b - 1) / b);
       for (BudgetScope scope : request.chosen_scopes()) {
-        SharedPrefillRow row = solve_scope(scope, gains[s], kv, pages, floor_pages);
+        SharedPrefillRow row =
+            b == 1 ? tokens[static_cast<size_t>(scope)] : solve_scope(scope, gains[s], kv, pages, floor_pages);
         for (int* x : {&row.floor, &row.min_slots, &row.max_slots}) *x *= b;
         for (int& x : row.slots) x *= b;
         row.total *= b;
@@ -131,7 +135,7 @@ SharedPrefillResult run_shared_prefill(const Trace& tr, const AllocationRequest&
         row.k = k;
         row.compression_ratio = r;
         row.per_head_value = per_head;
-        row.token_value = token_value[static_cast<size_t>(scope)];
+        row.token_value = tokens[static_cast<size_t>(scope)].value;
         row.prompt_mass = prompt_mass;
         row.gain = per_head > 0 ? row.value / per_head : 1.0;
         res.rows.push_back(std::move(row));

@@ -12,7 +12,7 @@ namespace kvo::python {
 
 namespace {
 
-// "h2o-paper" -> "H2O_PAPER": the attribute of kvoracle.policy that spells a registry name.
+// A registry name as the attribute of kvoracle.policy that spells it: upper case, '-' -> '_'.
 std::string constant_name(std::string_view name) {
   std::string out(name);
   for (char& c : out) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -22,7 +22,7 @@ std::string constant_name(std::string_view name) {
 }  // namespace
 
 void bind_replay(py::module_& m) {
-  // kvoracle.policy.H2O == "h2o": every registry name as a constant, so Python code names a
+  // kvoracle.policy.H2O holds the name of PolicyId::H2O: every registry name as a constant, so Python code names a
   // policy without spelling it (a typo is an AttributeError, not a string the C++ side refuses).
   py::module_ names = m.def_submodule("policy", "every policy's registry name as a constant (H2O, H2O_PAPER, ...)");
   for (const auto& p : policy_table()) names.attr(constant_name(p.name).c_str()) = std::string(p.name);

@@ -29,7 +29,7 @@ const ClaimInfo& claim_info(const std::string& id);  // kvo::Error for an unknow
 
 struct CheckRecord {
   std::string id;       // claim id
-  std::string variant;  // instance: objective, policy or data set ("A[id]", "h2o", "random")
+  std::string variant;  // instance: objective, policy or data set ("A[id]", a policy's name, a data set's)
   ClaimKind kind = ClaimKind::Finding;
   int layer = -1, head = -1;  // -1: not tied to a head of the trace
   bool holds = true;          // theorem: holds; finding/defect: the paper's statement holds here

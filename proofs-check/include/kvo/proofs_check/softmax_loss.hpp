@@ -53,7 +53,7 @@ struct LossDerivatives {
   static LossDerivatives of(const SoftmaxLoss& loss);  // refers to `loss`: keep it alive
 };
 
-// The checks on one instance; `variant` names the data ("random", "keys L0H0", ...). Each empty
+// The checks on one instance; `variant` names the data (random keys, "keys L0H0", ...). Each empty
 // member of `closed_form` is the instance's own derivative.
 std::vector<CheckRecord> check_loss_formulas(const LossInstance& in, const std::string& variant,
                                              const LossDerivatives& closed_form = {});  // C23, D9a
