@@ -40,7 +40,8 @@ cmp -s "$w/a1.json" "$w/a2.json" || fail "single-trace report.json of 2 ranks di
 "$k" -q replay "$w/b.safetensors" -p random --probs --out "$w/r1.jsonl" >"$w/r1.out"
 run 3 "$k" -q replay "$w/b.safetensors" -p random --probs --out "$w/r3.jsonl" >"$w/r3.out"
 cmp -s "$w/r1.jsonl" "$w/r3.jsonl" || fail "replay --out of 3 ranks differs from one process's"
-diff <(sed "s|r1|X|" "$w/r1.out") <(sed "s|r3|X|" "$w/r3.out") >/dev/null || fail "replay's table differs on 3 ranks"
+diff <(sed "s|$w/r1|X|" "$w/r1.out") <(sed "s|$w/r3|X|" "$w/r3.out") >"$w/r.diff" ||
+  fail "replay's table differs on 3 ranks: $(cat "$w/r.diff")"
 "$k" -q oracle --offline "$w/b.safetensors" --json "$w/o1.json" >/dev/null
 run 3 "$k" -q oracle --offline "$w/b.safetensors" --json "$w/o3.json" >/dev/null
 cmp -s "$w/o1.json" "$w/o3.json" || fail "oracle --offline --json of 3 ranks differs from one process's"
@@ -60,7 +61,8 @@ targs=(tasks run -i "$w/suite.jsonl" --policies h2o --no-topk --budgets 0.5)
 "$k" -q "${targs[@]}" --json "$w/t1.json" >"$w/t1.out" || fail "tasks on one process: exit $?"
 run 2 "$k" -q "${targs[@]}" --json "$w/t2.json" >"$w/t2.out" || fail "tasks on 2 ranks: exit $?"
 cmp -s "$w/t1.json" "$w/t2.json" || fail "tasks run --json of 2 ranks differs from one process's"
-diff <(sed "s|t1|X|" "$w/t1.out") <(sed "s|t2|X|" "$w/t2.out") >/dev/null || fail "tasks run's table differs on 2 ranks"
+diff <(sed "s|$w/t1|X|" "$w/t1.out") <(sed "s|$w/t2|X|" "$w/t2.out") >"$w/t.diff" ||
+  fail "tasks run's table differs on 2 ranks: $(cat "$w/t.diff")"
 KVO_TEST_KILL_AFTER=1 run 2 "$k" -q "${targs[@]}" --checkpoint "$w/ckt" --json "$w/tk.json" >/dev/null 2>&1 &&
   fail "the killed tasks job exited 0"
 [ -e "$w/tk.json" ] && fail "the killed tasks job left its JSON"
