@@ -13,6 +13,7 @@
 #include "kvo/core/modular_concave.hpp"
 #include "kvo/core/press.hpp"
 #include "kvo/oracle/budget_allocation.hpp"
+#include "kvo/oracle/offline_periodic.hpp"
 #include "kvo/oracle/offline_shared.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
 #include "kvo/oracle/shared_decoding.hpp"
@@ -206,8 +207,23 @@ void BM_DecodingAllocation(benchmark::State& st, bool per_head) {
   st.SetItemsProcessed(st.iterations() * 3 * n);  // head-steps
 }
 
+// Periodic compression (kvpress's DecodingPress schedule) on the same three heads: each head's exact
+// optimum when its cache is compressed to k = 20% every 64 steps (allocation/periodic), against
+// eviction at every step at the same k (allocation/decoding-per-head, the baseline).
+void BM_PeriodicCompression(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const Trace& tr = bench::trace(n, 64, 3);
+  std::vector<OfflineProblem> units;
+  for (int h = 0; h < 3; ++h) units.push_back(decoding_unit(tr, 0, h, n / 5, 0));
+  for (auto _ : st)
+    for (const OfflineProblem& p : units)
+      benchmark::DoNotOptimize(solve_offline_periodic(std::span(&p, 1), {0, 64}).value);
+  st.SetItemsProcessed(st.iterations() * 3 * n);  // head-steps
+}
+
 }  // namespace
 
+BENCHMARK(BM_PeriodicCompression)->Name("allocation/periodic")->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_DecodingAllocation, per_head, true)
     ->Name("allocation/decoding-per-head")
     ->Arg(1024)

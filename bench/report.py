@@ -29,6 +29,7 @@ BASELINE = {
     "allocation": "allocation/per-head",
     "allocation/decoding-layer": "allocation/decoding-per-head",
     "allocation/decoding-per-head": "allocation/decoding-per-head",
+    "allocation/periodic": "allocation/decoding-per-head",
 }
 COUNTERS = (
     "nodes",

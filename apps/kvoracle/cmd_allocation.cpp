@@ -46,8 +46,40 @@ void write_outputs(const AllocationArgs& a, const AllocationRequest& req, nlohma
   }
 }
 
+// Periodic compression: each scope's optimum at every target and interval, against the same
+// scope's every-step optimum with a cache of the periodic one's peak and mean size.
+void report_periodic(const AllocationArgs& a, const AllocationRequest& req, const SharedDecodingResult& res) {
+  std::cout << "periodic compression on " << a.trace << ": n = " << res.n << ", " << res.layers.size() << " layers x "
+            << res.kv_heads << " KV heads, prompt " << req.prompt_len << " steps, recent window " << req.recent
+            << " per unit\n"
+            << "objective: retained attention mass at every step, summed over units; the cache grows by one token a "
+               "step and is compressed to the target after every interval-th decoding step; every row the exact "
+               "offline optimum, certified by its LP dual; vs peak / vs mean: over eviction at every step with a "
+               "cache of the periodic one's peak (target + interval) / mean (target + (interval + 1) / 2) size\n";
+  Table t({"scope", "target", "interval", "recent", "mass kept", "gain", "certified", "peak k", "vs peak", "mean k",
+           "vs mean"});
+  LinePlot plot;
+  plot.title = "periodic compression: retained mass over eviction at every step with the same peak cache";
+  plot.x_label = "compression interval (decoding steps)";
+  plot.y_label = "mass kept / every-step optimum at the peak size";
+  plot.y_min = plot.y_max = 1.0;
+  for (const SharedDecodingRow& r : res.rows) {
+    const double vs_peak = r.peak_value > 0 ? r.value / r.peak_value : 1.0;
+    t.row({budget_scope_name(r.scope), std::to_string(r.k), std::to_string(r.interval), std::to_string(r.recent),
+           fmt(r.value / r.total_mass), fmt(r.gain), certified(r.value, r.upper), std::to_string(r.peak_k),
+           fmt(vs_peak), std::to_string(r.mean_k), fmt(r.mean_value > 0 ? r.value / r.mean_value : 1.0)});
+    plot.add_point(budget_scope_name(r.scope) + ", target " + std::to_string(r.k), r.interval, vs_peak,
+                   r.scope == BudgetScope::Head);
+    plot.y_min = std::min(plot.y_min, vs_peak * 0.98);
+    plot.y_max = std::max(plot.y_max, vs_peak * 1.02);
+  }
+  t.print(std::cout);
+  write_outputs(a, req, res.to_json(a.trace), plot);
+}
+
 // The decoding protocol: the offline optimum of every scope at every budget.
 void report_decoding(const AllocationArgs& a, const AllocationRequest& req, const SharedDecodingResult& res) {
+  if (req.periodic()) return report_periodic(a, req, res);
   std::cout << "shared budgets on " << a.trace << ", decoding: n = " << res.n << ", " << res.layers.size()
             << " layers x " << res.kv_heads << " KV heads, recent window " << req.recent << " per unit\n"
             << "objective: retained attention mass at every step (mean over each KV head's group), summed over "
@@ -126,8 +158,8 @@ AllocationCommand add_allocation(CLI::App* oracle, const Global& g) {
   CLI::App* cmd = oracle->add_subcommand(
       "allocation",
       "exact optima when KV heads and layers share one budget (per layer, layerwise, the whole model; floors, "
-      "pages), against per-head budgets of the same total: compressing the prompt once (--protocol prefill) or "
-      "evicting at every step (--protocol decoding)");
+      "pages), against per-head budgets of the same total: compressing the prompt once (--protocol prefill), "
+      "evicting at every step (--protocol decoding) or compressing every N steps (--protocol decoding --interval)");
   cmd->add_option("trace", a->trace, "trace file (.safetensors)")->required()->check(CLI::ExistingFile);
   const AllocationRequest defaults;
   for (const AllocationOptionEntry& e : allocation_option_table()) {

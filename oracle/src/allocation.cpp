@@ -56,6 +56,8 @@ const JsonForm<AllocationRequest>& request_json() {
               r.protocol = parse_allocation_protocol(v.get<std::string>());
             })
         .field("budgets", &AllocationRequest::budgets)
+        .field("intervals", &AllocationRequest::intervals)
+        .field("targets", &AllocationRequest::targets)
         .field("recent", &AllocationRequest::recent)
         .field("floor", &AllocationRequest::floor)
         .field("page_sizes", &AllocationRequest::page_sizes)
@@ -152,7 +154,20 @@ void AllocationRequest::validate(const Trace& tr) const {
     require(!layerwise, "the layerwise scope is computed for the prefill protocol only (decoding: head, layer, model)");
     require(resolve_allocation_floor(floor, 1) == 0, "floor is computed for the prefill protocol only");
     require(page_sizes == std::vector<int>{1}, "page sizes are computed for the prefill protocol only");
-    decoding_budgets(tr);
+    if (!periodic()) {
+      require(targets.empty(), "target is read with interval only (eviction at every step takes budgets)");
+      require(prompt_len == 0, "prompt_len is read by the prefill protocol and by periodic compression (interval)");
+      decoding_budgets(tr);
+      return;
+    }
+    require(!targets.empty(),
+            "interval needs target: the tokens each unit keeps after a compression "
+            "(kvpress's target_size)");
+    require(budgets.empty(), "budgets is read by eviction at every step; with interval, give target");
+    for (int n : intervals) require(n >= 1, "compression interval " + std::to_string(n) + " must be at least 1 step");
+    require(prompt_len >= 0 && prompt_len < tr.n_tokens,
+            "prompt_len must be in [0, " + std::to_string(tr.n_tokens - 1) + "] for periodic compression");
+    periodic_targets(tr);
     return;
   }
   require(prompt_len >= 1 && prompt_len < tr.n_tokens, "prompt_len must be in [1, " + std::to_string(tr.n_tokens - 1) +
@@ -177,15 +192,29 @@ void AllocationRequest::validate(const Trace& tr) const {
   }
 }
 
-std::vector<std::pair<int, int>> AllocationRequest::decoding_budgets(const Trace& tr) const {
+namespace {
+
+// (k, r) per comma-separated amount of `list`, resolved against the trace's n.
+std::vector<std::pair<int, int>> resolve_amounts(const std::string& list, const char* what, const std::string& recent,
+                                                 int n) {
   std::vector<std::pair<int, int>> out;
-  for (const std::string& text : split_list(budgets, "budgets")) {
-    const ResolvedBudget rb = Budget::parse(text, recent).resolve(tr.n_tokens, 0, 0);
-    require(rb.total <= tr.n_tokens,
-            "budget " + text + " is more than the trace's " + std::to_string(tr.n_tokens) + " tokens");
+  for (const std::string& text : split_list(list, what)) {
+    const ResolvedBudget rb = Budget::parse(text, recent).resolve(n, 0, 0);
+    require(rb.total <= n,
+            std::string(what) + " " + text + " is more than the trace's " + std::to_string(n) + " tokens");
     out.emplace_back(rb.total, rb.recent);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<int, int>> AllocationRequest::decoding_budgets(const Trace& tr) const {
+  return resolve_amounts(budgets.empty() ? "20%" : budgets, "budget", recent, tr.n_tokens);
+}
+
+std::vector<std::pair<int, int>> AllocationRequest::periodic_targets(const Trace& tr) const {
+  return resolve_amounts(targets, "target", recent, tr.n_tokens);
 }
 
 nlohmann::json AllocationRequest::to_json() const { return request_json().write(*this); }

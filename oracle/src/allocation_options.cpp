@@ -18,16 +18,29 @@ std::string join_ints(const std::vector<int>& v) {
   return join_list(items);
 }
 
-const std::array<AllocationOptionEntry, 9> kOptions = {{
+const std::array<AllocationOptionEntry, 11> kOptions = {{
     {"protocol", "--protocol",
      "prefill (the prompt compressed once) or decoding (irreversible eviction at every step, offline optimum)", false,
      [](R& r, std::string_view t) { r.protocol = parse_allocation_protocol(t); },
      [](const R& r) { return to_string(r.protocol); }},
-    {"prompt_len", "--prompt-len", "prefill: prompt length P, compressed once; the queries after it weigh its keys",
+    {"prompt_len", "--prompt-len",
+     "prefill: prompt length P, compressed once; the queries after it weigh its keys (periodic decoding: the steps "
+     "before the first decoding step, default 0)",
      false, [](R& r, std::string_view t) { r.prompt_len = parse_int(t, "prompt_len"); },
      [](const R& r) { return r.prompt_len > 0 ? std::to_string(r.prompt_len) : std::string(); }},
-    {"budgets", "--budgets", "decoding: each unit's budget k, comma-separated (tokens, or shares of n: 20%)", false,
-     [](R& r, std::string_view t) { r.budgets = std::string(t); }, [](const R& r) { return r.budgets; }},
+    {"budgets", "--budgets",
+     "decoding, every step: each unit's budget k, comma-separated (tokens, or shares of n: 20%)", false,
+     [](R& r, std::string_view t) { r.budgets = std::string(t); },
+     [](const R& r) { return r.budgets.empty() && !r.periodic() ? std::string("20%") : r.budgets; }},
+    {"interval", "--interval",
+     "decoding, periodic compression (kvpress's DecodingPress): compress every N decoding steps after the prompt "
+     "(--prompt-len), comma-separated intervals; needs --target",
+     false, [](R& r, std::string_view t) { r.intervals = parse_int_list(t, "interval"); },
+     [](const R& r) { return join_ints(r.intervals); }},
+    {"target", "--target",
+     "decoding with --interval: tokens each unit keeps after a compression (kvpress's target_size), comma-separated "
+     "(tokens, or shares of n)",
+     false, [](R& r, std::string_view t) { r.targets = std::string(t); }, [](const R& r) { return r.targets; }},
     {"recent", "--recent", "decoding: each unit's forced recent window r (tokens, or a share of k); 0: none", false,
      [](R& r, std::string_view t) { r.recent = std::string(t); }, [](const R& r) { return r.recent; }},
     {"compression_ratio", "--compression-ratio",

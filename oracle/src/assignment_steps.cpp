@@ -26,10 +26,15 @@ void settle_augmentation(int cur, int sink, double reach, std::span<const int> r
   }
 }
 
-StepAssignment assign_eviction_steps(std::span<const double> L, std::span<const size_t> offset, int per_step) {
+StepAssignment assign_eviction_steps(std::span<const double> L, std::span<const size_t> offset,
+                                     std::span<const int> step_rows) {
   const double inf = std::numeric_limits<double>::infinity();
-  const int steps = static_cast<int>(offset.size()) - 1, rows = steps * per_step;
-  const int H = per_step;
+  const int steps = static_cast<int>(offset.size()) - 1;
+  require(static_cast<int>(step_rows.size()) == steps, "offline assignment: one row count per step is needed (a bug)");
+  std::vector<int> step_of;  // row -> its eviction step
+  for (int s = 0; s < steps; ++s)
+    step_of.insert(step_of.end(), static_cast<size_t>(step_rows[static_cast<size_t>(s)]), s);
+  const int rows = static_cast<int>(step_of.size());
   auto width = [&](int s) {
     return static_cast<int>(offset[static_cast<size_t>(s) + 1] - offset[static_cast<size_t>(s)]);
   };
@@ -52,7 +57,7 @@ StepAssignment assign_eviction_steps(std::span<const double> L, std::span<const 
     return Eigen::Map<const Eigen::ArrayXd>(key.data() + from, to - from).minCoeff();
   };
   for (int cur = 0; cur < rows; ++cur) {
-    const int w_cur = width(cur / H);  // earlier rows' columns lie within
+    const int w_cur = width(step_of[static_cast<size_t>(cur)]);  // earlier rows' columns lie within
     const int blocks = (w_cur + kBlock - 1) / kBlock;
     std::fill(key.begin(), key.begin() + w_cur, inf);
     std::fill(block_min.begin(), block_min.begin() + blocks, inf);
@@ -62,7 +67,7 @@ StepAssignment assign_eviction_steps(std::span<const double> L, std::span<const 
     int i = cur, sink = -1;
     while (sink < 0) {
       rows_seen.push_back(i);
-      const int step = i / H;
+      const int step = step_of[static_cast<size_t>(i)];
       const double* c = L.data() + offset[static_cast<size_t>(step)];
       const int li = width(step);
       const double base = min_val - pot_row[static_cast<size_t>(i)];

@@ -36,7 +36,8 @@ OfflineSolution solve_offline(const OfflineProblem& p) {
 
   OfflineSolution sol;
   sol.method = "assignment";
-  const detail::StepAssignment assigned = detail::assign_eviction_steps(L, offset, 1);
+  const detail::StepAssignment assigned =
+      detail::assign_eviction_steps(L, offset, std::vector<int>(static_cast<size_t>(rows), 1));
   const std::vector<int>& col_of = assigned.col_of;
   const std::vector<double>& u = assigned.row_potential;
   sol.work = assigned.work;

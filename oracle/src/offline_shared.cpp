@@ -18,9 +18,8 @@
 #include "kvo/oracle/weight_rows.hpp"
 
 namespace kvo {
-namespace {
 
-void validate_units(std::span<const OfflineProblem> units) {
+void validate_shared_units(std::span<const OfflineProblem> units) {
   require(!units.empty(), "shared offline problem: no unit");
   for (size_t u = 0; u < units.size(); ++u) {
     validate(units[u]);
@@ -30,11 +29,9 @@ void validate_units(std::span<const OfflineProblem> units) {
   }
 }
 
-}  // namespace
-
 ScheduleCheck evaluate_shared_schedule(std::span<const OfflineProblem> units, const std::vector<std::vector<int>>& end,
                                        const std::vector<double>& price, std::vector<double>* unit_values) {
-  validate_units(units);
+  validate_shared_units(units);
   require(end.size() == units.size(), "certificate: one schedule per unit is needed");
   const int n = units[0].n(), k = units[0].budget, r = units[0].recent;
   const int capacity = static_cast<int>(units.size()) * (k - r);
@@ -68,7 +65,7 @@ ScheduleCheck evaluate_shared_schedule(std::span<const OfflineProblem> units, co
 }
 
 SharedOfflineSolution solve_offline_shared(std::span<const OfflineProblem> units) {
-  validate_units(units);
+  validate_shared_units(units);
   const int H = static_cast<int>(units.size());
   const int n = units[0].n(), r = units[0].recent, h = units[0].heavy();
   const int m = n - r;      // tokens per unit that enter the heavy pool
@@ -88,7 +85,8 @@ SharedOfflineSolution solve_offline_shared(std::span<const OfflineProblem> units
   }
 
   SharedOfflineSolution sol;
-  const detail::StepAssignment assigned = detail::assign_eviction_steps(L, offset, H);
+  const detail::StepAssignment assigned =
+      detail::assign_eviction_steps(L, offset, std::vector<int>(static_cast<size_t>(steps), H));
   const std::vector<int>& col_of = assigned.col_of;
   const std::vector<double>& pot_row = assigned.row_potential;
   sol.work = assigned.work;

@@ -5,6 +5,7 @@
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/parallel.hpp"
+#include "kvo/oracle/offline_periodic.hpp"
 #include "kvo/oracle/offline_shared.hpp"
 
 namespace kvo {
@@ -22,7 +23,6 @@ OfflineProblem decoding_unit(const Trace& tr, int layer, int kv_head, int budget
 
 SharedDecodingResult run_shared_decoding(const Trace& tr, const AllocationRequest& request) {
   request.validate(tr);
-  const std::vector<std::pair<int, int>> budgets = request.decoding_budgets(tr);
   SharedDecodingResult res;
   res.n = tr.n_tokens;
   res.kv_heads = tr.n_kv_heads;
@@ -37,46 +37,60 @@ SharedDecodingResult run_shared_decoding(const Trace& tr, const AllocationReques
     if (request.on_unit) request.on_unit();
   });
   const double total_mass = std::accumulate(mass.begin(), mass.end(), 0.0);
-  for (const auto& [k, r] : budgets) {
+  // Every sharing set of a scope solved on threads (a set is consecutive units, layer-major) at
+  // per-unit budget or target k, every step (interval 0) or periodically; summed into a row.
+  auto solve = [&](BudgetScope scope, int k, int r, int interval) {
     for (OfflineProblem& p : units) {
       p.budget = k;
       p.recent = r;
     }
-    // Every sharing set of a scope solved on threads; a set is consecutive units, layer-major.
-    auto solve = [&](BudgetScope scope) {
-      const std::vector<std::vector<size_t>> sets = sharing_units(scope, res.layers.size(), kv);
-      std::vector<SharedOfflineSolution> solved(sets.size());
-      parallel_for(static_cast<int>(sets.size()), request.threads, [&](int x) {
-        const std::vector<size_t>& set = sets[static_cast<size_t>(x)];
-        solved[static_cast<size_t>(x)] = solve_offline_shared(std::span(units).subspan(set.front(), set.size()));
-      });
-      return solved;
-    };
-    const std::vector<SharedOfflineSolution> per_unit = solve(BudgetScope::Head);  // the reference of every row
-    double per_head = 0.0;
-    for (const SharedOfflineSolution& s : per_unit) per_head += s.value;
-    for (BudgetScope scope : request.chosen_scopes()) {
-      const std::vector<SharedOfflineSolution> solved = scope == BudgetScope::Head ? per_unit : solve(scope);
-      SharedDecodingRow row;
-      row.scope = scope;
-      row.k = k;
-      row.recent = r;
-      row.per_head_value = per_head;
-      row.total_mass = total_mass;
-      row.min_held = tr.n_tokens;
-      for (const SharedOfflineSolution& s : solved) {
-        row.value += s.value;
-        row.upper += s.upper;
-        row.work += s.work;
-        for (const std::vector<int>& end : s.end) {  // held after the last step: ends at n - 1
-          const int held = static_cast<int>(std::count(end.begin(), end.end(), tr.n_tokens - 1));
-          row.min_held = std::min(row.min_held, held);
-          row.max_held = std::max(row.max_held, held);
-        }
+    const std::vector<std::vector<size_t>> sets = sharing_units(scope, res.layers.size(), kv);
+    std::vector<SharedOfflineSolution> solved(sets.size());
+    parallel_for(static_cast<int>(sets.size()), request.threads, [&](int x) {
+      const std::vector<size_t>& set = sets[static_cast<size_t>(x)];
+      const auto group = std::span<const OfflineProblem>(units).subspan(set.front(), set.size());
+      solved[static_cast<size_t>(x)] =
+          interval == 0 ? solve_offline_shared(group) : solve_offline_periodic(group, {request.prompt_len, interval});
+    });
+    SharedDecodingRow row;
+    row.scope = scope;
+    row.k = k;
+    row.recent = r;
+    row.interval = interval;
+    row.total_mass = total_mass;
+    row.min_held = tr.n_tokens;
+    for (const SharedOfflineSolution& s : solved) {
+      row.value += s.value;
+      row.upper += s.upper;
+      row.work += s.work;
+      for (const std::vector<int>& end : s.end) {  // held after the last step: ends at n - 1
+        const int held = static_cast<int>(std::count(end.begin(), end.end(), tr.n_tokens - 1));
+        row.min_held = std::min(row.min_held, held);
+        row.max_held = std::max(row.max_held, held);
       }
-      row.gain = per_head > 0 ? row.value / per_head : 1.0;
+    }
+    return row;
+  };
+  auto add_rows = [&](int k, int r, int interval) {
+    const SharedDecodingRow per_head = solve(BudgetScope::Head, k, r, interval);  // every row's reference
+    for (BudgetScope scope : request.chosen_scopes()) {
+      SharedDecodingRow row = scope == BudgetScope::Head ? per_head : solve(scope, k, r, interval);
+      row.per_head_value = per_head.value;
+      row.gain = per_head.value > 0 ? row.value / per_head.value : 1.0;
+      if (interval > 0) {  // the every-step optima of the same scope at the periodic cache's peak and mean
+        row.peak_k = std::min(tr.n_tokens, k + interval);
+        row.mean_k = std::min(tr.n_tokens, k + (interval + 1) / 2);
+        row.peak_value = solve(scope, row.peak_k, r, 0).value;
+        row.mean_value = row.mean_k == row.peak_k ? row.peak_value : solve(scope, row.mean_k, r, 0).value;
+      }
       res.rows.push_back(row);
     }
+  };
+  if (request.periodic()) {
+    for (const auto& [k, r] : request.periodic_targets(tr))
+      for (int interval : request.intervals) add_rows(k, r, interval);
+  } else {
+    for (const auto& [k, r] : request.decoding_budgets(tr)) add_rows(k, r, 0);
   }
   return res;
 }
@@ -95,6 +109,15 @@ nlohmann::json SharedDecodingResult::to_json(const std::string& trace) const {
                          {"min_held", r.min_held},
                          {"max_held", r.max_held},
                          {"work", r.work}});
+  for (size_t x = 0; x < rows.size(); ++x)
+    if (rows[x].interval > 0) {
+      nlohmann::json& j = rows_json[x];
+      j["interval"] = rows[x].interval;
+      j["peak_k"] = rows[x].peak_k;
+      j["peak_value"] = rows[x].peak_value;
+      j["mean_k"] = rows[x].mean_k;
+      j["mean_value"] = rows[x].mean_value;
+    }
   return {{"trace", trace},       {"protocol", "decoding"}, {"n", n},
           {"kv_heads", kv_heads}, {"layers", layers},       {"rows", rows_json}};
 }

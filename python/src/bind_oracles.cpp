@@ -50,7 +50,8 @@ void bind_oracles(py::module_& m) {
       },
       py::arg("trace"),
       ("the exact optima when KV heads and layers share one budget, against per-head budgets of the same total "
-       "(kvoracle oracle allocation): prefill compression or decoding eviction (protocol=...); the --json file's "
+       "(kvoracle oracle allocation): prefill compression, decoding eviction (protocol=...) or periodic compression "
+       "(protocol='decoding', interval=..., target=...); the --json file's "
        "content. "
        "threads=0: all cores.\n" +
        allocation_options_doc())

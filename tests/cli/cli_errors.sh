@@ -79,6 +79,15 @@ expect_error "unknown protocol 'decode' (known: prefill, decoding)" oracle alloc
 expect_error "is larger than the sequence (64 tokens)" oracle allocation "$dir/ok.safetensors" --protocol decoding \
   --budgets 100 --json "$dir/out.jsonl"
 expect_error "prompt_len must be in \[1, 63\]" oracle allocation "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"
+# periodic compression: an interval without a target, a target without an interval, an interval of 0
+expect_error "interval needs target" oracle allocation "$dir/ok.safetensors" --protocol decoding --interval 16 \
+  --json "$dir/out.jsonl"
+expect_error "target is read with interval only" oracle allocation "$dir/ok.safetensors" --protocol decoding \
+  --target 20% --json "$dir/out.jsonl"
+expect_error "compression interval 0 must be at least 1 step" oracle allocation "$dir/ok.safetensors" \
+  --protocol decoding --interval 0 --target 8 --json "$dir/out.jsonl"
+expect_error "budgets is read by eviction at every step; with interval, give target" oracle allocation \
+  "$dir/ok.safetensors" --protocol decoding --interval 8 --target 8 --budgets 10 --json "$dir/out.jsonl"
 # The oracle's modes as subcommands, with the same library errors as the older spellings.
 expect_error "prompt_len must be in \[1, 63\]" oracle prefill "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"
 expect_error "objective is dense-acc, mass or fl, not 'acc'" oracle static "$dir/ok.safetensors" --objective acc --out "$dir/out.jsonl"

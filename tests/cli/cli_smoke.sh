@@ -37,6 +37,13 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; asse
 test "$(grep -c " yes " "$dir/ad.txt")" -eq 6
 grep -q "<polyline" "$dir/ad.svg"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; assert d[\"protocol\"] == \"decoding\" and len(r) == 6; assert all(x[\"gain\"] >= 1 - 1e-12 and abs(x[\"upper\"] - x[\"value\"]) <= 1e-9 * x[\"value\"] for x in r)" "$dir/ad.json"
+# periodic compression (kvpress's DecodingPress schedule): certified, never above every-step
+# eviction with the periodic cache's peak size
+"$K" -q oracle allocation "$dir/t.safetensors" --protocol decoding --interval 1,16 --target 25% --recent 4 \
+  --prompt-len 8 --json "$dir/ap.json" --plot "$dir/ap.svg" >"$dir/ap.txt"
+test "$(grep -c " yes " "$dir/ap.txt")" -eq 4
+grep -q "<polyline" "$dir/ap.svg"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"rows\"]; assert [x[\"interval\"] for x in r] == [1, 1, 16, 16]; assert all(x[\"value\"] <= x[\"peak_value\"] * (1 + 1e-12) and x[\"gain\"] >= 1 - 1e-12 for x in r)" "$dir/ap.json"
 "$K" presses | grep -q "ObservedAttentionPress"
 "$K" -q verify "$dir/t.safetensors" --budget 0.25 --json "$dir/v.json" --plot "$dir/v.svg" --report "$dir/rep" \
   --sweep 0.1,0.3 --loss-random 2

@@ -10,24 +10,12 @@
 #include <random>
 
 #include "kvo/core/error.hpp"
+#include "random_units.hpp"
 
 using namespace kvo;
+using kvo::test::random_units;
 
 namespace {
-
-std::vector<OfflineProblem> random_units(int units, int n, int k, int r, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::exponential_distribution<double> draw(1.0);
-  std::vector<OfflineProblem> out(static_cast<size_t>(units));
-  for (OfflineProblem& p : out) {
-    p.w = Eigen::MatrixXd::Zero(n, n);
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j <= i; ++j) p.w(i, j) = (rng() % 4 == 0) ? 0.0 : draw(rng);  // ties and zeros
-    p.budget = k;
-    p.recent = r;
-  }
-  return out;
-}
 
 // Every schedule of the shared pool, step by step: each unit's token j joins the heavy pool at
 // j + r, and whenever the pool holds more than H (k - r) tokens, every choice of which to evict

@@ -114,6 +114,14 @@ def test_allocation_oracle_same_rows_from_cli_and_python(kvoracle, trace_file, t
     dec = kvo.allocation_oracle(t, protocol="decoding", budgets="25%", recent=2, scopes=["head", "layer"])
     assert same_records(dec["rows"], json.load(open(cli_dec))["rows"]) and len(dec["rows"]) == 2
     assert dec["rows"][1]["value"] >= dec["rows"][0]["value"] * (1 - 1e-12)
+    cli_per = tmp_path / "periodic.json"
+    run(kvoracle, "oracle", "allocation", trace_file, "--protocol", "decoding", "--interval", "1,16", "--target", "25%",
+        "--prompt-len", "8", "--json", cli_per)  # fmt: skip
+    per = kvo.allocation_oracle(t, protocol="decoding", interval=[1, 16], target="25%", prompt_len=8)
+    assert same_records(per["rows"], json.load(open(cli_per))["rows"]) and len(per["rows"]) == 2 * 2
+    assert all(r["value"] <= r["peak_value"] * (1 + 1e-12) for r in per["rows"])
+    with pytest.raises(ValueError, match="interval needs target"):
+        kvo.allocation_oracle(t, protocol="decoding", interval=64)
     with pytest.raises(ValueError, match="the floors would exceed the total budget"):
         kvo.allocation_oracle(t, prompt_len=32, compression_ratio=0.9, floor=4)
     with pytest.raises(ValueError, match="unknown allocation option 'flor'"):

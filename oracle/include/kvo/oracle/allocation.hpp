@@ -48,11 +48,16 @@ struct AllocationRequest {
   // Page sizes b (powers of two, at most every ratio's k): the cache evicts whole aligned pages of
   // b prompt positions (the last one may be short) and keeps floor(k / b) pages per unit. 1: tokens.
   std::vector<int> page_sizes = {1};
-  // Decoding: each unit's budgets k (comma-separated; tokens, or shares of n) and forced recent
-  // window r (tokens, or a share of k); the units of a scope share their heavy slots, each keeping
-  // its own window.
-  std::string budgets = "20%";
+  // Decoding: each unit's budgets k (comma-separated; tokens, or shares of n; empty: 20%) and
+  // forced recent window r (tokens, or a share of k); the units of a scope share their heavy slots,
+  // each keeping its own window.
+  std::string budgets;
   std::string recent = "0";
+  // Decoding, periodic compression instead of eviction at every step (kvpress's DecodingPress):
+  // after the query of every N-th step after the first prompt_len steps, each unit's cache is
+  // compressed to a target T (comma-separated amounts, as budgets), for every N in `intervals`.
+  std::vector<int> intervals;
+  std::string targets;
   std::vector<int> layers;  // empty: all; the model scope shares the budget over these
   int threads = 0;
   std::function<void()> on_unit;  // progress: once per (layer, KV head) weighed (any thread)
@@ -61,14 +66,18 @@ struct AllocationRequest {
   // outside [0, 1), a floor that is not an amount or exceeds some ratio's per-unit budget k (the
   // floors would sum past the total), a page size that is not a power of two or exceeds some k.
   // Decoding: a budget or recent window that is not an amount or does not fit (r <= k <= n), the
-  // layerwise scope, a floor or pages (not computed for decoding). Both: no scope, a layer the
-  // trace lacks.
+  // layerwise scope, a floor or pages (not computed for decoding); an interval without a target or
+  // below 1, a target without an interval or with budgets, a prompt_len outside [0, n - 1] (read
+  // with intervals only). Both: no scope, a layer the trace lacks.
   void validate(const Trace& trace) const;
   std::vector<int> chosen_layers(const Trace& trace) const;  // `layers`, or every layer
   std::vector<BudgetScope> chosen_scopes() const;            // `scopes`, or the protocol's default
   // Decoding: (k, r) per unit for each budget, resolved against the trace's n (kvo::Error for a
   // bad amount).
   std::vector<std::pair<int, int>> decoding_budgets(const Trace& trace) const;
+  // Periodic decoding: (T, r) per unit for each target, resolved the same way.
+  std::vector<std::pair<int, int>> periodic_targets(const Trace& trace) const;
+  bool periodic() const { return !intervals.empty(); }
   nlohmann::json to_json() const;
   static AllocationRequest from_json(const nlohmann::json& j);
 };

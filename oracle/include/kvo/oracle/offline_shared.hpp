@@ -21,6 +21,9 @@ struct SharedOfflineSolution {
   long long work = 0;                 // augmentations
 };
 
+// kvo::Error unless there is a unit, each is valid and all have the same n, budget and window.
+void validate_shared_units(std::span<const OfflineProblem> units);
+
 // Every unit's problem must have the same n, budget k and recent window r (kvo::Error naming the
 // unit otherwise, or when there is none); the shared heavy capacity is H (k - r). Dense: the
 // suffix sums of every unit's w by eviction step, O(H n^2 / 2) doubles of memory.

@@ -18,6 +18,7 @@ OfflineProblem decoding_unit(const Trace& trace, int layer, int kv_head, int bud
 struct SharedDecodingRow {
   BudgetScope scope = BudgetScope::Head;
   int k = 0, recent = 0;           // per unit; the units of a sharing set hold H (k - r) heavy slots together
+  int interval = 0;                // periodic compression every N steps to the target k; 0: every step
   double value = 0.0;              // retained mass summed over units and steps (exact optimum)
   double upper = 0.0;              // the dual bounds summed: equals value when certified
   double per_head_value = 0.0;     // the head scope's value: every unit its own k
@@ -25,6 +26,10 @@ struct SharedDecodingRow {
   double gain = 1.0;               // value / per_head_value
   int min_held = 0, max_held = 0;  // tokens a unit holds after the last step (window included)
   long long work = 0;              // augmentations
+  // Periodic rows: the same scope's every-step optimum with a cache of the periodic one's peak
+  // (k + N) and mean size (k + (N + 1) / 2), at most n, with the same window.
+  int peak_k = 0, mean_k = 0;
+  double peak_value = 0.0, mean_value = 0.0;
 };
 
 struct SharedDecodingResult {
@@ -34,8 +39,10 @@ struct SharedDecodingResult {
   nlohmann::json to_json(const std::string& trace) const;
 };
 
-// The decoding protocol of `request` (validated: head, layer and model scopes; no floor or pages).
-// Dense: n x n doubles per unit, and the shared solver's suffix sums per sharing set.
+// The decoding protocol of `request` (validated: head, layer and model scopes; no floor or pages):
+// eviction at every step at each budget, or, with intervals, periodic compression to each target
+// (offline_periodic.hpp) at every interval. Dense: n x n doubles per unit, and the solver's suffix
+// sums per sharing set.
 SharedDecodingResult run_shared_decoding(const Trace& trace, const AllocationRequest& request);
 
 }  // namespace kvo
