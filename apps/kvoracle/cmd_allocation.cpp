@@ -54,12 +54,13 @@ void report_periodic(const AllocationArgs& a, const AllocationRequest& req, cons
             << " per unit\n"
             << "objective: retained attention mass at every step, summed over units; the cache grows by one token a "
                "step and is compressed to the target after every interval-th decoding step; every row the exact "
-               "offline optimum, certified by its LP dual; vs peak / vs mean: over eviction at every step with a "
-               "cache of the periodic one's peak (target + interval) / mean (target + (interval + 1) / 2) size\n";
+               "offline optimum, certified by its LP dual; vs peak / vs mean: over compression after every decoding "
+               "step with queries seeing the periodic cache's peak (target + interval) / mean (target + (interval "
+               "+ 1) / 2) size\n";
   Table t({"scope", "target", "interval", "recent", "mass kept", "gain", "certified", "peak k", "vs peak", "mean k",
            "vs mean"});
   LinePlot plot;
-  plot.title = "periodic compression: retained mass over eviction at every step with the same peak cache";
+  plot.title = "periodic compression: retained mass over compression at every step with the same peak cache";
   plot.x_label = "compression interval (decoding steps)";
   plot.y_label = "mass kept / every-step optimum at the peak size";
   plot.y_min = plot.y_max = 1.0;

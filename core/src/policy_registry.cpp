@@ -229,35 +229,36 @@ constexpr std::array<PressEntry, kPressCount> kPresses = {{
     {ObservedAttention, "observed_attention", "ObservedAttentionPress",
      "attention a key received from the prompt's queries / the number of queries that saw it, mean over the "
      "KV head's query group (H2O's accumulated score, normalised)",
-     "", false, false},
+     "", false, false, PressQueries::All},
     {Tova, "tova", "TOVAPress",
      "the last prompt query's attention, mean over every query head of the layer (one set for all KV heads); "
      "the last token forced",
-     "", false, false},
+     "", false, false, PressQueries::Last},
     {SnapKV, "snapkv", "SnapKVPress",
      "attention of the last window_size queries (mean), average-pooled over kernel_size keys, mean over the "
      "group; the window forced",
-     "window_size, kernel_size", false, false},
+     "window_size, kernel_size", false, false, PressQueries::Window},
     {PyramidKV, "pyramidkv", "PyramidKVPress",
      "SnapKV's score with a per-layer budget falling linearly from the first layer to the last (beta)",
-     "window_size, kernel_size, beta", false, false},
-    {Knorm, "knorm", "KnormPress", "minus the key's L2 norm", "", true, false},
+     "window_size, kernel_size, beta", false, false, PressQueries::Window},
+    {Knorm, "knorm", "KnormPress", "minus the key's L2 norm", "", true, false, PressQueries::None},
     {KeyDiff, "keydiff", "KeyDiffPress", "minus the cosine similarity of the key to the mean normalised key", "", true,
-     false},
+     false, PressQueries::None},
     {StreamingLLM, "streaming_llm", "StreamingLLMPress", "the first n_sink tokens and the most recent ones", "n_sink",
-     false, false},
+     false, false, PressQueries::None},
     {LagKV, "lagkv", "LagKVPress",
      "rank within its lag_size partition of the spread (std) of its key and value, min-max normalised by the "
      "next partition; sinks and the last partitions forced",
-     "n_sink, lag_size", true, true},
+     "n_sink, lag_size", true, true, PressQueries::None},
     {CUR, "cur", "CURPress",
      "|k|^2 |v|^2, each normalised within local windows (CurDKV's local leverage approximation); sinks forced",
-     "n_sink (num_sinks), local_window_size", true, true},
+     "n_sink (num_sinks), local_window_size", true, true, PressQueries::None},
     {NonCausalAttention, "non_causal_attn", "NonCausalAttnPress",
      "column sums of a non-causal attention within chunk_size tiles (unscaled q.k), mean over the group, times "
      "|v|, pooled over 3 keys, z-scored",
-     "chunk_size", true, true},
-    {Random, "random", "RandomPress", "torch.rand with torch.manual_seed(seed) on the CPU", "seed", false, false},
+     "chunk_size", true, true, PressQueries::All},
+    {Random, "random", "RandomPress", "torch.rand with torch.manual_seed(seed) on the CPU", "seed", false, false,
+     PressQueries::None},
 }};
 
 constexpr bool table_in_id_order() {

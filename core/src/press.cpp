@@ -42,6 +42,20 @@ int pyramid_layer_budget(const PressLayer& at, const PressOptions& o) {
 
 }  // namespace
 
+int press_queries_read(const PressOptions& o, int prompt_len) {
+  switch (press_entry(o.id).queries) {
+    case PressQueries::None:
+      return 0;
+    case PressQueries::Last:
+      return std::min(1, prompt_len);
+    case PressQueries::Window:
+      return std::clamp(o.window_size, 0, prompt_len);
+    case PressQueries::All:
+      break;
+  }
+  return prompt_len;
+}
+
 int press_n_kept(int prompt_len, double compression_ratio) {
   if (compression_ratio >= 1.0) return 0;
   return std::max(1, static_cast<int>(prompt_len * (1 - compression_ratio)));

@@ -77,11 +77,13 @@ SharedDecodingResult run_shared_decoding(const Trace& tr, const AllocationReques
       SharedDecodingRow row = scope == BudgetScope::Head ? per_head : solve(scope, k, r, interval);
       row.per_head_value = per_head.value;
       row.gain = per_head.value > 0 ? row.value / per_head.value : 1.0;
-      if (interval > 0) {  // the every-step optima of the same scope at the periodic cache's peak and mean
+      if (interval > 0) {
+        // Compression after every decoding step (interval 1) to target T' lets each query see T' + 1
+        // tokens: T' = k + N - 1 matches the periodic cache's peak, k + (N - 1) / 2 its mean.
         row.peak_k = std::min(tr.n_tokens, k + interval);
         row.mean_k = std::min(tr.n_tokens, k + (interval + 1) / 2);
-        row.peak_value = solve(scope, row.peak_k, r, 0).value;
-        row.mean_value = row.mean_k == row.peak_k ? row.peak_value : solve(scope, row.mean_k, r, 0).value;
+        row.peak_value = solve(scope, row.peak_k - 1, r, 1).value;
+        row.mean_value = row.mean_k == row.peak_k ? row.peak_value : solve(scope, row.mean_k - 1, r, 1).value;
       }
       res.rows.push_back(row);
     }

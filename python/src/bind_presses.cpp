@@ -76,6 +76,16 @@ void bind_presses(py::module_& m) {
        run_options_doc())
           .c_str());
   m.def(
+      "press_queries_read",
+      [](const std::string& press, int prompt_len, const py::kwargs& kwargs) {
+        PressOptions o = press_parameters(kwargs, "press_queries_read");
+        o.id = parse_press(press);
+        return press_queries_read(o, prompt_len);
+      },
+      py::arg("press"), py::arg("prompt_len"),
+      "how many of the last prompt queries the press's score reads (0: none; prompt_len: all), with its "
+      "parameters as run_press takes them");
+  m.def(
       "run_press",
       [](const Trace& tr, int layer, int prompt_len, const std::string& press, double compression_ratio,
          const py::kwargs& kwargs) {

@@ -137,6 +137,40 @@ TEST(Press, KnormKeepsTheSmallestKeysAndEveryKvHeadChoosesAlone) {
   }
 }
 
+TEST(Press, ScoresReadOnlyTheQueriesTheTableSays) {
+  // Every press's scores are the same when the queries before its last press_queries_read are
+  // replaced by others, and (for a press that reads any) differ when the ones it reads are.
+  const Trace tr = synth_layer(48);
+  const int P = 40;
+  for (const PressEntry& e : press_table()) {
+    PressOptions o = press(e.id, 0.5);
+    o.window_size = 6;
+    o.n_sink = 2;
+    o.lag_size = 8;
+    o.local_window_size = 4;
+    o.chunk_size = 16;
+    const int read = press_queries_read(o, P);
+    EXPECT_EQ(read, e.queries == PressQueries::All      ? P
+                    : e.queries == PressQueries::Window ? 6
+                    : e.queries == PressQueries::Last   ? 1
+                                                        : 0)
+        << e.name;
+    const auto scores_with = [&](int from, int to, float value) {
+      Trace t = tr;
+      for (size_t h = 0; h < static_cast<size_t>(t.n_heads); ++h)
+        for (int i = from; i < to; ++i)
+          for (int c = 0; c < t.head_dim; ++c)
+            t.q[0][(h * static_cast<size_t>(t.n_tokens) + i) * t.head_dim + c] = value * static_cast<float>(c % 3);
+      return run_press(press_layer_of(t, 0, P), o).scores;
+    };
+    const auto base = run_press(press_layer_of(tr, 0, P), o).scores;
+    EXPECT_EQ(scores_with(0, P - read, 0.7f), base) << e.name << ": reads more queries than the table says";
+    if (read > 0 && e.id != PressId::Random) {
+      EXPECT_NE(scores_with(P - read, P, 0.7f), base) << e.name << ": does not read the queries the table says";
+    }
+  }
+}
+
 TEST(Press, RefusesWhatKvpressRefusesInOneLine) {
   Trace tr = synth_layer(40);
   EXPECT_THROW(run_press(press_layer_of(tr, 0, 32), press(PressId::SnapKV, 0.5)), Error);  // P <= window_size

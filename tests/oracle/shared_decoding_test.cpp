@@ -1,6 +1,6 @@
 // The decoding protocol of `oracle allocation` (oracle/shared_decoding.hpp): the head row is every
 // unit's own offline optimum, sharing never loses and every row is certified; periodic compression's
-// rows are each unit's periodic optimum, below every-step eviction at their peak cache; scopes,
+// rows are each unit's periodic optimum, below compression at every step to their peak; scopes,
 // floors, pages and periodic options that decoding does not compute are refused.
 #include "kvo/oracle/shared_decoding.hpp"
 
@@ -71,13 +71,18 @@ TEST(SharedDecoding, PeriodicRowsAreEachUnitsPeriodicOptimum) {
       for (int h = 0; h < 2; ++h) {
         const OfflineProblem p = decoding_unit(tr, l, h, 6, 2);
         per_unit += solve_offline_periodic(std::span(&p, 1), {5, interval}).value;
-        every_step += solve_offline(decoding_unit(tr, l, h, 6 + interval, 2)).value;
+        const OfflineProblem peak = decoding_unit(tr, l, h, 6 + interval - 1, 2);
+        every_step += solve_offline_periodic(std::span(&peak, 1), {5, 1}).value;
       }
     EXPECT_NEAR(head.value, per_unit, 1e-9 * per_unit);
     EXPECT_NEAR(head.peak_value, every_step, 1e-9 * every_step);
     for (const SharedDecodingRow* r : {&head, &model}) {
       EXPECT_NEAR(r->upper, r->value, 1e-9 * r->value);
+      // The prompt (5) fits the target (6): the periodic cache never exceeds the peak.
       EXPECT_LE(r->value, r->peak_value * (1 + 1e-12)) << "a cache never above the peak cannot beat it";
+      if (interval == 1) {
+        EXPECT_EQ(r->value, r->peak_value);
+      }
       EXPECT_LE(r->mean_value, r->peak_value * (1 + 1e-12));
     }
     EXPECT_LE(head.value, model.value * (1 + 1e-12));

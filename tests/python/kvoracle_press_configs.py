@@ -25,3 +25,23 @@ PRESSES = {
 }
 CONFIGS = {**POLICIES, **PRESSES}
 RATIOS = (0.2, 0.8)
+
+
+def small_llama(attn="eager"):
+    """The random small GQA Llama the KvoraclePress tests run on (seeded; sharp, content-dependent
+    attention; nothing downloaded)."""
+    import torch
+    import transformers
+
+    torch.manual_seed(11)
+    config = transformers.LlamaConfig(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        initializer_range=0.2,
+    )
+    return transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attn).eval()

@@ -166,6 +166,38 @@ def test_presses_md_kvpress_example(hf_smollm2, kvoracle, tmp_path):
     assert {r["press"] for r in rows} >= {"snapkv", read_policies()[0]["name"], "optimum"}
 
 
+@pytest.mark.transformers
+@pytest.mark.kvpress
+def test_presses_md_wrapper_example():
+    """docs/presses.md's wrappers around a KvoraclePress of a press, on a random small GQA Llama: AdaKV
+    masks half the prompt's keys over both KV heads; DecodingPress compresses to its target."""
+    import torch
+    import transformers
+    from transformers import DynamicCache
+
+    scope = {}
+    exec(blocks("presses.md", "python")[1], scope)  # noqa: S102
+    config = transformers.LlamaConfig(
+        vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=1024,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").eval()
+    ids = torch.randint(0, 128, (1, 64), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad(), scope["ada"](model):
+        model(ids, past_key_values=DynamicCache())
+    masked = model.model.layers[0].self_attn.masked_key_indices
+    assert len(masked[0]) == 2 * 32  # (1 - 0.5) of 64 keys, over 2 KV heads
+    model.model.layers[0].self_attn.masked_key_indices = None
+    model.model.layers[1].self_attn.masked_key_indices = None
+    cache = DynamicCache()
+    with torch.no_grad(), scope["every_64"](model):
+        model(torch.randint(0, 128, (1, 500), generator=torch.Generator().manual_seed(2)), past_key_values=cache)
+        for t in range(64):
+            model(torch.tensor([[t]]), past_key_values=cache)
+    assert cache.layers[0].keys.shape[2] == 512  # 564 tokens, compressed after the 64th decoding step
+
+
 def test_tasks_md_example(model_path, capsys):
     """docs/tasks.md's Python example: a one-instance suite under h2o and window."""
     scope = {}
@@ -206,6 +238,6 @@ def test_every_python_block_of_docs_is_run_here():
         "allocation.md": 1,
         "python.md": 4,
         "trace-format.md": 2,
-        "presses.md": 1,
+        "presses.md": 2,
         "tasks.md": 1,
     }

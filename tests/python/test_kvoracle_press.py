@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from kvoracle_press_configs import CONFIGS, FIRST_POLICY, POLICY_NAMES, RATIOS, SHARED
+from kvoracle_press_configs import CONFIGS, FIRST_POLICY, POLICY_NAMES, RATIOS, SHARED, small_llama
 
 kvpress = pytest.importorskip("kvpress", reason="kvpress is installed by scripts/setup-deps")
 from kvoracle.hf import EvictingCache, KvoraclePress  # noqa: E402
@@ -26,18 +26,7 @@ P = 48
 
 @pytest.fixture(scope="module")
 def model():
-    torch.manual_seed(11)
-    config = transformers.LlamaConfig(
-        vocab_size=128,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        initializer_range=0.2,
-    )  # sharp, content-dependent attention
-    return transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    return small_llama()
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,8 @@
   inside ``model.generate``.
 - ``EvictionAdapter``: the numpy adapter for a hand-written generation loop (no torch needed; its
   older name ``EvictionPress`` still works, with a DeprecationWarning: it is not a kvpress press).
-- ``KvoraclePress``: any kvoracle policy, press or the prefill optimum as a kvpress press.
+- ``KvoraclePress``: any kvoracle policy, press or the prefill optimum as a kvpress press; a press
+  (a score) is a ``KvoracleScorerPress``, which kvpress's ScorerPress wrappers take.
 - ``compare_presses``: presses against the prefill optimum: retained mass and continuation NLL/KL.
 
 ``record_trace``, ``EvictingCache`` and ``compare_presses`` import torch and transformers when first
@@ -20,6 +21,7 @@ _LAZY = {
     "EvictingCache": ".cache",
     "route": ".attention",
     "KvoraclePress": ".kvpress_press",
+    "KvoracleScorerPress": ".kvpress_press",
     "compare_presses": ".press_compare",
 }
 

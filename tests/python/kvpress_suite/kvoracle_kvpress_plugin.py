@@ -145,7 +145,37 @@ def pytest_configure(config):
     listed.default_presses[:] = controls + ours
 
 
+def _decoding_refusal(kwargs, factory):
+    """Why KvoraclePress refuses to run under kvpress's DecodingPress or CAMPress, or None: a press
+    that reads every prompt query (both pass only a buffer of recent hidden states; kvpress's own
+    test leaves its NonCausalAttnPress out), or, under DecodingPress, one that keeps its own count
+    (pyramidkv; kvpress's test leaves PyramidKVPress out; CAMPress reads only its scores)."""
+    import kvoracle
+
+    entry = kvoracle._core.prefill_set(kwargs["policy"])
+    if entry["kind"] != "press":
+        return None  # not a ScorerPress: kvpress's test returns early
+    if kvoracle._core.press_queries_read(entry["name"], 1000, **kwargs.get("options", {})) == 1000:
+        return "reads every prompt query"
+    own_count = entry["name"] == "pyramidkv" and factory == "make_decoding_press"
+    return "keeps its own per-layer count" if own_count else None
+
+
 def pytest_collection_modifyitems(session, config, items):
+    import kvoracle
+    import pytest
+    from kvoracle.hf import KvoraclePress
+
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        entry = params.get("press_config")
+        if getattr(item, "originalname", "") == "test_all_presses_work_with_decoding_press" and entry:
+            factory = params["press_factory"].__name__
+            why = entry["cls"] is KvoraclePress and _decoding_refusal(entry["kwargs"][0], factory)
+            if why:  # a refusal in one line, checked: strict, and only kvoracle's error counts
+                item.add_marker(
+                    pytest.mark.xfail(reason=f"KvoraclePress refuses: {why}", raises=kvoracle.KvoError, strict=True)
+                )
     replaced = _in_place(os.environ["KVO_KVPRESS_IN_PLACE"]) if os.environ.get("KVO_KVPRESS_IN_PLACE") else {}
     for module in {item.module for item in items if getattr(item, "module", None) is not None}:
         if getattr(module, "pipeline", None) is _real_pipeline:

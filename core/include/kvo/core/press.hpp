@@ -31,6 +31,11 @@ enum class PressId : int {
 };
 inline constexpr std::size_t kPressCount = static_cast<std::size_t>(PressId::Count);
 
+// Which prompt queries a press's score reads: none (keys, values or positions only), the last
+// one, the last window_size, or every one. A caller that holds only the last m queries (kvpress's
+// DecodingPress buffer) can score a press that reads at most m (press_queries_read).
+enum class PressQueries { None, Last, Window, All };
+
 struct PressEntry {
   PressId id;
   std::string_view name;           // kvpress's evaluation registry key ("snapkv", "observed_attention")
@@ -39,6 +44,7 @@ struct PressEntry {
   std::string_view reads;          // the parameters of PressOptions it reads
   bool needs_keys;                 // reads k itself, not only attention (a dense-attention trace cannot serve it)
   bool needs_values;               // reads v (LagKV, CUR, NonCausalAttn)
+  PressQueries queries;            // which prompt queries the score reads
 };
 
 // A press and its parameters, with kvpress's defaults and names.
@@ -63,6 +69,10 @@ std::optional<PressId> find_press(std::string_view name);  // by registry key or
 PressId parse_press(std::string_view name);
 std::string press_names_joined();                               // "observed_attention, tova, ..." for messages
 std::vector<PressId> parse_press_list(std::string_view names);  // "snapkv,tova"; "all": every press
+
+// How many of the last prompt queries the press's score reads on a prompt of P tokens (0: none;
+// P: all); the queries before them may be anything.
+int press_queries_read(const PressOptions& options, int prompt_len);
 
 // kvpress's compute_n_kept: max(1, int(P * (1 - compression_ratio))).
 int press_n_kept(int prompt_len, double compression_ratio);

@@ -26,8 +26,9 @@ struct SharedDecodingRow {
   double gain = 1.0;               // value / per_head_value
   int min_held = 0, max_held = 0;  // tokens a unit holds after the last step (window included)
   long long work = 0;              // augmentations
-  // Periodic rows: the same scope's every-step optimum with a cache of the periodic one's peak
-  // (k + N) and mean size (k + (N + 1) / 2), at most n, with the same window.
+  // Periodic rows: the same scope's optimum when the cache is compressed after every decoding
+  // step, its queries seeing as many tokens as the periodic cache's peak (k + N) or mean
+  // (k + (N + 1) / 2), at most n; same prompt and window.
   int peak_k = 0, mean_k = 0;
   double peak_value = 0.0, mean_value = 0.0;
 };
