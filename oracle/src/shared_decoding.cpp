@@ -82,8 +82,12 @@ SharedDecodingResult run_shared_decoding(const Trace& tr, const AllocationReques
         // tokens: T' = k + N - 1 matches the periodic cache's peak, k + (N - 1) / 2 its mean.
         row.peak_k = std::min(tr.n_tokens, k + interval);
         row.mean_k = std::min(tr.n_tokens, k + (interval + 1) / 2);
-        row.peak_value = solve(scope, row.peak_k - 1, r, 1).value;
-        row.mean_value = row.mean_k == row.peak_k ? row.peak_value : solve(scope, row.mean_k - 1, r, 1).value;
+        const SharedDecodingRow peak = solve(scope, row.peak_k - 1, r, 1);
+        const SharedDecodingRow mean = row.mean_k == row.peak_k ? peak : solve(scope, row.mean_k - 1, r, 1);
+        row.peak_value = peak.value;
+        row.peak_upper = peak.upper;
+        row.mean_value = mean.value;
+        row.mean_upper = mean.upper;
       }
       res.rows.push_back(row);
     }
@@ -117,8 +121,10 @@ nlohmann::json SharedDecodingResult::to_json(const std::string& trace) const {
       j["interval"] = rows[x].interval;
       j["peak_k"] = rows[x].peak_k;
       j["peak_value"] = rows[x].peak_value;
+      j["peak_upper"] = rows[x].peak_upper;
       j["mean_k"] = rows[x].mean_k;
       j["mean_value"] = rows[x].mean_value;
+      j["mean_upper"] = rows[x].mean_upper;
     }
   return {{"trace", trace},       {"protocol", "decoding"}, {"n", n},
           {"kv_heads", kv_heads}, {"layers", layers},       {"rows", rows_json}};

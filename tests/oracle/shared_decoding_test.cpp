@@ -78,6 +78,8 @@ TEST(SharedDecoding, PeriodicRowsAreEachUnitsPeriodicOptimum) {
     EXPECT_NEAR(head.peak_value, every_step, 1e-9 * every_step);
     for (const SharedDecodingRow* r : {&head, &model}) {
       EXPECT_NEAR(r->upper, r->value, 1e-9 * r->value);
+      EXPECT_NEAR(r->peak_upper, r->peak_value, 1e-9 * r->value);
+      EXPECT_NEAR(r->mean_upper, r->mean_value, 1e-9 * r->value);
       // The prompt (5) fits the target (6): the periodic cache never exceeds the peak.
       EXPECT_LE(r->value, r->peak_value * (1 + 1e-12)) << "a cache never above the peak cannot beat it";
       if (interval == 1) {

@@ -31,6 +31,7 @@ struct SharedDecodingRow {
   // (k + (N + 1) / 2), at most n; same prompt and window.
   int peak_k = 0, mean_k = 0;
   double peak_value = 0.0, mean_value = 0.0;
+  double peak_upper = 0.0, mean_upper = 0.0;  // their dual bounds: equal to the values when certified
 };
 
 struct SharedDecodingResult {
