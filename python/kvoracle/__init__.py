@@ -32,6 +32,7 @@ from ._core import (  # noqa: F401
     prefill_optimum,
     prefill_oracle,
     press_names,
+    press_queries_read,
     read_trace,
     replay,
     run_press,

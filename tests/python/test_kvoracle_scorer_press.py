@@ -90,6 +90,9 @@ def test_a_press_is_a_scorer_press_and_a_policy_or_the_optimum_is_not(tmp_path):
         is_press = kvoracle._core.prefill_set(name)["kind"] == "press"
         assert isinstance(press, ScorerPress) == is_press == isinstance(press, KvoracleScorerPress), name
         assert isinstance(press, KvoraclePress)
+    reads = {name: kvoracle.press_queries_read(name, 100, window_size=8) for name in ("knorm", "tova", "snapkv")}
+    assert reads == {"knorm": 0, "tova": 1, "snapkv": 8}
+    assert kvoracle.press_queries_read("observed_attention", 100) == 100
     positional = KvoraclePress(0.5, "knorm")
     assert isinstance(positional, KvoracleScorerPress) and positional.compression_ratio == 0.5
 
