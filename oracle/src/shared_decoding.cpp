@@ -82,8 +82,10 @@ SharedDecodingResult run_shared_decoding(const Trace& tr, const AllocationReques
         // tokens: T' = k + N - 1 matches the periodic cache's peak, k + (N - 1) / 2 its mean.
         row.peak_k = std::min(tr.n_tokens, k + interval);
         row.mean_k = std::min(tr.n_tokens, k + (interval + 1) / 2);
-        const SharedDecodingRow peak = solve(scope, row.peak_k - 1, r, 1);
-        const SharedDecodingRow mean = row.mean_k == row.peak_k ? peak : solve(scope, row.mean_k - 1, r, 1);
+        // At interval 1 the references are the row's own problem: reused, not solved again.
+        auto reference = [&](int target) { return interval == 1 && target == k ? row : solve(scope, target, r, 1); };
+        const SharedDecodingRow peak = reference(row.peak_k - 1);
+        const SharedDecodingRow mean = row.mean_k == row.peak_k ? peak : reference(row.mean_k - 1);
         row.peak_value = peak.value;
         row.peak_upper = peak.upper;
         row.mean_value = mean.value;
