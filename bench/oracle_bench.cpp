@@ -17,6 +17,7 @@
 #include "kvo/oracle/offline_shared.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
 #include "kvo/oracle/shared_decoding.hpp"
+#include "kvo/oracle/shared_prefill.hpp"
 #include "kvo/oracle/static_oracle.hpp"
 
 using namespace kvo;
@@ -221,8 +222,36 @@ void BM_PeriodicCompression(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * 3 * n);  // head-steps
 }
 
+// kvpress's allocating presses on a prompt of P tokens of a 3-head layer at 20% kept:
+// `oracle allocation --presses snapkv --alpha-safeguard 0.2` (allocation/presses: the press scored,
+// AdaKV's kept sets, both measured against the optima at their counts and in their scope) against
+// the scopes' optima alone (allocation/scopes, the baseline: the prefill weights and every scope).
+void BM_AllocationPresses(benchmark::State& st, bool presses) {
+  const int n = static_cast<int>(st.range(0));
+  const Trace& tr = bench::trace(n, 64, 3);
+  AllocationRequest req;
+  req.prompt_len = n * 3 / 4;
+  req.ratios = {0.8};
+  if (presses) {
+    req.presses = "snapkv";
+    req.alpha_safeguard = {0.2};
+  }
+  for (auto _ : st) benchmark::DoNotOptimize(run_shared_prefill(tr, req).rows.size());
+  st.SetItemsProcessed(st.iterations() * 3 * n);  // head-tokens
+}
+
 }  // namespace
 
+BENCHMARK_CAPTURE(BM_AllocationPresses, scopes, false)
+    ->Name("allocation/scopes")
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AllocationPresses, presses, true)
+    ->Name("allocation/presses")
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PeriodicCompression)->Name("allocation/periodic")->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_DecodingAllocation, per_head, true)
     ->Name("allocation/decoding-per-head")

@@ -30,6 +30,8 @@ BASELINE = {
     "allocation/decoding-layer": "allocation/decoding-per-head",
     "allocation/decoding-per-head": "allocation/decoding-per-head",
     "allocation/periodic": "allocation/decoding-per-head",
+    "allocation/scopes": "allocation/scopes",
+    "allocation/presses": "allocation/scopes",
 }
 COUNTERS = (
     "nodes",

@@ -112,6 +112,32 @@ void report_decoding(const AllocationArgs& a, const AllocationRequest& req, cons
   write_outputs(a, req, res.to_json(a.trace), plot);
 }
 
+// kvpress's allocating presses: what each keeps, split into its choice of keys at its own counts
+// and its counts against its scope's best and any allocation's best at the same memory.
+void report_methods(const SharedPrefillResult& res, LinePlot& plot) {
+  constexpr double kMethodsPlotFloor =
+      0.8;  // a press that keeps a sliver (snapkv with k < window) would flatten the scopes
+  std::cout << "\nkvpress's presses and their allocations, against the optimum with the same memory (mass kept: of "
+               "the prompt's mass; at its counts: the best keys with the press's own counts per unit; its scope's "
+               "best: the best counts where the press may move them; any allocation: the best over the whole model)\n";
+  Table t({"method", "compression", "scope", "k", "floor", "mass kept", "at its counts", "its scope's best",
+           "any allocation", "per-head optimum", "keys' share", "counts' share", "certified", "slots min",
+           "slots max"});
+  for (const AllocationMethodRow& m : res.methods) {
+    const auto share = [&](double x) { return m.prompt_mass > 0 ? fmt(x / m.prompt_mass) : std::string("-"); };
+    const auto ratio = [](double x, double y) { return y > 0 ? fmt(x / y) : std::string("1"); };
+    const std::string c = certified(m.scope_optimum, m.scope_upper);
+    t.row({m.method, fmt(m.compression_ratio, 3), budget_scope_name(m.scope), std::to_string(m.k),
+           std::to_string(m.floor), share(m.value), share(m.at_counts), share(m.scope_optimum), share(m.best),
+           share(m.per_head), ratio(m.value, m.at_counts), ratio(m.at_counts, m.scope_optimum),
+           c == "yes" ? certified(m.best, m.best_upper) : c, std::to_string(m.min_slots), std::to_string(m.max_slots)});
+    const double gain = m.per_head > 0 ? m.value / m.per_head : 1.0;
+    plot.add_point(m.method, static_cast<double>(m.k) / res.prompt_len, gain, true);
+    plot.y_min = std::min(plot.y_min, std::max(kMethodsPlotFloor, gain * 0.98));  // the table has what is clipped
+  }
+  t.print(std::cout);
+}
+
 int run_allocation(const AllocationArgs& a, const Global& g) {
   AllocationRequest req;
   for (const auto& [name, text] : a.text) set_allocation_option(req, name, text);
@@ -158,6 +184,7 @@ int run_allocation(const AllocationArgs& a, const Global& g) {
     plot.y_min = std::min(plot.y_min, r.gain * 0.98);
   }
   t.print(std::cout);
+  if (!res.methods.empty()) report_methods(res, plot);
   write_outputs(a, req, res.to_json(a.trace), plot);
   return 0;
 }

@@ -5,10 +5,12 @@
 #include <bit>
 #include <numeric>
 
+#include "kvo/core/adakv.hpp"
 #include "kvo/core/budget.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/json_fields.hpp"
 #include "kvo/core/press.hpp"
+#include "kvo/core/request_json.hpp"
 #include "kvo/core/text_list.hpp"
 
 namespace kvo {
@@ -62,7 +64,10 @@ const JsonForm<AllocationRequest>& request_json() {
         .field("floor", &AllocationRequest::floor)
         .field("page_sizes", &AllocationRequest::page_sizes)
         .field("layers", &AllocationRequest::layers)
+        .field("presses", &AllocationRequest::presses)
+        .field("alpha_safeguard", &AllocationRequest::alpha_safeguard)
         .field("threads", &AllocationRequest::threads);
+    press_field(f, "press", "shared prefill request: press", &AllocationRequest::press);
     return f;
   }();
   return form;
@@ -154,6 +159,8 @@ void AllocationRequest::validate(const Trace& tr) const {
     require(!layerwise, "the layerwise scope is computed for the prefill protocol only (decoding: head, layer, model)");
     require(resolve_allocation_floor(floor, 1) == 0, "floor is computed for the prefill protocol only");
     require(page_sizes == std::vector<int>{1}, "page sizes are computed for the prefill protocol only");
+    require(presses.empty() && alpha_safeguard.empty(),
+            "presses and alpha_safeguard are measured under the prefill protocol only");
     if (!periodic()) {
       require(targets.empty(), "target is read with interval only (eviction at every step takes budgets)");
       require(prompt_len == 0, "prompt_len is read by the prefill protocol and by periodic compression (interval)");
@@ -190,6 +197,19 @@ void AllocationRequest::validate(const Trace& tr) const {
       require(b <= k, "page size " + std::to_string(b) + " exceeds the per-unit budget k = " + std::to_string(k) +
                           " at compression ratio " + join_numbers({r}) + ": no whole page fits");
   }
+  require(alpha_safeguard.empty() || !presses.empty(),
+          "alpha_safeguard wraps each of presses in AdaKV: give presses (e.g. --presses snapkv)");
+  for (double a : alpha_safeguard) adakv_safeguard(1, a);
+  if (presses.empty()) return;
+  // Refuse a press the trace cannot serve before any work (the first layer stands for all).
+  const int first = chosen_layers(tr).front();
+  for (PressId id : parse_press_list(presses))
+    for (double r : ratios) {
+      PressOptions o = press;
+      o.id = id;
+      o.compression_ratio = r;
+      run_press(press_layer_of(tr, first, prompt_len), o);
+    }
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include "kvo/core/press.hpp"
 #include "kvo/core/text_list.hpp"
 #include "kvo/oracle/budget_allocation.hpp"
+#include "scope_optimum.hpp"
 
 namespace kvo {
 namespace {
@@ -33,40 +34,17 @@ std::vector<double> sorted_page_gains(const std::vector<double>& weight, int b) 
   return g;
 }
 
-void add_allocation(SharedPrefillRow& row, std::span<const AllocationGroup> groups, long total) {
-  const BudgetAllocation a = allocate_budget(groups, total);
-  row.value += a.value;
-  row.upper += a.upper;
-  row.slots.insert(row.slots.end(), a.slots.begin(), a.slots.end());
-}
-
 SharedPrefillRow solve_scope(BudgetScope scope, const std::vector<std::vector<double>>& gains, size_t kv_heads, int k,
                              int floor) {
   SharedPrefillRow row;
   row.scope = scope;
   row.k = k;
   row.floor = scope == BudgetScope::Head ? k : floor;
-  const size_t layers = gains.size() / kv_heads;
-  if (scope == BudgetScope::Layerwise) {
-    // One group per layer: a slot more in each of its KV heads gains the sum of their next weights.
-    std::vector<AllocationGroup> groups(layers);
-    for (size_t l = 0; l < layers; ++l) {
-      groups[l].floor = floor;
-      groups[l].gains.assign(gains[l * kv_heads].size(), 0.0);
-      for (size_t h = 0; h < kv_heads; ++h)
-        for (size_t m = 0; m < groups[l].gains.size(); ++m) groups[l].gains[m] += gains[l * kv_heads + h][m];
-    }
-    add_allocation(row, groups, static_cast<long>(layers) * k);
-    std::vector<int> per_layer = std::move(row.slots);
-    row.slots.clear();
-    for (int s : per_layer) row.slots.insert(row.slots.end(), kv_heads, s);
-  } else {
-    for (const std::vector<size_t>& members : sharing_units(scope, layers, kv_heads)) {
-      std::vector<AllocationGroup> groups;
-      for (size_t u : members) groups.push_back({gains[u], row.floor});
-      add_allocation(row, groups, static_cast<long>(members.size()) * k);
-    }
-  }
+  const std::vector<int> budgets(gains.size(), k);
+  ScopeOptimum o = solve_scope_optimum(scope, gains, kv_heads, budgets, floor);
+  row.value = o.value;
+  row.upper = o.upper;
+  row.slots = std::move(o.slots);
   row.total = static_cast<long>(gains.size()) * k;
   const auto [lo, hi] = std::minmax_element(row.slots.begin(), row.slots.end());
   row.min_slots = row.slots.empty() ? 0 : *lo;
@@ -142,6 +120,7 @@ SharedPrefillResult run_shared_prefill(const Trace& tr, const AllocationRequest&
       }
     }
   }
+  res.methods = compare_allocation_methods(tr, request, res.layers, weights);
   return res;
 }
 
@@ -164,8 +143,10 @@ nlohmann::json SharedPrefillResult::to_json(const std::string& trace) const {
                          {"max_slots", r.max_slots},
                          {"at_floor", r.at_floor},
                          {"slots", r.slots}});
+  nlohmann::json methods_json = nlohmann::json::array();
+  for (const AllocationMethodRow& m : methods) methods_json.push_back(kvo::to_json(m));
   return {{"trace", trace},       {"protocol", "prefill"}, {"prompt_len", prompt_len}, {"following_queries", following},
-          {"kv_heads", kv_heads}, {"layers", layers},      {"rows", rows_json}};
+          {"kv_heads", kv_heads}, {"layers", layers},      {"rows", rows_json},        {"methods", methods_json}};
 }
 
 }  // namespace kvo

@@ -7,7 +7,7 @@ trace ``static_oracle``, ``offline_oracle``, ``prefill_oracle`` and ``allocation
 shared across heads and layers), the calls behind ``kvoracle oracle static|offline|prefill|allocation``),
 the claim
 checks (``verify`` on a Trace, ``verify_traces`` on files with the report of ``kvoracle verify``), the greedy scorer's CPU twin (``score``), kvpress's presses (``run_press``,
-``press_names``) with the exact ``prefill_optimum`` and the attention-output error ``output_errors``, and the decoder-facing ``KvEvictionManager``; the real model in kvoracle's C++ (``Model``: tokenizer,
+``press_names``, ``adakv_kept`` for AdaKVPress around one) with the exact ``prefill_optimum`` and the attention-output error ``output_errors``, and the decoder-facing ``KvEvictionManager``; the real model in kvoracle's C++ (``Model``: tokenizer,
 greedy ``generate``). ``kvoracle.hf`` brings
 Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` of ``generate``
 (docs/python.md).
@@ -20,6 +20,7 @@ from ._core import (  # noqa: F401
     Trace,
     __build_isa__,
     __version__,
+    adakv_kept,
     allocation_oracle,
     default_model_path,
     facility_location_optimum,

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "bindings_support.hpp"
+#include "kvo/core/adakv.hpp"
 #include "kvo/core/policy_press.hpp"
 #include "kvo/core/press.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
@@ -108,6 +109,27 @@ void bind_presses(py::module_& m) {
       },
       py::arg("trace"), py::arg("layer"), py::arg("prompt_len"), py::arg("press"), py::arg("compression_ratio") = 0.5,
       "a kvpress press on one layer of the trace's first prompt_len tokens: scores [H_kv, P] and kept positions");
+  m.def(
+      "adakv_kept",
+      [](const Trace& tr, int layer, int prompt_len, const std::string& press, double compression_ratio,
+         double alpha_safeguard, const py::kwargs& kwargs) {
+        PressOptions o = press_parameters(kwargs, "adakv_kept");
+        o.id = parse_press(press);
+        o.compression_ratio = compression_ratio;
+        std::vector<std::vector<int>> kept;
+        {
+          py::gil_scoped_release release;
+          const PressResult r = run_press(press_layer_of(tr, layer, prompt_len), o);
+          kept = adakv_kept(r.scores, press_n_kept(prompt_len, compression_ratio), alpha_safeguard);
+        }
+        py::list out;
+        for (const auto& k : kept) out.append(to_array(k));
+        return out;
+      },
+      py::arg("trace"), py::arg("layer"), py::arg("prompt_len"), py::arg("press"), py::arg("compression_ratio") = 0.5,
+      py::arg("alpha_safeguard") = 0.2,
+      "kvpress's AdaKVPress around a press on one layer of the trace's first prompt_len tokens: the positions each KV "
+      "head keeps (its count varies; the layer keeps H n_kept)");
   m.def(
       "prefill_optimum",
       [](const Trace& tr, int layer, int kv_head, int prompt_len, int k) {

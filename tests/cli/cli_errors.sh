@@ -88,6 +88,15 @@ expect_error "compression interval 0 must be at least 1 step" oracle allocation 
   --protocol decoding --interval 0 --target 8 --json "$dir/out.jsonl"
 expect_error "budgets is read by eviction at every step; with interval, give target" oracle allocation \
   "$dir/ok.safetensors" --protocol decoding --interval 8 --target 8 --budgets 10 --json "$dir/out.jsonl"
+# kvpress's allocating presses: AdaKV without a press, an alpha outside [0, 1], a press the prompt cannot serve
+expect_error "alpha_safeguard wraps each of presses in AdaKV: give presses" oracle allocation "$dir/ok.safetensors" \
+  --prompt-len 32 --alpha-safeguard 0.2 --json "$dir/out.jsonl"
+expect_error "alpha_safeguard 1.5" oracle allocation "$dir/ok.safetensors" --prompt-len 32 --presses knorm \
+  --alpha-safeguard 1.5 --json "$dir/out.jsonl"
+expect_error "must be longer than window_size (64)" oracle allocation "$dir/ok.safetensors" --prompt-len 32 \
+  --presses snapkv --json "$dir/out.jsonl"
+expect_error "presses and alpha_safeguard are measured under the prefill protocol only" oracle allocation \
+  "$dir/ok.safetensors" --protocol decoding --presses knorm --json "$dir/out.jsonl"
 # The oracle's modes as subcommands, with the same library errors as the older spellings.
 expect_error "prompt_len must be in \[1, 63\]" oracle prefill "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"
 expect_error "objective is dense-acc, mass or fl, not 'acc'" oracle static "$dir/ok.safetensors" --objective acc --out "$dir/out.jsonl"

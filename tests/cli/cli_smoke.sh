@@ -31,6 +31,12 @@ python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"records\"]; assert
 test "$(grep -c " yes " "$dir/al.txt")" -eq 8
 grep -q "<polyline" "$dir/al.svg"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; assert len(r) == 8, len(r); assert all((x[\"page_size\"] > 1 or x[\"gain\"] >= 1 - 1e-12) and abs(x[\"upper\"] - x[\"value\"]) <= 1e-9 and sum(x[\"slots\"]) <= x[\"total\"] and x[\"value\"] <= x[\"token_value\"] * (1 + 1e-12) for x in r); assert d[\"request\"][\"floor\"] == \"20%\" and {x[\"page_size\"] for x in r} == {1, 16}" "$dir/al.json"
+# kvpress's allocating presses against the optimum of the same memory: each below its counts' optimum,
+# below its scope's best, below any allocation's, all certified
+"$K" -q oracle allocation "$dir/t.safetensors" --prompt-len 40 --compression-ratio 0.5 --scopes head --presses \
+  knorm,pyramidkv --window-size 4 --beta 2 --alpha-safeguard 0,0.2 --json "$dir/am.json" >"$dir/am.txt"
+grep -q "adakv(knorm, 0.2)" "$dir/am.txt"
+python3 -c "import json,sys; m=json.load(open(sys.argv[1]))[\"methods\"]; assert [x[\"method\"] for x in m] == [\"knorm\", \"adakv(knorm, 0)\", \"adakv(knorm, 0.2)\", \"pyramidkv\", \"adakv(pyramidkv, 0)\", \"adakv(pyramidkv, 0.2)\"], m; assert all(x[\"value\"] <= x[\"at_counts\"] * (1 + 1e-12) and x[\"at_counts\"] <= x[\"scope_optimum\"] * (1 + 1e-12) <= x[\"best\"] * (1 + 2e-12) and abs(x[\"best_upper\"] - x[\"best\"]) <= 1e-9 for x in m)" "$dir/am.json"
 # the decoding protocol: shared capacity at every step, the exact offline optimum, certified
 "$K" -q oracle allocation "$dir/t.safetensors" --protocol decoding --budgets 20%,40% --recent 4 \
   --scopes head,layer,model --json "$dir/ad.json" --plot "$dir/ad.svg" >"$dir/ad.txt"

@@ -213,7 +213,7 @@ def test_allocation_md_examples(tmp_path, kvoracle):
     small_trace(path)
     real = "build/traces/smollm2-gpl3-1024.safetensors"
     commands = blocks("allocation.md", "sh")
-    assert len(commands) == 3 and all(c.startswith("kvoracle oracle allocation ") for c in commands)
+    assert len(commands) == 4 and all(c.startswith("kvoracle oracle allocation ") for c in commands)
     for command in commands:
         command = command.replace(real, path).replace("--prompt-len 768", "--prompt-len 32")
         command = command.replace("--prompt-len 256", "--prompt-len 8")
@@ -222,6 +222,8 @@ def test_allocation_md_examples(tmp_path, kvoracle):
     assert len(rows) == 4 * 4 and (tmp_path / "allocation.svg").exists()
     decoding = json.load(open(tmp_path / "allocation-decoding.json"))["rows"]
     assert [r["scope"] for r in decoding] == ["head", "layer"] * 3
+    methods = json.load(open(tmp_path / "allocation-presses.json"))["methods"]
+    assert len(methods) == 4 * 3 * 2 and (tmp_path / "allocation-presses.svg").exists()
     periodic = json.load(open(tmp_path / "allocation-periodic.json"))["rows"]
     assert [r["interval"] for r in periodic] == [1, 16, 64, 256]
     assert all(r["value"] <= r["peak_value"] * (1 + 1e-12) for r in periodic)

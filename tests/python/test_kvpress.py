@@ -201,3 +201,55 @@ def test_kvoracle_pyramidkv_keeps_kvpress_layer_budgets(hf_smollm2, prompt):
             hf_smollm2(ids, past_key_values=cache)
         lengths.append([cache.layers[layer].keys.shape[2] for layer in range(trace.n_layers)])
     assert lengths[0] == lengths[1] and lengths[0][0] > lengths[0][-1]  # 448 falling to 64
+
+
+@pytest.mark.parametrize("name,alpha", [("snapkv", 0.2), ("knorm", 0.2), ("tova", 0.2), ("snapkv", 0.0)])
+def test_adakv_keeps_what_kvpress_adakv_keeps(hf_smollm2, prompt, name, alpha):
+    """kvoracle's AdaKVPress (core/adakv.hpp) against kvpress's on the real model: the same kept
+    positions per layer and KV head, up to keys whose kvpress score ties the layer's boundary."""
+    ids, trace = prompt
+    ratio = 0.8
+    inner = CLASSES[name](compression_ratio=ratio)
+    scores, score = {}, inner.score
+
+    def keep_scores(module, *args, **kwargs):
+        s = score(module, *args, **kwargs)
+        scores[module.layer_idx] = s[0].double().numpy()
+        return s
+
+    inner.score = keep_scores
+    press = kvpress.AdaKVPress(press=inner, alpha_safeguard=alpha)
+    hf_smollm2.config._attn_implementation = "sdpa"  # AdaKVPress refuses eager attention
+    try:
+        with torch.no_grad(), press(hf_smollm2):
+            hf_smollm2(ids, past_key_values=DynamicCache())
+        masks = [layer.self_attn.masked_key_indices for layer in hf_smollm2.model.layers]
+    finally:
+        hf_smollm2.config._attn_implementation = "eager"
+        for layer in hf_smollm2.model.layers:
+            layer.self_attn.masked_key_indices = None
+    n_kept = max(1, int(P * (1 - ratio)))
+    n_safe = max(1, int(n_kept * alpha)) if alpha > 0 else 0
+    exact = near = 0
+    for layer in range(trace.n_layers):
+        evicted = set(zip(masks[layer][1].tolist(), masks[layer][2].tolist()))
+        theirs = [set(range(P)) - {j for h2, j in evicted if h2 == h} for h in range(trace.n_kv_heads)]
+        ours = [set(k.tolist()) for k in kvo.adakv_kept(trace, layer, P, name, ratio, alpha)]
+        assert sum(map(len, ours)) == sum(map(len, theirs)) == trace.n_kv_heads * n_kept
+        assert min(map(len, ours)) >= n_safe
+        if ours == theirs:
+            exact += 1
+            continue
+        # Only keys at the layer's boundary may differ: the lowest kept score among the shared
+        # slots, within fp32 against fp64 rounding (torch.topk orders ties as it likes).
+        s = scores[layer]
+        kept_scores = [s[h][j] for h in range(trace.n_kv_heads) for j in theirs[h]]
+        boundary = np.sort(kept_scores)[trace.n_kv_heads * n_safe] if n_safe else min(kept_scores)
+        for h in range(trace.n_kv_heads):
+            for j in ours[h] ^ theirs[h]:
+                assert abs(s[h][j] - boundary) <= 1e-5 * max(abs(boundary), 1e-30), (name, layer, h, j)
+        near += 1
+    print(f"adakv({name}, {alpha}): {exact} layers exact, {near} differ at a tie")
+    assert exact + near == trace.n_layers
+    if name != "knorm":
+        assert exact == trace.n_layers, (name, near)

@@ -120,6 +120,17 @@ def test_allocation_oracle_same_rows_from_cli_and_python(kvoracle, trace_file, t
     per = kvo.allocation_oracle(t, protocol="decoding", interval=[1, 16], target="25%", prompt_len=8)
     assert same_records(per["rows"], json.load(open(cli_per))["rows"]) and len(per["rows"]) == 2 * 2
     assert all(r["value"] <= r["peak_value"] * (1 + 1e-12) for r in per["rows"])
+    cli_methods = tmp_path / "methods.json"
+    run(kvoracle, "oracle", "allocation", trace_file, "--prompt-len", "32", "--compression-ratio", "0.5",
+        "--scopes", "head", "--presses", "snapkv,knorm", "--window-size", "4", "--alpha-safeguard", "0.2",
+        "--json", cli_methods)  # fmt: skip
+    methods = kvo.allocation_oracle(
+        t, prompt_len=32, compression_ratio=0.5, scopes="head", presses="snapkv,knorm", window_size=4,
+        alpha_safeguard=0.2,
+    )  # fmt: skip
+    cli_m = json.load(open(cli_methods))
+    assert same_records(methods["methods"], cli_m["methods"]) and len(methods["methods"]) == 2 * 2
+    assert methods["request"] == cli_m["request"] and methods["request"]["press"]["window_size"] == 4
     with pytest.raises(ValueError, match="interval needs target"):
         kvo.allocation_oracle(t, protocol="decoding", interval=64)
     with pytest.raises(ValueError, match="the floors would exceed the total budget"):

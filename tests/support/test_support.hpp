@@ -1,6 +1,8 @@
 // Test helpers: seeded random traces and set-function instances, an independent brute-force
 // maximiser over bitmasks (no shared code with oracle/), and the message of a refused call.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <Eigen/Dense>
 #include <cstdint>
 #include <functional>
@@ -110,6 +112,14 @@ inline std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+// Fails the test unless `f` throws one line of kvo::Error that contains `part`.
+inline void expect_refusal(const std::function<void()>& f, const std::string& part) {
+  const std::string message = error_of(f);
+  EXPECT_FALSE(message.empty()) << "accepted: " << part;
+  EXPECT_NE(message.find(part), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 }
 
 }  // namespace kvo::test

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "kvo/core/press.hpp"
 #include "kvo/core/trace.hpp"
 
 namespace kvo {
@@ -48,6 +49,12 @@ struct AllocationRequest {
   // Page sizes b (powers of two, at most every ratio's k): the cache evicts whole aligned pages of
   // b prompt positions (the last one may be short) and keeps floor(k / b) pages per unit. 1: tokens.
   std::vector<int> page_sizes = {1};
+  // kvpress presses whose allocations are measured against the optimum of the same memory
+  // (allocation_methods.hpp; comma-separated, "all", or empty: none), each alone and under
+  // AdaKVPress at every alpha_safeguard in [0, 1]; `press` holds their parameters.
+  std::string presses;
+  std::vector<double> alpha_safeguard;
+  PressOptions press;
   // Decoding: each unit's budgets k (comma-separated; tokens, or shares of n; empty: 20%) and
   // forced recent window r (tokens, or a share of k); the units of a scope share their heavy slots,
   // each keeping its own window.
@@ -68,7 +75,8 @@ struct AllocationRequest {
   // Decoding: a budget or recent window that is not an amount or does not fit (r <= k <= n), the
   // layerwise scope, a floor or pages (not computed for decoding); an interval without a target or
   // below 1, a target without an interval or with budgets, a prompt_len outside [0, n - 1] (read
-  // with intervals only). Both: no scope, a layer the trace lacks.
+  // with intervals only), presses or alpha_safeguard. Prefill: alpha_safeguard without presses or
+  // outside [0, 1], a press the trace cannot serve. Both: no scope, a layer the trace lacks.
   void validate(const Trace& trace) const;
   std::vector<int> chosen_layers(const Trace& trace) const;  // `layers`, or every layer
   std::vector<BudgetScope> chosen_scopes() const;            // `scopes`, or the protocol's default

@@ -12,6 +12,7 @@
 
 #include "kvo/core/trace.hpp"
 #include "kvo/oracle/allocation.hpp"
+#include "kvo/oracle/allocation_methods.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
 
 namespace kvo {
@@ -38,7 +39,8 @@ struct SharedPrefillRow {
 struct SharedPrefillResult {
   int prompt_len = 0, following = 0, kv_heads = 0;
   std::vector<int> layers;
-  std::vector<SharedPrefillRow> rows;  // ratio-major, then page size, then the request\'s scope order
+  std::vector<SharedPrefillRow> rows;        // ratio-major, then page size, then the request's scope order
+  std::vector<AllocationMethodRow> methods;  // the request's presses (allocation_methods.hpp)
   nlohmann::json to_json(const std::string& trace) const;  // what `oracle allocation --json` writes
 };
 
