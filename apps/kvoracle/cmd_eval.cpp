@@ -29,6 +29,18 @@ Runner add_eval(CLI::App& app, const Global& g) {
     RunArgs run;
     int prefill = 0;
     PressArgs press;
+    std::string scopes = "head";
+    std::vector<double> alpha_safeguard;
+  };
+  // The prefill protocol's references and AdaKV, on `eval --prefill` and `eval prefill` alike.
+  const auto add_allocation_options = [](CLI::App* c, Args& x) {
+    c->add_option("--scopes", x.scopes,
+                  "budget scopes of the optimum's rows: head (per-head budgets), layer, layerwise, model (shared "
+                  "budgets of the same total, docs/allocation.md), comma-separated or all")
+        ->capture_default_str();
+    c->add_option("--alpha-safeguard", x.alpha_safeguard,
+                  "kvpress's AdaKVPress around each press at each alpha_safeguard (comma-separated)")
+        ->delimiter(',');
   };
   auto a = std::make_shared<Args>();
   cmd->require_subcommand(0, 1);
@@ -50,6 +62,7 @@ Runner add_eval(CLI::App& app, const Global& g) {
                   "prefill optimum's sets) and teacher-force the rest (kvpress's protocol)")
       ->check(CLI::PositiveNumber);
   add_press_options(cmd, a->press);
+  add_allocation_options(cmd, *a);
 
   // `kvoracle eval prefill`: the same run as `eval --prefill P`, with only its own options.
   auto pre = std::make_shared<Args>();
@@ -68,6 +81,7 @@ Runner add_eval(CLI::App& app, const Global& g) {
   add_run_options(pre_cmd, pre->run, {.budget_total = false, .trace_selection = false});
   add_model_option(pre_cmd, pre->model);
   add_press_options(pre_cmd, pre->press);
+  add_allocation_options(pre_cmd, *pre);
 
   auto run_prefill = [&g](const Args& x, const CLI::App* c) {
     model::PressEvalRequest req;
@@ -78,6 +92,8 @@ Runner add_eval(CLI::App& app, const Global& g) {
     req.press = x.press.defaults;
     if (c->count("--policies") > 0) req.policies = parse_policy_list(x.policies);  // only when asked
     req.run = x.run.options();
+    req.scopes = parse_budget_scopes(x.scopes);
+    req.alpha_safeguard = x.alpha_safeguard;
     return print_press_eval(std::move(req), x.text, x.model, x.json, x.plot, g);
   };
   return [a, pre, &g, cmd, pre_cmd, run_prefill] {

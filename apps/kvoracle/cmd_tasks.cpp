@@ -81,7 +81,7 @@ void write_plots(const model::TaskEvalResult& r, const std::string& dir) {
       continue;
     }
     p.add_point(c.row, c.budget, c.accuracy,
-                c.row == model::kPrefillOptimumRow || c.row == policy_name(PolicyId::Oracle));
+                c.row.starts_with(model::kPrefillOptimumRow) || c.row == policy_name(PolicyId::Oracle));
   }
   for (const auto& [key, p] : plots)
     write_file_atomic(dir + "/accuracy-" + key.first + "-" + std::to_string(key.second) + ".svg", p.svg());

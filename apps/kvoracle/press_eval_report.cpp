@@ -25,8 +25,10 @@ int print_press_eval(model::PressEvalRequest request, const std::string& text_pa
             << " tokens compressed once, " << following << " continuation tokens teacher-forced, full-cache NLL "
             << fmt(r.full_nll) << "\n"
             << "optimum: the k prompt keys with the most attention mass from the continuation's queries "
-               "(look-ahead); optimum_output_bound: the minimiser of the certified output-error bound\n";
-  Table t({"set", "compression", "mean k", "mass of optimum", "output error", "NLL", "vs full", "mean KL", "K/V MiB"});
+               "(look-ahead); optimum@layer|layerwise|model: the same with the budget shared (docs/allocation.md); "
+               "optimum_output_bound: the minimiser of the certified output-error bound\n";
+  Table t({"set", "compression", "mean k", "mass of optimum", "prompt mass kept", "output error", "NLL", "vs full",
+           "mean KL", "K/V MiB"});
   LinePlot plot;
   plot.title = "KL(full || compressed) against the prompt share kept (" + std::to_string(r.prompt_len) + " + " +
                std::to_string(following) + " tokens)";
@@ -34,9 +36,9 @@ int print_press_eval(model::PressEvalRequest request, const std::string& text_pa
   plot.y_label = "mean KL of the continuation";
   plot.y_max = 0.0;
   for (const auto& row : r.rows) {
-    t.row({row.name, fmt(row.compression_ratio, 3), fmt(row.mean_k, 4), fmt(row.mass_fraction), fmt(row.output_error),
-           fmt(row.nll), (row.nll >= r.full_nll ? "+" : "") + fmt(row.nll - r.full_nll), fmt(row.mean_kl),
-           fmt(static_cast<double>(row.kv_bytes) / (1 << 20), 3)});
+    t.row({row.name, fmt(row.compression_ratio, 3), fmt(row.mean_k, 4), fmt(row.mass_fraction), fmt(row.mass_share),
+           fmt(row.output_error), fmt(row.nll), (row.nll >= r.full_nll ? "+" : "") + fmt(row.nll - r.full_nll),
+           fmt(row.mean_kl), fmt(static_cast<double>(row.kv_bytes) / (1 << 20), 3)});
     plot.add_point(row.name, row.mean_k / r.prompt_len, row.mean_kl, row.set != model::PressEvalSet::Press);
     plot.y_max = std::max(plot.y_max, row.mean_kl * 1.05);
   }

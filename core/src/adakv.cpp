@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/text_list.hpp"
 
 namespace kvo {
 

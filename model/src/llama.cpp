@@ -137,8 +137,9 @@ MatrixRM Llama::forward(std::span<const int> tokens, KvCache& cache, bool want_l
   const int H = cfg_.n_heads, G = cfg_.n_heads / cfg_.n_kv_heads;
   const int pos0 = cache.length;
   require(pos0 + T <= cache.capacity, "KV cache capacity " + std::to_string(cache.capacity) + " exceeded");
-  require(cache.start.empty() || static_cast<int>(cache.start.size()) == cfg_.n_layers,
-          "KV cache: start rows must be given for every layer or none");
+  require(cache.start.empty() || static_cast<int>(cache.start.size()) == cfg_.n_layers * cfg_.n_kv_heads,
+          "KV cache: start rows must be given for every (layer, KV head) or none");
+  for (int first : cache.start) require(first >= 0 && first <= pos0, "KV cache: a KV head starts outside its rows");
   MatrixRM x(T, d);
   for (int t = 0; t < T; ++t) {
     require(tokens[t] >= 0 && tokens[t] < cfg_.vocab,
@@ -153,12 +154,11 @@ MatrixRM Llama::forward(std::span<const int> tokens, KvCache& cache, bool want_l
     if (tap) tap->on_layer(l, pos0 + cache.position_shift, q, k, v);
     cache.k[static_cast<size_t>(l)].middleRows(pos0, T) = k;
     cache.v[static_cast<size_t>(l)].middleRows(pos0, T) = v;
-    const int first = cache.start.empty() ? 0 : cache.start[static_cast<size_t>(l)];
-    require(first >= 0 && first <= pos0, "KV cache: layer " + std::to_string(l) + " starts outside its rows");
-    const int len = pos0 + T - first;  // rows read: first .. pos0 + T - 1
 #pragma omp parallel for schedule(static)
     for (int hh = 0; hh < H; ++hh) {
       const int kvh = hh / G;
+      const int first = cache.start.empty() ? 0 : cache.start[static_cast<size_t>(l * cfg_.n_kv_heads + kvh)];
+      const int len = pos0 + T - first;  // rows read: first .. pos0 + T - 1
       const auto K = cache.k[static_cast<size_t>(l)].block(first, kvh * hd, len, hd);
       const auto V = cache.v[static_cast<size_t>(l)].block(first, kvh * hd, len, hd);
       MatrixRM s = (q.block(0, hh * hd, T, hd) * K.transpose()) * scale;  // [T, len]

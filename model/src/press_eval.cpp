@@ -2,11 +2,14 @@
 
 #include <algorithm>
 
+#include "kvo/core/adakv.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/policy_press.hpp"
 #include "kvo/core/replay.hpp"
+#include "kvo/core/text_list.hpp"
 #include "kvo/model/recorder.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
+#include "kvo/oracle/shared_prefill.hpp"
 #include "log_probs.hpp"
 
 namespace kvo::model {
@@ -28,6 +31,10 @@ struct PlannedRow {
 
 }  // namespace
 
+std::string shared_optimum_row(BudgetScope scope) {
+  return scope == BudgetScope::Head ? std::string("optimum") : "optimum@" + budget_scope_name(scope);
+}
+
 KvCache compressed_cache(const Llama& m, const KvCache& prompt, const std::vector<std::vector<int>>& kept, int P,
                          int room) {
   const LlamaConfig& c = m.config();
@@ -36,14 +43,12 @@ KvCache compressed_cache(const Llama& m, const KvCache& prompt, const std::vecto
   size_t kmax = 0;
   for (const auto& s : kept) kmax = std::max(kmax, s.size());
   KvCache pc = m.new_cache(static_cast<int>(kmax) + room);
-  pc.start.assign(static_cast<size_t>(c.n_layers), 0);
+  pc.start.assign(kept.size(), 0);
   for (int l = 0; l < c.n_layers; ++l) {
-    const size_t k = kept[static_cast<size_t>(l * n_kv)].size();
-    pc.start[static_cast<size_t>(l)] = static_cast<int>(kmax - k);
     for (int kv = 0; kv < n_kv; ++kv) {
       const auto& s = kept[static_cast<size_t>(l * n_kv + kv)];
-      require(s.size() == k,
-              "prefill evaluation: the KV heads of layer " + std::to_string(l) + " keep different counts");
+      const size_t k = s.size();
+      pc.start[static_cast<size_t>(l * n_kv + kv)] = static_cast<int>(kmax - k);
       for (size_t x = 0; x < k; ++x) {
         const int row = static_cast<int>(kmax - k + x);
         pc.k[static_cast<size_t>(l)].block(row, kv * hd, 1, hd) =
@@ -59,8 +64,9 @@ KvCache compressed_cache(const Llama& m, const KvCache& prompt, const std::vecto
 }
 
 long press_eval_rows(const PressEvalOptions& o) {
-  return static_cast<long>(o.presses.size() + o.policies.size() * o.policy_ratios.size() +
-                           2 * o.reference_ratios.size());
+  return static_cast<long>(o.presses.size() * (1 + o.alpha_safeguard.size()) +
+                           o.policies.size() * o.policy_ratios.size() +
+                           (1 + o.reference_scopes.size()) * o.reference_ratios.size());
 }
 
 PressEvalResult evaluate_presses(const Llama& model, const std::string& text, const PressEvalOptions& o) {
@@ -88,16 +94,29 @@ PressEvalResult evaluate_presses(const Llama& model, const std::string& text, co
     for (int kv = 0; kv < n_kv; ++kv) unit.push_back(prefill_unit(tr, l, kv, P));
   // Every row's kept sets, before any decoding (a press the prompt cannot serve fails here).
   std::vector<PlannedRow> plan;
+  for (double alpha : o.alpha_safeguard) adakv_safeguard(1, alpha);  // refused before any work
   for (const PressOptions& po : o.presses) {
     PlannedRow pr;
     pr.row.press = po.id;
     pr.row.name = prefill_set_label({PrefillSetKind::Press, po.id, PolicyId::H2O});
     pr.row.compression_ratio = po.compression_ratio;
+    std::vector<PressResult> layers;
     for (int l = 0; l < L; ++l) {
-      PressResult r = run_press(press_layer_of(tr, l, P), po);
-      for (auto& s : r.kept) pr.kept.push_back(std::move(s));
+      layers.push_back(run_press(press_layer_of(tr, l, P), po));
+      for (const auto& s : layers.back().kept) pr.kept.push_back(s);
     }
-    plan.push_back(std::move(pr));
+    plan.push_back(pr);
+    // kvpress's AdaKVPress around the same press: its scores, the layer's heads sharing H n_kept.
+    for (double alpha : o.alpha_safeguard) {
+      pr.row.set = PressEvalSet::AdaKV;
+      pr.row.alpha_safeguard = alpha;
+      pr.row.name = "adakv(" + press_name(po.id) + ", " + join_numbers({alpha}) + ")";
+      pr.kept.clear();
+      for (const PressResult& r : layers)
+        for (auto& s : adakv_kept(r.scores, press_n_kept(P, po.compression_ratio), alpha))
+          pr.kept.push_back(std::move(s));
+      plan.push_back(pr);
+    }
   }
   for (const PolicyId id : o.policies)
     for (double ratio : o.policy_ratios)
@@ -120,13 +139,29 @@ PressEvalResult evaluate_presses(const Llama& model, const std::string& text, co
       pr.row.name = set == PressEvalSet::MassOptimum ? "optimum" : "optimum_output_bound";
       pr.row.compression_ratio = ratio;
       const int k = press_n_kept(P, ratio);
-      for (const PrefillUnit& u : unit)
-        pr.kept.push_back(set == PressEvalSet::MassOptimum ? solve_prefill(u, k).set : solve_output_bound(u, k).set);
-      plan.push_back(std::move(pr));
+      if (set == PressEvalSet::OutputBoundOptimum || std::find(o.reference_scopes.begin(), o.reference_scopes.end(),
+                                                               BudgetScope::Head) != o.reference_scopes.end()) {
+        for (const PrefillUnit& u : unit)
+          pr.kept.push_back(set == PressEvalSet::MassOptimum ? solve_prefill(u, k).set : solve_output_bound(u, k).set);
+        plan.push_back(pr);
+      }
+      if (set == PressEvalSet::OutputBoundOptimum) continue;
+      // The shared-budget optima of the same total: each unit's heaviest keys at the counts the
+      // scope's exact allocation gives it.
+      for (BudgetScope scope : o.reference_scopes) {
+        if (scope == BudgetScope::Head) continue;
+        pr.row.scope = scope;
+        pr.row.name = shared_optimum_row(scope);
+        pr.kept = shared_prefill_sets(unit, n_kv, scope, k);
+        plan.push_back(pr);
+      }
     }
   // Retained mass and output error per unit: one pass over the following queries per unit.
   const double queries = n - P;
   std::vector<double> fraction(plan.size(), 0.0);  // mean over the units of the mass over the optimum's
+  std::vector<double> kept_mass(plan.size(), 0.0);
+  double prompt_mass = 0.0;
+  for (const PrefillUnit& u : unit) prompt_mass += u.prompt_mass;
   for (int x = 0; x < units; ++x) {
     const PrefillUnit& u = unit[static_cast<size_t>(x)];
     std::vector<std::vector<int>> sets;
@@ -135,13 +170,17 @@ PressEvalResult evaluate_presses(const Llama& model, const std::string& text, co
     for (size_t r = 0; r < plan.size(); ++r) {
       PressEvalRow& row = plan[r].row;
       const auto& s = sets[r];
-      const double opt = solve_prefill(u, static_cast<int>(s.size())).value;
-      fraction[r] += (opt > 0 ? prefill_value(u, s) / opt : 1.0) / units;
+      const double opt = solve_prefill(u, static_cast<int>(s.size())).value, value = prefill_value(u, s);
+      fraction[r] += (opt > 0 ? value / opt : 1.0) / units;
+      kept_mass[r] += value;
       row.output_error += e[r] / queries / units;
       row.mean_k += static_cast<double>(s.size()) / units;
     }
   }
-  for (size_t r = 0; r < plan.size(); ++r) plan[r].row.mass_fraction = fraction[r];
+  for (size_t r = 0; r < plan.size(); ++r) {
+    plan[r].row.mass_fraction = fraction[r];
+    plan[r].row.mass_share = prompt_mass > 0 ? kept_mass[r] / prompt_mass : 1.0;
+  }
   // The full prefill, once; its last row predicts the first continuation token for every row.
   PressEvalResult res;
   res.tokens = n;

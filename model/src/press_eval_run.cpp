@@ -1,5 +1,6 @@
 #include "kvo/model/press_eval_run.hpp"
 
+#include "kvo/core/adakv.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/request_json.hpp"
 #include "kvo/oracle/prefill_run.hpp"
@@ -10,6 +11,8 @@ void PressEvalRequest::validate() const {
   require(prompt_len >= 1 && prompt_len <= tokens - 2,
           "prompt_len must be in [1, tokens - 2] so that a continuation of 2 or more tokens follows (tokens " +
               std::to_string(tokens) + ", prompt_len " + std::to_string(prompt_len) + ")");
+  require(!scopes.empty(), "scopes: give at least one budget scope for the optimum's rows (head: per-head budgets)");
+  for (double a : alpha_safeguard) adakv_safeguard(1, a);
   options();
 }
 
@@ -19,6 +22,8 @@ PressEvalOptions PressEvalRequest::options() const {
   o.prompt_len = prompt_len;
   o.presses = press_grid(presses, ratios, press);
   o.reference_ratios = ratios;
+  o.reference_scopes = scopes;
+  o.alpha_safeguard = alpha_safeguard;
   o.policies = policies;
   o.policy_ratios = ratios;
   if (!policies.empty()) o.run = run.build(policies.front());  // evaluate_presses checks every policy
@@ -34,7 +39,11 @@ const JsonForm<PressEvalRequest>& press_eval_json() {
     f.field("tokens", &PressEvalRequest::tokens)
         .field("prompt_len", &PressEvalRequest::prompt_len)
         .field("presses", &PressEvalRequest::presses)
-        .field("ratios", &PressEvalRequest::ratios);
+        .field("ratios", &PressEvalRequest::ratios)
+        .field(
+            "scopes", [](const PressEvalRequest& r) { return nlohmann::json(join_budget_scopes(r.scopes)); },
+            [](PressEvalRequest& r, const nlohmann::json& v) { r.scopes = parse_budget_scopes(v.get<std::string>()); })
+        .field("alpha_safeguard", &PressEvalRequest::alpha_safeguard);
     press_field(f, "press", "prefill evaluation request: press", &PressEvalRequest::press);
     policies_field(f, "policies", &PressEvalRequest::policies);
     run_field(f, "run", &PressEvalRequest::run);
@@ -55,6 +64,7 @@ nlohmann::json press_eval_result_json(const PressEvalResult& r, const std::strin
                     {"compression_ratio", row.compression_ratio},
                     {"mean_k", row.mean_k},
                     {"mass_fraction", row.mass_fraction},
+                    {"mass_share", row.mass_share},
                     {"output_error", row.output_error},
                     {"nll", row.nll},
                     {"mean_kl", row.mean_kl},

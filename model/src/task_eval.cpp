@@ -17,6 +17,7 @@
 #include "kvo/model/task_io.hpp"
 #include "kvo/model/topk_decoder.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
+#include "kvo/oracle/shared_prefill.hpp"
 #include "oracle_schedule.hpp"
 
 namespace kvo::model {
@@ -228,6 +229,9 @@ TaskProtocol parse_task_protocol(std::string_view name) {
 
 void TaskEvalRequest::validate() const {
   require(!budgets.empty(), "tasks: at least one budget");
+  require(!optimum_scopes.empty(), "tasks: optimum_scopes needs at least one budget scope (head: per-head budgets)");
+  require(protocol == TaskProtocol::Prefill || optimum_scopes == std::vector<BudgetScope>{BudgetScope::Head},
+          "tasks: optimum_scopes is read by the prefill protocol only");
   for (double b : budgets)
     require(b > 0 && b <= 1, "tasks: budget " + share_text(b) + " is outside (0, 1] (the share of tokens kept)");
   if (protocol == TaskProtocol::Streaming) {
@@ -250,7 +254,7 @@ void TaskEvalRequest::validate() const {
 
 long task_eval_units(std::size_t instances, const TaskEvalRequest& r) {
   size_t rows = r.policies.size();
-  if (r.protocol == TaskProtocol::Prefill) rows += r.presses.size() + (r.optimum ? 1 : 0);
+  if (r.protocol == TaskProtocol::Prefill) rows += r.presses.size() + (r.optimum ? r.optimum_scopes.size() : 0);
   if (r.protocol == TaskProtocol::Streaming && r.topk) rows += 1;
   return static_cast<long>(instances * ((r.full_cache ? 1 : 0) + rows * r.budgets.size()));
 }
@@ -340,11 +344,10 @@ void answer_instance(const Llama& m, const Prepared& p, const TaskEvalRequest& r
     for (double b : r.budgets)
       run_sets(policy_name(id), b, policy_prefill_kept(full->trace, r.run, id, C, press_n_kept(C, 1.0 - b)));
   if (r.optimum)
-    for (double b : r.budgets) {
-      UnitSets kept;
-      for (const PrefillUnit& u : full->units) kept.push_back(solve_prefill(u, press_n_kept(C, 1.0 - b)).set);
-      run_sets(std::string(kPrefillOptimumRow), b, kept);
-    }
+    for (double b : r.budgets)
+      for (BudgetScope scope : r.optimum_scopes)  // per-head budgets, or shared ones of the same total
+        run_sets(shared_optimum_row(scope), b,
+                 shared_prefill_sets(full->units, c.n_kv_heads, scope, press_n_kept(C, 1.0 - b)));
 }
 
 // One unit per instance (its rows share the full cache's run: one prefill per instance), its

@@ -25,7 +25,7 @@ std::string ints_text(const std::vector<int>& v) {
 using O = TaskOptions;
 using U = TaskOptionUse;
 
-const std::array<TaskOptionEntry, 15> kTaskOptions{{
+const std::array<TaskOptionEntry, 16> kTaskOptions{{
     {"tasks", "--tasks", "", "comma-separated tasks, or all", U::Suite, "",
      [](O& o, std::string_view t) { o.suite.tasks = parse_task_list(t); },
      [](const O& o) {
@@ -79,6 +79,11 @@ const std::array<TaskOptionEntry, 15> kTaskOptions{{
     {"optimum", "--no-optimum", "", "prefill protocol: the prefill optimum's row (--no-optimum: leave it out)", U::Run,
      "false", [](O& o, std::string_view t) { o.run.optimum = parse_bool(t, "optimum"); },
      [](const O& o) { return bool_text(o.run.optimum); }},
+    {"optimum_scopes", "--optimum-scopes", "",
+     "prefill protocol: budget scopes of the optimum's rows: head (per-head budgets: optimum), layer, layerwise, "
+     "model (shared budgets of the same total: optimum@model), comma-separated or all",
+     U::Run, "", [](O& o, std::string_view t) { o.run.optimum_scopes = parse_budget_scopes(t); },
+     [](const O& o) { return join_budget_scopes(o.run.optimum_scopes); }},
     {"topk", "--no-topk", "", "streaming: the oracle top-k's row (--no-topk: leave it out)", U::Run, "false",
      [](O& o, std::string_view t) { o.run.topk = parse_bool(t, "topk"); },
      [](const O& o) { return bool_text(o.run.topk); }},

@@ -65,6 +65,19 @@ std::vector<int> shared_prefill_set(const PrefillUnit& unit, int slots) {
   return order;
 }
 
+std::vector<std::vector<int>> shared_prefill_sets(const std::vector<PrefillUnit>& units, int kv_heads,
+                                                  BudgetScope scope, int k) {
+  require(kv_heads >= 1 && units.size() % static_cast<size_t>(kv_heads) == 0,
+          "shared prefill: the units must be whole layers of " + std::to_string(kv_heads) + " KV heads");
+  std::vector<std::vector<double>> gains;
+  for (const PrefillUnit& u : units) gains.push_back(sorted_page_gains(u.weight, 1));
+  const std::vector<int> budgets(units.size(), k);
+  const ScopeOptimum o = solve_scope_optimum(scope, gains, static_cast<size_t>(kv_heads), budgets, 0);
+  std::vector<std::vector<int>> sets;
+  for (size_t u = 0; u < units.size(); ++u) sets.push_back(shared_prefill_set(units[u], o.slots[u]));
+  return sets;
+}
+
 SharedPrefillResult run_shared_prefill(const Trace& tr, const AllocationRequest& request) {
   request.validate(tr);
   SharedPrefillResult res;

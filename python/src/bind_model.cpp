@@ -187,8 +187,10 @@ void bind_model(py::module_& m) {
           "eval_prefill",
           [](const model::Llama& self, const std::string& text, int prompt_len, int tokens, const std::string& presses,
              std::vector<double> ratios, const std::vector<std::string>& policies, const py::dict& press,
-             const py::kwargs& kwargs) {
+             const std::string& scopes, std::vector<double> alpha_safeguard, const py::kwargs& kwargs) {
             model::PressEvalRequest req;
+            req.scopes = parse_budget_scopes(scopes);
+            req.alpha_safeguard = std::move(alpha_safeguard);
             req.tokens = tokens;
             req.prompt_len = prompt_len;
             req.presses = presses;
@@ -205,11 +207,13 @@ void bind_model(py::module_& m) {
           },
           py::arg("text"), py::arg("prompt_len"), py::arg("tokens") = model::PressEvalRequest{}.tokens,
           py::arg("presses") = model::PressEvalRequest{}.presses, py::arg("ratios") = model::PressEvalRequest{}.ratios,
-          py::arg("policies") = std::vector<std::string>{}, py::arg("press") = py::dict(),
+          py::arg("policies") = std::vector<std::string>{}, py::arg("press") = py::dict(), py::arg("scopes") = "head",
+          py::arg("alpha_safeguard") = std::vector<double>{},
           ("kvpress's protocol in closed loop (kvoracle eval prefill): the first prompt_len tokens compressed once by "
-           "each press at each ratio (and by kvoracle's `policies`, and to the prefill optima's sets), the rest "
-           "teacher-forced: {tokens, prompt_len, full_nll, full_bytes, rows: [{set, compression_ratio, mean_k, "
-           "mass_fraction, output_error, nll, mean_kl, kv_bytes}]}. `press`: a dict of press parameters; the policies' "
+           "each press at each ratio (and under AdaKV at each alpha_safeguard, and by kvoracle's `policies`, and to "
+           "the prefill optima's sets in each budget scope of `scopes`), the rest teacher-forced: {tokens, "
+           "prompt_len, full_nll, full_bytes, rows: [{set, compression_ratio, mean_k, mass_fraction, mass_share, "
+           "output_error, nll, mean_kl, kv_bytes}]}. `press`: a dict of press parameters; the policies' "
            "parameters are keyword arguments.\n" +
            press_parameters_doc() + "\n" + run_options_doc())
               .c_str())

@@ -50,6 +50,10 @@ expect_error "continuation of 2 or more" eval --text /usr/share/common-licenses/
 expect_error "must be longer than window_size" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --presses snapkv --json "$dir/out.jsonl"
 expect_error "continuation of 2 or more" eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 40 --prompt-len 39 --json "$dir/out.jsonl"
 expect_error "eval needs --text" eval --tokens 40
+expect_error "unknown budget scope 'heads'" eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 40 \
+  --prompt-len 20 --presses knorm --scopes heads --json "$dir/out.jsonl"
+expect_error "alpha_safeguard 1.5" eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 40 --prompt-len 20 \
+  --presses knorm --alpha-safeguard 1.5 --json "$dir/out.jsonl"
 expect_error "keeps every token" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --presses knorm --policies full --json "$dir/out.jsonl"
 expect_error "unknown check id" verify "$dir/ok.safetensors" --checks C99
 expect_error "fractions of n" verify "$dir/ok.safetensors" --sweep 0.1,12
@@ -149,6 +153,8 @@ expect_error "bad.jsonl line 1: no \"answer\" column" tasks run -i "$dir/bad.jso
 printf '{"context": "a b c", "question": "q?", "answer": "x", "needles": [[0, 90]]}\n' >"$dir/bad2.jsonl"
 expect_error "has a needle at tokens \[0, 90) outside its context" tasks run -i "$dir/bad2.jsonl" --json "$dir/out.jsonl"
 expect_error "budget 1.5" tasks run -i "$dir/bad2.jsonl" --budgets 1.5 --json "$dir/out.jsonl"
+expect_error "optimum_scopes is read by the prefill protocol only" tasks run --tasks passkey --lengths 256 \
+  --per-cell 1 --optimum-scopes model --json "$dir/out.jsonl"
 expect_error "cannot read results file '$dir/none.json'" tasks report "$dir/none.json"
 expect_error "bad.jsonl: not the JSON of kvoracle tasks run" tasks report "$dir/bad.jsonl"
 printf '{"protocol": ' >"$dir/cut.json"

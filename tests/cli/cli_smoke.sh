@@ -62,8 +62,8 @@ grep -q "| \*\*C27\*\*" "$dir/rep/report.md"
 grep -q "<polyline" "$dir/e.svg"
 # prefill compression in closed loop, small (the larger runs are in cli_smoke_model.sh)
 "$K" -q eval --text /usr/share/common-licenses/GPL-3 --tokens 20 --prefill 12 --presses knorm --compression-ratio 0.5 \
-  --json "$dir/pe.json" >/dev/null
-python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"rows\"]; assert [x[\"set\"] for x in r][0] == \"knorm\" and all(x[\"mean_kl\"] >= 0 for x in r), r" "$dir/pe.json"
+  --scopes head,model --alpha-safeguard 0.2 --json "$dir/pe.json" >/dev/null
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"rows\"]; assert [x[\"set\"] for x in r] == [\"knorm\", \"adakv(knorm, 0.2)\", \"optimum\", \"optimum@model\", \"optimum_output_bound\"] and all(x[\"mean_kl\"] >= 0 for x in r), r; assert r[3][\"mass_share\"] >= r[2][\"mass_share\"] - 1e-12" "$dir/pe.json"
 # long-context tasks (the closed-loop runs are in cli_smoke_model.sh): a generated suite as JSON
 # Lines, the same bytes when generated again, and its full-cache answer
 "$K" -q tasks generate --tasks passkey,niah --lengths 256 --depths 0.5 --per-cell 1 -o "$dir/tasks.jsonl" >/dev/null

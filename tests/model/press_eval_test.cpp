@@ -1,4 +1,4 @@
-// Prefill compression in closed loop (model/press_eval.hpp): a pruned KV cache with per-layer start
+// Prefill compression in closed loop (model/press_eval.hpp): a pruned KV cache with per-head start
 // rows and shifted positions gives the logits of the evicting decoder holding the same keys; at
 // compression ratio 0 every row (press, policy or reference) is the full cache; the references sit
 // where they must.
@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/policies.hpp"
@@ -17,11 +18,11 @@ using namespace kvo;
 
 namespace {
 
-// Kept prompt positions of (layer, KV head): a different subset per head, as many per head of a
-// layer (odd layers keep more), as kvpress's presses keep.
+// Kept prompt positions of (layer, KV head): a different subset and count per head (periods 3, 4
+// and 5 across a layer's heads), as a shared budget keeps.
 std::vector<int> kept_of(int layer, int kv, int P) {
   std::vector<int> s;
-  const int period = layer % 2 == 0 ? 3 : 4;
+  const int period = 3 + (layer + kv) % 3;
   for (int j = 0; j < P; ++j)
     if ((j + layer + kv) % period != 0) s.push_back(j);
   return s;
@@ -34,7 +35,7 @@ TEST(PressEval, APrunedCacheEqualsTheEvictingDecoderHoldingTheSameKeys) {
   const auto& c = m.config();
   const int n = 36, P = 24;
   const auto ids = test::gpl3_tokens(n);
-  // Path 1: the prompt prefilled at once, cut by compressed_cache (each layer's kept rows packed,
+  // Path 1: the prompt prefilled at once, cut by compressed_cache (each head's kept rows packed,
   // positions continuing at P), the continuation in one forward call.
   auto prompt = m.new_cache(P);
   m.forward(std::span<const int>(ids).first(P), prompt, false);
@@ -148,4 +149,49 @@ TEST(PressEval, APressAndAPolicyOfOneNameAreTwoLabelledRowsAndPoliciesKeepKvpres
   o.presses.clear();
   o.policies = {PolicyId::Full};
   EXPECT_THROW(model::evaluate_presses(m, test::gpl3_text(), o), Error);
+}
+
+// Issue 33: the shared-budget optima and AdaKV in closed loop. Each scope's row keeps the same total
+// (the same K/V bytes) with counts that differ per unit, keeps at least the per-head optimum's mass
+// (the model scope the most), and at ratio 0 is the full cache; AdaKV rows follow their press.
+TEST(PressEval, SharedBudgetOptimaAndAdaKVRowsKeepTheSameTotal) {
+  const auto& m = test::shared_model();
+  model::PressEvalOptions o;
+  o.tokens = 48;
+  o.prompt_len = 32;
+  PressOptions p;
+  p.id = PressId::Knorm;
+  for (double r : {0.0, 0.75}) {
+    p.compression_ratio = r;
+    o.presses.push_back(p);
+  }
+  o.alpha_safeguard = {0.0, 0.5};
+  o.reference_ratios = {0.0, 0.75};
+  o.reference_scopes = {BudgetScope::Head, BudgetScope::Layer, BudgetScope::Model};
+  EXPECT_EQ(model::press_eval_rows(o), 2 * 3 + 2 * 4);
+  const model::PressEvalResult res = model::evaluate_presses(m, test::gpl3_text(), o);
+  ASSERT_EQ(res.rows.size(), 14u);
+  std::map<std::pair<std::string, double>, model::PressEvalRow> rows;
+  for (const auto& r : res.rows) rows[{r.name, r.compression_ratio}] = r;
+  const auto by = [&](const std::string& name, double ratio) { return rows.at({name, ratio}); };
+  for (const char* name : {"knorm", "adakv(knorm, 0)", "adakv(knorm, 0.5)", "optimum", "optimum@layer", "optimum@model",
+                           "optimum_output_bound"}) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(rows.count({name, 0.0}) && rows.count({name, 0.75}));
+    const auto full = by(name, 0.0);
+    EXPECT_EQ(full.nll, res.full_nll);
+    EXPECT_EQ(full.kv_bytes, res.full_bytes);
+    const auto cut = by(name, 0.75);
+    EXPECT_NEAR(cut.mean_k, 8.0, 1e-9);  // press_n_kept(32, 0.75): the same total in every row
+    EXPECT_EQ(cut.kv_bytes, by("knorm", 0.75).kv_bytes);
+    EXPECT_GT(cut.mean_kl, 0.0);
+  }
+  const double head = by("optimum", 0.75).mass_share, layer = by("optimum@layer", 0.75).mass_share,
+               model_scope = by("optimum@model", 0.75).mass_share;
+  EXPECT_LE(head, layer + 1e-12);
+  EXPECT_LE(layer, model_scope + 1e-12);
+  EXPECT_GT(model_scope, head);  // the global allocation moves slots on this text
+  EXPECT_LE(by("knorm", 0.75).mass_share, head + 1e-12);
+  EXPECT_EQ(by("optimum@model", 0.75).scope, BudgetScope::Model);
+  EXPECT_EQ(by("adakv(knorm, 0.5)", 0.75).set, model::PressEvalSet::AdaKV);
 }

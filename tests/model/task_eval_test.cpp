@@ -8,6 +8,7 @@
 #include "kvo/core/error.hpp"
 #include "kvo/model/task_io.hpp"
 #include "model_fixture.hpp"
+#include "test_support.hpp"
 
 using namespace kvo;
 using namespace kvo::model;
@@ -97,6 +98,37 @@ TEST(TaskEval, PrefillRowsAtTheWholeContextAnswerAsTheFullCache) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "r.json outcome 2: no \"score\"");
   }
+}
+
+// Issue 33: the optimum's rows under shared budgets: one row per scope and budget, the same total
+// as per-head budgets (mean kept k), the whole context at budget 1; refused under streaming.
+TEST(TaskEval, PrefillOptimumRowsPerBudgetScope) {
+  const auto& m = test::shared_model();
+  const auto inst = tiny(1);
+  TaskEvalRequest r;
+  r.protocol = TaskProtocol::Prefill;
+  r.policies = {};
+  r.budgets = {1.0, 0.3};
+  r.optimum_scopes = {BudgetScope::Head, BudgetScope::Layerwise, BudgetScope::Model};
+  EXPECT_EQ(task_eval_units(1, r), 1 + 3 * 2);
+  const TaskEvalResult res = evaluate_tasks(m, inst, r);
+  ASSERT_EQ(res.outcomes.size(), 1u + 3 * 2);
+  std::vector<std::string> rows;
+  for (size_t i = 1; i < res.outcomes.size(); ++i) rows.push_back(res.outcomes[i].row);
+  EXPECT_EQ(rows, (std::vector<std::string>{"optimum", "optimum@layerwise", "optimum@model", "optimum",
+                                            "optimum@layerwise", "optimum@model"}));
+  for (size_t i = 1; i < res.outcomes.size(); ++i) {
+    const TaskOutcome& o = res.outcomes[i];
+    SCOPED_TRACE(o.row + " at " + std::to_string(o.budget));
+    if (o.budget == 1.0) {
+      EXPECT_EQ(o.answer, res.outcomes[0].answer);
+    }
+    EXPECT_NEAR(o.kept, res.outcomes[i < 4 ? 1 : 4].kept, 1e-9);  // the same total as per-head budgets
+  }
+  r.protocol = TaskProtocol::Streaming;
+  r.policies = {PolicyId::H2O};
+  EXPECT_NE(test::error_of([&] { r.validate(); }).find("optimum_scopes is read by the prefill protocol only"),
+            std::string::npos);
 }
 
 TEST(TaskEval, WilsonIntervals) {

@@ -225,13 +225,16 @@ def test_model_calls_give_what_the_cli_gives(kvoracle, model_path, tmp_path, sam
         assert [{k: p[k] for k in keep} for p in py["points"]] == [{k: p[k] for k in keep} for p in cli["points"]]
         assert same_records(without([py], "points"), without([cli], "points"), rel=1e-4)
     run(kvoracle, "eval", "prefill", "--text", text, "--tokens", 40, "--prompt-len", 28, "--presses",
-        "knorm,streaming_llm", "--compression-ratio", 0.5, "--n-sink", 2, "--policies", "h2o", "--model",
-        model_path, "--json", tmp_path / "prefill.json")  # fmt: skip
+        "knorm,streaming_llm", "--compression-ratio", 0.5, "--n-sink", 2, "--policies", "h2o", "--scopes",
+        "head,model", "--alpha-safeguard", 0.2, "--model", model_path, "--json", tmp_path / "prefill.json")  # fmt: skip
     cli = json.load(open(tmp_path / "prefill.json"))
     assert cli.pop("text") == text
     py = m.eval_prefill(body, 28, tokens=40, presses="knorm,streaming_llm", ratios=[0.5], policies=["h2o"],
-                        press={"n_sink": 2})  # fmt: skip
-    assert [r["set"] for r in py["rows"]][:3] == ["knorm", "streaming_llm", "h2o"]
+                        press={"n_sink": 2}, scopes="head,model", alpha_safeguard=[0.2])  # fmt: skip
+    assert [r["set"] for r in py["rows"]] == [
+        "knorm", "adakv(knorm, 0.2)", "streaming_llm", "adakv(streaming_llm, 0.2)", "h2o", "optimum",
+        "optimum@model", "optimum_output_bound",
+    ]  # fmt: skip
     if same_build:
         assert same_records(py, cli, rel=1e-4)
     else:
@@ -257,6 +260,10 @@ def test_model_calls_give_what_the_cli_gives(kvoracle, model_path, tmp_path, sam
         m.eval(body, tokens=24, histroy=5)
     with pytest.raises(ValueError, match="continuation of 2 or more"):
         m.eval_prefill(body, 39, tokens=40)
+    with pytest.raises(ValueError, match="unknown budget scope 'heads'"):
+        m.eval_prefill(body, 28, tokens=40, scopes="heads")
+    with pytest.raises(ValueError, match="alpha_safeguard 2"):
+        m.eval_prefill(body, 28, tokens=40, presses="knorm", alpha_safeguard=[2.0])
 
 
 def test_replay_and_score_same_sets_from_cli_and_python(kvoracle, trace_file, tmp_path):

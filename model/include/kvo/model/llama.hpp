@@ -53,9 +53,10 @@ struct KvCache {
   int length = 0;
   int capacity = 0;
   std::vector<MatrixRM> k, v;  // per layer: [capacity, H_kv*hd]
-  // A compressed cache (kvpress-style, the same count per KV head of a layer): layer l's attention
-  // reads rows start[l].. only (empty: every row), and row r sits at RoPE position r + position_shift,
-  // so tokens appended after a pruned prompt of P tokens keep positions P, P+1, ...
+  // A compressed cache: KV head h of layer l reads rows start[l * H_kv + h].. only (empty: every
+  // row), so the heads of a layer may keep different counts, each right-aligned below the longest;
+  // row r sits at RoPE position r + position_shift, so tokens appended after a pruned prompt of P
+  // tokens keep positions P, P+1, ...
   std::vector<int> start;
   int position_shift = 0;
   size_t bytes() const;

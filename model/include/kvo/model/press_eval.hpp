@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kvo/core/budget_scope.hpp"
 #include "kvo/core/press.hpp"
 #include "kvo/core/run_config.hpp"
 #include "kvo/model/llama.hpp"
@@ -27,20 +28,30 @@ struct PressEvalOptions {
   std::vector<double> policy_ratios;
   RunConfig run;
   std::vector<double> reference_ratios;  // the optimum's rows at these compression ratios
-  std::function<void()> on_row;          // progress: one call per finished row
+  // The mass optimum's rows per budget scope at each reference ratio: head (each unit keeps k, the
+  // "optimum" row) and the shared-budget optima with the same total (oracle/shared_prefill.hpp,
+  // "optimum@layer", ...), whose units keep different counts.
+  std::vector<BudgetScope> reference_scopes = {BudgetScope::Head};
+  // kvpress's AdaKVPress around each press at each alpha_safeguard ("adakv(snapkv, 0.2)" rows).
+  std::vector<double> alpha_safeguard;
+  std::function<void()> on_row;  // progress: one call per finished row
 };
 
-// What a row kept: a press, or one of the look-ahead references at kvpress's k for the ratio.
-enum class PressEvalSet { Press, Policy, MassOptimum, OutputBoundOptimum };
+// What a row kept: a press (alone or under AdaKV), a policy, or one of the look-ahead references
+// at kvpress's k for the ratio (the mass optimum in a budget scope, the output bound's minimiser).
+enum class PressEvalSet { Press, AdaKV, Policy, MassOptimum, OutputBoundOptimum };
 
 struct PressEvalRow {
   PressEvalSet set = PressEvalSet::Press;
-  PressId press = PressId::SnapKV;  // set == Press
-  PolicyId policy = PolicyId::H2O;  // set == Policy
-  std::string name;                 // the press's or policy's name, or the reference's
+  PressId press = PressId::SnapKV;        // set == Press or AdaKV
+  double alpha_safeguard = 0.0;           // set == AdaKV
+  PolicyId policy = PolicyId::H2O;        // set == Policy
+  BudgetScope scope = BudgetScope::Head;  // set == MassOptimum: who shares the budget
+  std::string name;                       // the press's or policy's name, or the reference's
   double compression_ratio = 0.0;
   double mean_k = 0.0;         // kept prompt keys per (layer, KV head)
   double mass_fraction = 1.0;  // mean over units of the retained mass over the optimum's at the same k
+  double mass_share = 1.0;     // the retained mass summed over units, over the whole prompt's
   double output_error = 0.0;   // mean over units of E(S) / (n - P): |o_t(S) - o_t(full)| per query
   double nll = 0.0;            // mean over the n - P continuation tokens
   double mean_kl = 0.0;        // KL(full || compressed), mean over the same predictions
@@ -54,11 +65,13 @@ struct PressEvalResult {
   std::vector<PressEvalRow> rows;  // presses in option order, policies, then the references per ratio
 };
 
+// The name of the mass optimum's row under a shared budget scope: "optimum@layer" (head: "optimum").
+std::string shared_optimum_row(BudgetScope scope);
+
 // The prompt's cache cut to `kept` (ascending prompt positions per (layer, KV head), layer-major;
-// every KV head of a layer keeps as many, as kvpress's presses do): each layer's kept rows packed
-// right-aligned below the longest layer's, attention reading rows start[l].. only, and positions
-// continuing at prompt_len, with `room` rows left for the tokens fed after. kvo::Error when the KV
-// heads of a layer keep different counts.
+// the counts may differ, as under a shared budget): each KV head's kept rows packed right-aligned
+// below the longest set, its attention reading rows start[l * H_kv + h].. only, and positions
+// continuing at prompt_len, with `room` rows left for the tokens fed after.
 KvCache compressed_cache(const Llama& model, const KvCache& prompt, const std::vector<std::vector<int>>& kept,
                          int prompt_len, int room);
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kvo/core/budget_scope.hpp"
 #include "kvo/core/press.hpp"
 #include "kvo/core/run_options.hpp"
 #include "kvo/model/press_eval.hpp"
@@ -21,11 +22,13 @@ struct PressEvalRequest {
   PressOptions press;                            // press parameters (window_size, n_sink, ...), kvpress's defaults
   std::vector<PolicyId> policies;                // kvoracle's policies as prefill presses (none by default)
   RunOptions run;                                // their parameters (budget and trace selection are not read)
-  std::function<void()> on_row;                  // progress: one call per finished row
+  std::vector<BudgetScope> scopes = {BudgetScope::Head};  // the mass optimum's rows: per head and/or shared budgets
+  std::vector<double> alpha_safeguard;                    // AdaKVPress around each press, per value
+  std::function<void()> on_row;                           // progress: one call per finished row
 
   // kvo::Error naming the option: prompt_len or tokens out of range, an unknown press, a ratio
-  // outside [0, 1), a policy parameter out of range. (A prompt a press cannot serve, or a text
-  // shorter than `tokens`, is refused by run_press_eval before any decoding.)
+  // outside [0, 1), a policy parameter out of range, no scope, an alpha_safeguard outside [0, 1]. (A prompt a press
+  // cannot serve, or a text shorter than `tokens`, is refused by run_press_eval before any decoding.)
   void validate() const;
   nlohmann::json to_json() const;  // every field but the hook
   static PressEvalRequest from_json(const nlohmann::json& j);

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kvo/core/budget_scope.hpp"
 #include "kvo/core/press.hpp"
 #include "kvo/core/run_config.hpp"
 #include "kvo/core/work_team.hpp"
@@ -41,6 +42,9 @@ struct TaskEvalRequest {
   // Shares kept: of the input's tokens per (layer, KV head) (streaming), of the context (prefill).
   std::vector<double> budgets = {0.1, 0.2, 0.5};
   bool optimum = true;  // prefill: the prefill optimum's row (the mass of the question and answer)
+  // Prefill: the optimum's rows per budget scope: head ("optimum", each unit keeps k) and the
+  // shared budgets of the same total ("optimum@layer", ...; units keep different counts).
+  std::vector<BudgetScope> optimum_scopes = {BudgetScope::Head};
   // Streaming: the oracle top-k's row (nothing evicted; each query attends its k heaviest keys).
   bool topk = true;
   bool question_first = false;  // the question also opens the context
@@ -61,7 +65,7 @@ struct TaskOutcome {
   int length = 0;
   double depth = -1.0;
   int input_tokens = 0;  // context + question block
-  std::string row;       // kFullCacheRow, a policy's or press's name, kPrefillOptimumRow
+  std::string row;       // kFullCacheRow, a policy's or press's name, kPrefillOptimumRow or "optimum@<scope>"
   double budget = 1.0;   // the share kept (1: the full cache)
   double kept = 0.0;     // mean tokens held per (layer, KV head) when the question is read
   double score = 0.0;

@@ -10,24 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "kvo/core/budget_scope.hpp"
 #include "kvo/core/press.hpp"
 #include "kvo/core/trace.hpp"
 
 namespace kvo {
-
-// Who shares a budget, in the table's (and `kvoracle oracle allocation`'s) order.
-enum class BudgetScope : int { Head, Layer, Layerwise, Model, Count };
-
-struct BudgetScopeEntry {
-  BudgetScope id;
-  std::string_view name;
-  std::string_view summary;
-};
-std::span<const BudgetScopeEntry> budget_scope_table();
-std::string budget_scope_name(BudgetScope scope);
-// Comma-separated names, or "all" (kvo::Error naming the known ones).
-std::vector<BudgetScope> parse_budget_scopes(std::string_view names);
-std::string join_budget_scopes(const std::vector<BudgetScope>& scopes);
 
 // Prefill: the prompt compressed once, scored by the queries after it (shared_prefill.hpp).
 // Decoding: irreversible eviction at every step, the offline optimum (offline_shared.hpp).
@@ -92,7 +79,5 @@ struct AllocationRequest {
 
 // The floor in slots at per-unit budget k ("floor: ..." kvo::Error for a bad amount).
 int resolve_allocation_floor(const std::string& text, int k);
-// The units (layer-major indices) that share one budget under the head, layer or model scope.
-std::vector<std::vector<size_t>> sharing_units(BudgetScope scope, size_t layers, size_t kv_heads);
 
 }  // namespace kvo

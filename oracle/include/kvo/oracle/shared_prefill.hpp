@@ -47,6 +47,12 @@ struct SharedPrefillResult {
 // The prefill protocol of `request` (its decoding fields are not read).
 SharedPrefillResult run_shared_prefill(const Trace& trace, const AllocationRequest& request);
 
+// Every unit's kept set under one scope's optimum at per-unit budget k, the same total as per-head
+// budgets of k (units layer-major, kv_heads per layer, all of one prompt): the sets eval and tasks
+// run in closed loop. The head scope gives solve_prefill's sets.
+std::vector<std::vector<int>> shared_prefill_sets(const std::vector<PrefillUnit>& units, int kv_heads,
+                                                  BudgetScope scope, int k);
+
 // The kept prompt positions of one unit holding `slots` keys: its heaviest, ties to the earlier
 // position (the same sets as solve_prefill at k = slots).
 std::vector<int> shared_prefill_set(const PrefillUnit& unit, int slots);

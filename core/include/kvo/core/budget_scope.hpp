@@ -1,0 +1,30 @@
+// Who shares a KV budget: each (layer, KV head) alone, the KV heads of a layer, the layers with
+// every head of a layer alike, or the whole model. One table of scopes, read by the shared-budget
+// optima (oracle/allocation.hpp) and the closed-loop evaluation (model/press_eval.hpp).
+#pragma once
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvo {
+
+// Who shares a budget, in the table's (and `kvoracle oracle allocation`'s) order.
+enum class BudgetScope : int { Head, Layer, Layerwise, Model, Count };
+
+struct BudgetScopeEntry {
+  BudgetScope id;
+  std::string_view name;
+  std::string_view summary;
+};
+std::span<const BudgetScopeEntry> budget_scope_table();
+std::string budget_scope_name(BudgetScope scope);
+// Comma-separated names, or "all" (kvo::Error naming the known ones).
+std::vector<BudgetScope> parse_budget_scopes(std::string_view names);
+std::string join_budget_scopes(const std::vector<BudgetScope>& scopes);
+
+// The units (layer-major indices) that share one budget under the head, layer or model scope.
+std::vector<std::vector<size_t>> sharing_units(BudgetScope scope, size_t layers, size_t kv_heads);
+
+}  // namespace kvo
