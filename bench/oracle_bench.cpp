@@ -4,14 +4,17 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench_inputs.hpp"
 #include "kvo/core/facility_location.hpp"
 #include "kvo/core/modular_concave.hpp"
 #include "kvo/core/press.hpp"
+#include "kvo/core/trace_io.hpp"
 #include "kvo/oracle/budget_allocation.hpp"
 #include "kvo/oracle/offline_periodic.hpp"
 #include "kvo/oracle/offline_shared.hpp"
@@ -194,9 +197,7 @@ void BM_Allocation(benchmark::State& st, bool per_head) {
 // Decoding with shared capacity: one layer of 3 KV heads (SmolLM2's) of a synthetic heavy-hitter
 // trace at k = 20%, the exact offline optimum of the layer's shared pool (allocation/decoding-layer)
 // against the per-head solver on the same heads (allocation/decoding-per-head, the baseline).
-void BM_DecodingAllocation(benchmark::State& st, bool per_head) {
-  const int n = static_cast<int>(st.range(0));
-  const Trace& tr = bench::trace(n, 64, 3);
+void decoding_allocation(benchmark::State& st, const Trace& tr, int n, bool per_head) {
   std::vector<OfflineProblem> units;
   for (int h = 0; h < 3; ++h) units.push_back(decoding_unit(tr, 0, h, n / 5, 0));
   for (auto _ : st) {
@@ -206,6 +207,30 @@ void BM_DecodingAllocation(benchmark::State& st, bool per_head) {
       benchmark::DoNotOptimize(solve_offline_shared(units).value);
   }
   st.SetItemsProcessed(st.iterations() * 3 * n);  // head-steps
+}
+
+void BM_DecodingAllocation(benchmark::State& st, bool per_head) {
+  const int n = static_cast<int>(st.range(0));
+  decoding_allocation(st, bench::trace(n, 64, 3), n, per_head);
+}
+
+// The same on layer 0 of a real trace of SmolLM2 (3 KV heads): the file KVO_BENCH_REAL_TRACE
+// names, of n tokens (bench/long-context records one of 8 192); skipped without it.
+void BM_DecodingAllocationReal(benchmark::State& st, bool per_head) {
+  const int n = static_cast<int>(st.range(0));
+  const char* path = std::getenv("KVO_BENCH_REAL_TRACE");
+  if (path == nullptr || *path == '\0') {
+    st.SkipWithError("set KVO_BENCH_REAL_TRACE to a real trace of n tokens (bench/long-context records one)");
+    return;
+  }
+  static std::map<std::string, Trace> traces;
+  auto it = traces.find(path);
+  if (it == traces.end()) it = traces.emplace(path, read_trace(path)).first;
+  if (it->second.n_tokens != n || it->second.n_kv_heads != 3) {
+    st.SkipWithError("KVO_BENCH_REAL_TRACE must hold n tokens and 3 KV heads per layer");
+    return;
+  }
+  decoding_allocation(st, it->second, n, per_head);
 }
 
 // Periodic compression (kvpress's DecodingPress schedule) on the same three heads: each head's exact
@@ -264,6 +289,16 @@ BENCHMARK_CAPTURE(BM_DecodingAllocation, layer, false)
     ->Arg(1024)
     ->Arg(2048)
     ->Arg(8192)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DecodingAllocationReal, per_head, true)
+    ->Name("allocation/decoding-real-per-head")
+    ->Arg(8192)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DecodingAllocationReal, layer, false)
+    ->Name("allocation/decoding-real-layer")
+    ->Arg(8192)
+    ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Allocation, per_head, true)
     ->Name("allocation/per-head")

@@ -43,6 +43,12 @@ size_t ScissorhandsPolicy::victim(int) {
   return best;
 }
 
+std::vector<double> ScissorhandsPolicy::eviction_scores() const {
+  std::vector<double> score(marks_.size());
+  for (size_t j = 0; j < marks_.size(); ++j) score[j] = -static_cast<double>(marks_[j]);
+  return with_recent_window(std::move(score), setup().budget.recent);
+}
+
 size_t RandomPolicy::victim(int) {
   const size_t count = candidates(setup().budget.recent);
   std::uniform_int_distribution<size_t> pick(0, count - 1);

@@ -1,6 +1,7 @@
 #include "kvo/core/policy.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace kvo {
 
@@ -38,6 +39,13 @@ size_t NestedPolicy::argmin_score(const std::vector<double>& score, size_t count
   for (size_t p = 1; p < count; ++p)
     if (score[cache_[p]] < score[cache_[best]]) best = p;  // strict: ties keep the oldest
   return best;
+}
+
+std::vector<double> NestedPolicy::with_recent_window(std::vector<double> score, int recent) const {
+  if (!cache_.empty() && score.size() <= static_cast<size_t>(cache_.back())) score.resize(cache_.back() + 1, 0.0);
+  for (size_t p = candidates(recent); p < cache_.size(); ++p)
+    score[static_cast<size_t>(cache_[p])] = std::numeric_limits<double>::infinity();
+  return score;
 }
 
 }  // namespace kvo

@@ -1,11 +1,13 @@
 #include "kvo/core/policy_press.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <sstream>
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/replay.hpp"
+#include "kvo/core/text_list.hpp"
 
 namespace kvo {
 namespace {
@@ -79,17 +81,12 @@ std::string policy_press_refusal(PolicyId id, double compression_ratio) {
   return "";
 }
 
-std::vector<std::vector<int>> policy_prefill_kept(const Trace& trace, const RunConfig& base, PolicyId id, int P,
-                                                  int k) {
-  require(k >= 1, "a prefill cut keeps at least one token (k = " + std::to_string(k) + ")");
-  require(P >= 1 && P <= trace.n_tokens,
-          "the prompt length " + std::to_string(P) + " is outside [1, " + std::to_string(trace.n_tokens) + "]");
-  const std::size_t units = static_cast<std::size_t>(trace.n_layers * trace.n_kv_heads);
-  if (k >= P) {
-    std::vector<int> all(static_cast<std::size_t>(P));
-    std::iota(all.begin(), all.end(), 0);
-    return std::vector<std::vector<int>>(units, all);
-  }
+namespace {
+
+// Replays policy `id` over the prompt of every (layer, KV head) with k kept slots (k + 1 when its
+// budget counts the next token) and hands each unit's policy to `at_cut` right after the cut.
+void replay_prompt_cut(const Trace& trace, const RunConfig& base, PolicyId id, int P, int k,
+                       const std::function<void(std::size_t unit, const EvictionPolicy&)>& at_cut) {
   const std::string refusal = policy_press_refusal(id, 1.0 - static_cast<double>(k) / P);
   require(refusal.empty(), refusal);
   const int slots = policy_traits(id).budget_counts_next ? k + 1 : k;
@@ -105,15 +102,34 @@ std::vector<std::vector<int>> policy_prefill_kept(const Trace& trace, const RunC
   ro.run.layers.clear();
   ro.run.heads.clear();
   ro.record_sets = false;
-  std::vector<std::vector<int>> kept(units);
   ro.on_step = [&](int layer, int kv_head, int step, const EvictionPolicy& policy) {
-    if (step != P - 1) return;
-    std::vector<int> s;
-    for (int j : policy.cache())
-      if (j < P) s.push_back(j);
-    kept[static_cast<std::size_t>(layer * trace.n_kv_heads + kv_head)] = std::move(s);
+    if (step == P - 1) at_cut(static_cast<std::size_t>(layer * trace.n_kv_heads + kv_head), policy);
   };
   replay(trace, ro);
+}
+
+void check_prompt(const Trace& trace, int P, int k) {
+  require(k >= 1, "a prefill cut keeps at least one token (k = " + std::to_string(k) + ")");
+  require(P >= 1 && P <= trace.n_tokens,
+          "the prompt length " + std::to_string(P) + " is outside [1, " + std::to_string(trace.n_tokens) + "]");
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> policy_prefill_kept(const Trace& trace, const RunConfig& base, PolicyId id, int P,
+                                                  int k) {
+  check_prompt(trace, P, k);
+  const std::size_t units = static_cast<std::size_t>(trace.n_layers * trace.n_kv_heads);
+  if (k >= P) {
+    std::vector<int> all(static_cast<std::size_t>(P));
+    std::iota(all.begin(), all.end(), 0);
+    return std::vector<std::vector<int>>(units, all);
+  }
+  std::vector<std::vector<int>> kept(units);
+  replay_prompt_cut(trace, base, id, P, k, [&](std::size_t u, const EvictionPolicy& policy) {
+    for (int j : policy.cache())
+      if (j < P) kept[u].push_back(j);
+  });
   for (std::size_t u = 0; u < units; ++u) {
     auto& s = kept[u];
     std::sort(s.begin(), s.end());
@@ -124,6 +140,31 @@ std::vector<std::vector<int>> policy_prefill_kept(const Trace& trace, const RunC
                 " after the prompt, not kvpress's " + std::to_string(k));
   }
   return kept;
+}
+
+std::vector<std::vector<double>> policy_prefill_scores(const Trace& trace, const RunConfig& base, PolicyId id, int P,
+                                                       int k) {
+  check_prompt(trace, P, k);
+  require(policy_traits(id).prefill_score, "policy '" + policy_name(id) +
+                                               "' is not a score: its prompt cut is not a top-k of a per-token score "
+                                               "(scores: " +
+                                               prefill_score_policies() + ")");
+  require(k < P, "a policy's scores are read at a cut: k = " + std::to_string(k) + " must be below the prompt's " +
+                     std::to_string(P) + " tokens");
+  const std::size_t units = static_cast<std::size_t>(trace.n_layers * trace.n_kv_heads);
+  std::vector<std::vector<double>> scores(units);
+  replay_prompt_cut(trace, base, id, P, k, [&](std::size_t u, const EvictionPolicy& policy) {
+    scores[u] = policy.eviction_scores();
+    scores[u].resize(static_cast<std::size_t>(P), 0.0);
+  });
+  return scores;
+}
+
+std::string prefill_score_policies() {
+  std::vector<std::string> names;
+  for (const PolicyEntry& e : policy_table())
+    if (e.traits.prefill_score) names.emplace_back(e.name);
+  return join_list(names);
 }
 
 }  // namespace kvo

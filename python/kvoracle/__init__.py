@@ -30,6 +30,8 @@ from ._core import (  # noqa: F401
     output_errors,
     policies,
     policy,
+    policy_prefill_kept,
+    policy_prefill_scores,
     prefill_optimum,
     prefill_oracle,
     press_names,

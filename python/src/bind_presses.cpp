@@ -77,6 +77,29 @@ void bind_presses(py::module_& m) {
        run_options_doc())
           .c_str());
   m.def(
+      "policy_prefill_scores",
+      [](const Trace& tr, const std::string& policy, int prompt_len, int k, const py::kwargs& kwargs) {
+        RunOptions ro = run_options(kwargs, "policy_prefill_scores");
+        ro.budget = "1";  // the cut's k is set below; the budget is not read
+        ro.prompt_len = prompt_len;
+        const RunConfig base = ro.build(parse_policy(policy));
+        std::vector<std::vector<double>> scores;
+        {
+          py::gil_scoped_release release;
+          scores = policy_prefill_scores(tr, base, base.policy.id, prompt_len, k);
+        }
+        py::array_t<double> out({static_cast<py::ssize_t>(scores.size()), static_cast<py::ssize_t>(prompt_len)});
+        for (size_t u = 0; u < scores.size(); ++u)
+          std::copy(scores[u].begin(), scores[u].end(), out.mutable_data(static_cast<py::ssize_t>(u), 0));
+        return out;
+      },
+      py::arg("trace"), py::arg("policy"), py::arg("prompt_len"), py::arg("k"),
+      ("per (layer, KV head), layer-major, [units, prompt_len]: the score whose top-k is the policy's cut to k "
+       "(policy_prefill_kept), for a policy whose eviction follows a per-token score (policies()' prefill_score: "
+       "h2o, tova, scissorhands); its recent window at +inf. The policy's parameters are run options.\n" +
+       run_options_doc())
+          .c_str());
+  m.def(
       "press_queries_read",
       [](const std::string& press, int prompt_len, const py::kwargs& kwargs) {
         PressOptions o = press_parameters(kwargs, "press_queries_read");

@@ -33,7 +33,7 @@ void bind_replay(py::module_& m) {
       out.append(py::dict(py::arg("name") = std::string(p.name), py::arg("summary") = std::string(p.summary),
                           py::arg("nested") = p.traits.nested, py::arg("decoder") = p.traits.decoder,
                           py::arg("scorer") = p.traits.scorer != ScorerVariant::None,
-                          py::arg("seeded") = p.traits.seeded));
+                          py::arg("seeded") = p.traits.seeded, py::arg("prefill_score") = p.traits.prefill_score));
     return out;
   });
 

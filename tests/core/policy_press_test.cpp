@@ -137,3 +137,44 @@ TEST(PolicyPress, ANameSharedByAPressAndAPolicyMustBeQualified) {
   EXPECT_EQ(parse_prefill_set("optimum").kind, PrefillSetKind::Optimum);
   EXPECT_THROW(parse_prefill_set("no-such-rule"), Error);
 }
+
+// Issue 33: a policy whose cut keeps a top-k of a per-token score gives that score; its top-k is the
+// cut at every k (the older of equal scores goes first, as the policy evicts), the recent window
+// sits at +inf; a policy that is not a score is refused in one line naming those that are.
+TEST(PolicyPress, AScorePolicysTopKIsItsCut) {
+  const Trace tr = prompt_trace(64, 5);
+  const int P = 64;
+  RunConfig base = base_config();
+  base.budget = Budget::parse("8", "25%");  // a recent window of a quarter of k
+  int scored = 0;
+  for (const PolicyEntry& e : policy_table()) {
+    if (!e.traits.prefill_score) {
+      if (e.traits.offline) continue;
+      EXPECT_NE(test::error_of([&] { policy_prefill_scores(tr, base, e.id, P, 8); }).find("is not a score"),
+                std::string::npos)
+          << e.name;
+      continue;
+    }
+    ++scored;
+    for (int k : {1, 8, 20, 63}) {
+      SCOPED_TRACE(std::string(e.name) + " at k = " + std::to_string(k));
+      const auto kept = policy_prefill_kept(tr, base, e.id, P, k);
+      const auto scores = policy_prefill_scores(tr, base, e.id, P, k);
+      ASSERT_EQ(scores.size(), kept.size());
+      for (size_t u = 0; u < kept.size(); ++u) {
+        ASSERT_EQ(scores[u].size(), static_cast<size_t>(P));
+        std::vector<int> order(P);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+          return scores[u][a] != scores[u][b] ? scores[u][a] > scores[u][b] : a > b;  // the later of equals stays
+        });
+        std::vector<int> top(order.begin(), order.begin() + k);
+        std::sort(top.begin(), top.end());
+        EXPECT_EQ(top, kept[u]) << "unit " << u;
+      }
+    }
+  }
+  EXPECT_GE(scored, 3);
+  EXPECT_NE(test::error_of([&] { policy_prefill_scores(tr, base, PolicyId::H2O, P, P); }).find("must be below"),
+            std::string::npos);
+}

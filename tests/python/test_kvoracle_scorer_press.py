@@ -87,8 +87,11 @@ def same_kept(a, b):
 def test_a_press_is_a_scorer_press_and_a_policy_or_the_optimum_is_not(tmp_path):
     for name, options in CONFIGS.items():
         press = KvoraclePress(compression_ratio=0.5, policy=name, options=dict(options))
-        is_press = kvoracle._core.prefill_set(name)["kind"] == "press"
-        assert isinstance(press, ScorerPress) == is_press == isinstance(press, KvoracleScorerPress), name
+        kind = kvoracle._core.prefill_set(name)
+        is_score = kind["kind"] == "press" or any(
+            p["name"] == kind["name"] and p["prefill_score"] for p in kvoracle.policies()
+        )
+        assert isinstance(press, ScorerPress) == is_score == isinstance(press, KvoracleScorerPress), name
         assert isinstance(press, KvoraclePress)
     reads = {name: kvoracle.press_queries_read(name, 100, window_size=8) for name in ("knorm", "tova", "snapkv")}
     assert reads == {"knorm": 0, "tova": 1, "snapkv": 8}
@@ -144,4 +147,37 @@ def test_under_decoding_press_a_press_reading_every_query_is_refused_in_one_line
         what_is_kept(model, press, ids, new_tokens=4)
     assert "\n" not in str(e.value)
     with pytest.raises(AssertionError, match="requires a ScorerPress"):
-        kvpress.DecodingPress(base_press=KvoraclePress(policy=kvoracle.policy.H2O))
+        kvpress.DecodingPress(base_press=KvoraclePress(policy=kvoracle.policy.WINDOW))
+    policy = kvpress.DecodingPress(base_press=KvoraclePress(policy=kvoracle.policy.H2O), compression_interval=2,
+                                   target_size=40)  # fmt: skip
+    with pytest.raises(kvoracle.KvoError, match="replays every prompt query, and kvpress passed 2") as e:
+        what_is_kept(model, policy, ids, new_tokens=4)
+    assert "\n" not in str(e.value)
+
+
+SCORE_POLICIES = [p["name"] for p in kvoracle.policies() if p["prefill_score"]]
+
+
+@pytest.mark.parametrize("policy", SCORE_POLICIES)
+def test_a_score_policy_under_wrappers_keeps_its_own_cut(model, ids, policy):
+    """h2o, tova and scissorhands as ScorerPresses: ChunkPress over one chunk and AdaKVPress with a
+    safeguard of the whole budget keep exactly the policy's own cut (its top-k); AdaKVPress with
+    kvpress's default safeguard keeps the layer's H k between its heads."""
+    name = f"policy:{policy}"
+    alone = KvoraclePress(compression_ratio=0.5, policy=name)
+    assert isinstance(alone, KvoracleScorerPress)
+    keys_alone, _ = what_is_kept(model, alone, ids)
+    kept = dict(alone.kept_by_layer)
+    keys_chunk, _ = what_is_kept(model, kvpress.ChunkPress(press=KvoraclePress(0.5, name), chunk_length=P), ids)
+    for a, b in zip(keys_alone, keys_chunk):
+        assert same_kept(a, b), policy
+    _, masks = what_is_kept(model, kvpress.AdaKVPress(press=KvoraclePress(0.5, name), alpha_safeguard=1.0), ids)
+    for layer, mask in enumerate(masks):
+        evicted = set(zip(*(t.tolist() for t in mask)))
+        for b in range(ids.shape[0]):
+            for h in range(kept[layer].shape[1]):
+                held = {j for j in range(P) if (b, h, j) not in evicted}
+                assert held == set(kept[layer][b, h].tolist()), (policy, layer, b, h)
+    _, masks = what_is_kept(model, kvpress.AdaKVPress(press=KvoraclePress(0.5, name)), ids)
+    for mask in masks:
+        assert len(mask[0]) == ids.shape[0] * kept[0].shape[1] * (P - P // 2)

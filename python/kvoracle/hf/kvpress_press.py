@@ -24,8 +24,12 @@ A press is a score: ``KvoraclePress(policy="snapkv")`` is a ``KvoracleScorerPres
 ``ScorerPress`` whose ``score()`` is kvoracle's computation of the press's scores, so kvpress's
 wrappers that take a ScorerPress (AdaKVPress, DecodingPress, ChunkPress, CriticalKVPress,
 KeyRerotationPress, ...) run it exactly as they run kvpress's own press. Alone it still cuts with
-kvoracle's kept sets (ties: the earlier position). A policy and the optimum are not scores: they
-stay a plain BasePress, which those wrappers do not take.
+kvoracle's kept sets (ties: the earlier position). So is a policy whose cut keeps the top-k of a
+per-token score (``policies()``' ``prefill_score``: h2o's accumulated attention, tova's last
+attention, scissorhands' marks): its ``score()`` is that score after the prompt
+(kvoracle.policy_prefill_scores), with its recent window one above the row's highest score. It
+reads every prompt query, so DecodingPress's buffer cannot serve it. Any other policy and the
+optimum are not scores: they stay a plain BasePress, which those wrappers do not take.
 """
 
 from dataclasses import dataclass, field
@@ -50,11 +54,17 @@ def _check_int(name, value, minimum):
 
 
 def _is_score(policy):
-    """Whether a policy name is a press kvoracle computes (a score); bad names are refused later."""
+    """Whether a policy name is a score: a press kvoracle computes, or a policy whose prompt cut is the
+    top-k of a per-token score; bad names are refused later."""
     try:
-        return isinstance(policy, str) and _core.prefill_set(policy)["kind"] == "press"
+        kind = _core.prefill_set(policy) if isinstance(policy, str) else None
     except _core.KvoError:
         return False
+    if kind is None or kind["kind"] == "optimum":
+        return False
+    if kind["kind"] == "press":
+        return True
+    return any(p["name"] == kind["name"] and p["prefill_score"] for p in _core.policies())
 
 
 @dataclass
@@ -225,13 +235,38 @@ class KvoraclePress(BasePress):
 
 @dataclass
 class KvoracleScorerPress(KvoraclePress, ScorerPress):
-    """KvoraclePress of a press kvoracle computes, as a kvpress ScorerPress: score() gives kvoracle's
-    scores of the press for each batch row, [batch, H_kv, P] in the keys' dtype, so kvpress's
-    wrappers run it as they run kvpress's own press; compress() alone keeps kvoracle's kept sets
-    (ties: the earlier position), in kvpress's cache order."""
+    """KvoraclePress of a press kvoracle computes or of a score policy, as a kvpress ScorerPress:
+    score() gives kvoracle's scores for each batch row, [batch, H_kv, P] in the keys' dtype, so
+    kvpress's wrappers run it as they run kvpress's own press; compress() alone keeps kvoracle's kept
+    sets (a press's ties: the earlier position; a policy's: its own cut), in kvpress's cache order."""
 
     def score(self, module, hidden_states, keys, values, attentions, kwargs):
-        rows = [
-            self._row_press(module, hidden_states, keys, values, kwargs, row)["scores"] for row in range(keys.shape[0])
-        ]
+        if self._set["kind"] == "press":
+            rows = [
+                self._row_press(module, hidden_states, keys, values, kwargs, row)["scores"]
+                for row in range(keys.shape[0])
+            ]
+        else:
+            rows = [
+                self._row_policy_scores(module, hidden_states, keys, values, kwargs, row)
+                for row in range(keys.shape[0])
+            ]
         return torch.as_tensor(np.stack(rows), device=keys.device).to(keys.dtype)
+
+    def _row_policy_scores(self, module, hidden_states, keys, values, kwargs, row):
+        """A score policy's scores [H_kv, P] on one batch row after the prompt, cut at kvpress's k for
+        this press's ratio (the recent window, +inf in kvoracle, one above the row's highest here)."""
+        P, name = keys.shape[2], self._set["name"]
+        if hidden_states.shape[1] != P:
+            _refuse(
+                f"policy '{name}' replays every prompt query, and kvpress passed {hidden_states.shape[1]} hidden "
+                f"states for {P} keys on layer {module.layer_idx} (a DecodingPress buffer cannot serve a policy)"
+            )
+        k = compute_n_kept(P, self.compression_ratio)
+        if k >= P:
+            return np.zeros((keys.shape[1], P))
+        one = self._row_trace(module, hidden_states, keys, values, kwargs, row)
+        scores = _core.policy_prefill_scores(one, name, P, k, seed=int(self.options.get("seed", 0)))
+        finite = scores[np.isfinite(scores)]
+        scores[~np.isfinite(scores)] = (finite.max() if finite.size else 0.0) + 1.0
+        return scores

@@ -149,12 +149,16 @@ def _decoding_refusal(kwargs, factory):
     """Why KvoraclePress refuses to run under kvpress's DecodingPress or CAMPress, or None: a press
     that reads every prompt query (both pass only a buffer of recent hidden states; kvpress's own
     test leaves its NonCausalAttnPress out), or, under DecodingPress, one that keeps its own count
-    (pyramidkv; kvpress's test leaves PyramidKVPress out; CAMPress reads only its scores)."""
+    (pyramidkv; kvpress's test leaves PyramidKVPress out; CAMPress reads only its scores). A policy
+    that is a score (h2o, tova, scissorhands) replays every prompt query, so it is refused too."""
     import kvoracle
 
     entry = kvoracle._core.prefill_set(kwargs["policy"])
+    if entry["kind"] == "policy":
+        scores = any(p["name"] == entry["name"] and p["prefill_score"] for p in kvoracle.policies())
+        return "a policy replays every prompt query" if scores else None  # else not a ScorerPress: returns early
     if entry["kind"] != "press":
-        return None  # not a ScorerPress: kvpress's test returns early
+        return None  # the optimum is not a ScorerPress: kvpress's test returns early
     if kvoracle._core.press_queries_read(entry["name"], 1000, **kwargs.get("options", {})) == 1000:
         return "reads every prompt query"
     own_count = entry["name"] == "pyramidkv" and factory == "make_decoding_press"

@@ -55,6 +55,9 @@ class TovaPolicy final : public NestedPolicy {
   void on_attend(int i, std::span<const int> attended, std::span<const double> probs) override;
   size_t victim(int) override { return argmin_score(last_, cache().size()); }
 
+ public:
+  std::vector<double> eviction_scores() const override { return with_recent_window(last_, 0); }
+
  private:
   std::vector<double> last_;  // attention of the current query, by token
 };
@@ -71,6 +74,9 @@ class ScissorhandsPolicy final : public NestedPolicy {
   void on_begin() override;
   void on_attend(int i, std::span<const int> attended, std::span<const double> probs) override;
   size_t victim(int) override;
+
+ public:
+  std::vector<double> eviction_scores() const override;  // minus the marks: the most marked goes first
 
  private:
   int history_;
@@ -100,6 +106,7 @@ class H2OPolicy final : public NestedPolicy {
   explicit H2OPolicy(std::string name = policy_name(PolicyId::H2O)) : name_(std::move(name)) {}
   std::string name() const override { return name_; }
   const std::vector<double>& scores() const { return score_; }
+  std::vector<double> eviction_scores() const override { return with_recent_window(score_, setup().budget.recent); }
 
  protected:
   void on_begin() override;

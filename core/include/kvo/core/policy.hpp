@@ -45,6 +45,10 @@ class EvictionPolicy {
   virtual void observe(int i, std::span<const int> attended, std::span<const double> probs) = 0;
   // Cache after the last observe: tokens <= i kept for later queries, ascending.
   virtual const std::vector<int>& cache() const = 0;
+  // The score its victims follow after the last observe, when its rule is "evict the lowest of a
+  // per-token score" (the registry's prefill_score trait): by token, higher kept first, the
+  // protected recent window +inf, so that a prompt cut keeps a top-k of it. Empty otherwise.
+  virtual std::vector<double> eviction_scores() const { return {}; }
 };
 
 // Base of nested policies: appends each new token and, once the prompt is in, evicts one victim
@@ -68,6 +72,8 @@ class NestedPolicy : public EvictionPolicy {
   size_t candidates(int recent) const;
   // Position of the smallest score among the first `count` cache entries; ties evict the oldest.
   size_t argmin_score(const std::vector<double>& score_by_token, size_t count) const;
+  // eviction_scores() of a score by token: the cache's last `recent` tokens raised to +inf.
+  std::vector<double> with_recent_window(std::vector<double> score_by_token, int recent) const;
 
   const PolicySetup& setup() const { return setup_; }
 

@@ -41,4 +41,13 @@ std::string policy_press_refusal(PolicyId id, double compression_ratio);
 // corner), or for k < 1.
 std::vector<std::vector<int>> policy_prefill_kept(const Trace& trace, const RunConfig& base, PolicyId id, int P, int k);
 
+// Per (layer, KV head), layer-major: the score [P] whose top-k is that cut, for a policy with the
+// prefill_score trait (h2o, tova, scissorhands): its eviction_scores() right after the cut to k, the
+// recent window at +inf. k enters through the recent window a budget resolves. Ties: the policy
+// evicts the older of equal scores (a top-k by score alone may keep either). kvo::Error for any
+// other policy (naming those that are scores), k >= P, and as policy_prefill_kept.
+std::vector<std::vector<double>> policy_prefill_scores(const Trace& trace, const RunConfig& base, PolicyId id, int P,
+                                                       int k);
+std::string prefill_score_policies();  // "h2o, h2o-realdrop, ..." for messages
+
 }  // namespace kvo

@@ -57,6 +57,9 @@ struct PolicyTraits {
   // Its budget counts the slot of the token about to arrive: after step i its cache holds k - 1 of
   // the tokens seen (the masking code's recent window ends at the next token).
   bool budget_counts_next;
+  // Its prompt cut keeps the top-k of a per-token score (EvictionPolicy::eviction_scores), so it is
+  // a kvpress ScorerPress as a prefill press (policy_prefill_scores, KvoraclePress).
+  bool prefill_score;
 };
 
 struct PolicySpec;
