@@ -216,6 +216,33 @@ TEST(SharedPrefill, RefusesBadRequestsWithOneLine) {
   EXPECT_THROW(parse_budget_scopes("heads"), Error);
 }
 
+// The sets eval and tasks replay: each unit's heaviest keys at the counts of its scope's row, the
+// head scope solve_prefill's sets, every scope the same total.
+TEST(SharedPrefill, SetsFollowTheScopesCounts) {
+  const Trace tr = small_trace(2, 24, 9);
+  std::vector<PrefillUnit> units;
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 2; ++h) units.push_back(prefill_unit(tr, l, h, 16, false));
+  AllocationRequest req;
+  req.prompt_len = 16;
+  req.ratios = {0.75};  // k = 4
+  const SharedPrefillResult res = run_shared_prefill(tr, req);
+  for (const SharedPrefillRow& row : res.rows) {
+    const auto sets = shared_prefill_sets(units, 2, row.scope, 4);
+    ASSERT_EQ(sets.size(), units.size());
+    double value = 0;
+    for (size_t u = 0; u < units.size(); ++u) {
+      EXPECT_EQ(sets[u], shared_prefill_set(units[u], row.slots[u])) << budget_scope_name(row.scope);
+      if (row.scope == BudgetScope::Head) {
+        EXPECT_EQ(sets[u], solve_prefill(units[u], 4).set);
+      }
+      value += prefill_value(units[u], sets[u]);
+    }
+    EXPECT_NEAR(value, row.value, 1e-12) << budget_scope_name(row.scope);
+  }
+  EXPECT_THROW(shared_prefill_sets(units, 3, BudgetScope::Layer, 4), Error);
+}
+
 TEST(SharedPrefill, RequestReadsBackFromItsJson) {
   AllocationRequest r;
   r.prompt_len = 12;
