@@ -34,11 +34,9 @@ def prompt(hf_smollm2, tmp_path_factory, kvoracle):
     return ids, kvo.read_trace(str(d / "hf.safetensors"))
 
 
-def kvpress_run(model, ids, trace, name, ratio):
-    """Runs the press through its own forward hook; returns its scores and the positions its
-    compressed cache holds (matched to the trace's keys), per layer."""
-    seeded = "seed" in CLASSES[name].__dataclass_fields__  # RandomPress
-    press = CLASSES[name](compression_ratio=ratio, **({"seed": 0} if seeded else {}))
+def record_scores(press):
+    """Wraps the press's score() so that each layer's scores of batch row 0 are kept (fp64 copies,
+    taken before a wrapper such as AdaKVPress changes them in place); returns {layer: [H_kv, P]}."""
     scores, score = {}, press.score
 
     def keep_scores(module, *args, **kwargs):
@@ -47,6 +45,15 @@ def kvpress_run(model, ids, trace, name, ratio):
         return s
 
     press.score = keep_scores
+    return scores
+
+
+def kvpress_run(model, ids, trace, name, ratio):
+    """Runs the press through its own forward hook; returns its scores and the positions its
+    compressed cache holds (matched to the trace's keys), per layer."""
+    seeded = "seed" in CLASSES[name].__dataclass_fields__  # RandomPress
+    press = CLASSES[name](compression_ratio=ratio, **({"seed": 0} if seeded else {}))
+    scores = record_scores(press)
     cache = DynamicCache()
     with torch.no_grad(), press(model):
         model(ids, past_key_values=cache)
@@ -210,14 +217,7 @@ def test_adakv_keeps_what_kvpress_adakv_keeps(hf_smollm2, prompt, name, alpha):
     ids, trace = prompt
     ratio = 0.8
     inner = CLASSES[name](compression_ratio=ratio)
-    scores, score = {}, inner.score
-
-    def keep_scores(module, *args, **kwargs):
-        s = score(module, *args, **kwargs)
-        scores[module.layer_idx] = s[0].double().numpy()
-        return s
-
-    inner.score = keep_scores
+    scores = record_scores(inner)
     press = kvpress.AdaKVPress(press=inner, alpha_safeguard=alpha)
     hf_smollm2.config._attn_implementation = "sdpa"  # AdaKVPress refuses eager attention
     try:
