@@ -132,30 +132,29 @@ PressEvalResult evaluate_presses(const Llama& model, const std::string& text, co
       pr.kept = policy_prefill_kept(tr, o.run, id, P, press_n_kept(P, ratio));
       plan.push_back(std::move(pr));
     }
-  for (const PressEvalSet set : {PressEvalSet::MassOptimum, PressEvalSet::OutputBoundOptimum})
-    for (double ratio : o.reference_ratios) {
-      PlannedRow pr;
-      pr.row.set = set;
-      pr.row.name = set == PressEvalSet::MassOptimum ? "optimum" : "optimum_output_bound";
-      pr.row.compression_ratio = ratio;
-      const int k = press_n_kept(P, ratio);
-      if (set == PressEvalSet::OutputBoundOptimum || std::find(o.reference_scopes.begin(), o.reference_scopes.end(),
-                                                               BudgetScope::Head) != o.reference_scopes.end()) {
-        for (const PrefillUnit& u : unit)
-          pr.kept.push_back(set == PressEvalSet::MassOptimum ? solve_prefill(u, k).set : solve_output_bound(u, k).set);
-        plan.push_back(pr);
-      }
-      if (set == PressEvalSet::OutputBoundOptimum) continue;
-      // The shared-budget optima of the same total: each unit's heaviest keys at the counts the
-      // scope's exact allocation gives it.
-      for (BudgetScope scope : o.reference_scopes) {
-        if (scope == BudgetScope::Head) continue;
-        pr.row.scope = scope;
-        pr.row.name = shared_optimum_row(scope);
-        pr.kept = shared_prefill_sets(unit, n_kv, scope, k);
-        plan.push_back(pr);
-      }
+  // The mass optimum in each budget scope (head: each unit's k heaviest keys; a shared scope: each
+  // unit's heaviest keys at the counts its exact allocation of the same total gives it), then the
+  // output bound's minimiser, per ratio.
+  for (double ratio : o.reference_ratios) {
+    const int k = press_n_kept(P, ratio);
+    PlannedRow pr;
+    pr.row.set = PressEvalSet::MassOptimum;
+    pr.row.compression_ratio = ratio;
+    for (BudgetScope scope : o.reference_scopes) {
+      pr.row.scope = scope;
+      pr.row.name = shared_optimum_row(scope);
+      pr.kept = shared_prefill_sets(unit, n_kv, scope, k);
+      plan.push_back(pr);
     }
+  }
+  for (double ratio : o.reference_ratios) {
+    PlannedRow pr;
+    pr.row.set = PressEvalSet::OutputBoundOptimum;
+    pr.row.name = "optimum_output_bound";
+    pr.row.compression_ratio = ratio;
+    for (const PrefillUnit& u : unit) pr.kept.push_back(solve_output_bound(u, press_n_kept(P, ratio)).set);
+    plan.push_back(std::move(pr));
+  }
   // Retained mass and output error per unit: one pass over the following queries per unit.
   const double queries = n - P;
   std::vector<double> fraction(plan.size(), 0.0);  // mean over the units of the mass over the optimum's
