@@ -78,10 +78,12 @@ ReplayOptions one_thread_replay(PolicyId policy, int percent = 20) {
 }
 
 // One layer of `heads` heads, n * heads head-steps per run.
-void run_replay_bench(benchmark::State& st, PolicyId policy, int percent, int heads = 1) {
+void run_replay_bench(benchmark::State& st, PolicyId policy, int percent, int heads = 1,
+                      BudgetScope scope = BudgetScope::Head) {
   const int n = static_cast<int>(st.range(0)), d = static_cast<int>(st.range(1));
   const Trace& tr = bench::trace(n, d, heads);
-  const ReplayOptions o = one_thread_replay(policy, percent);
+  ReplayOptions o = one_thread_replay(policy, percent);
+  o.run.budget_scope = scope;
   for (auto _ : st) benchmark::DoNotOptimize(replay(tr, o).heads.size());
   st.SetItemsProcessed(st.iterations() * n * heads);  // head-steps
 }
@@ -91,6 +93,13 @@ void BM_Replay(benchmark::State& st, PolicyId policy) { run_replay_bench(st, pol
 
 // Arguments: n, d, heads (h2o, budget 20%, one thread).
 void BM_ReplayHeads(benchmark::State& st) { run_replay_bench(st, PolicyId::H2O, 20, static_cast<int>(st.range(2))); }
+
+// Arguments: n, d, heads, scope (0: each head its own budget, the baseline; 1: the layer's heads
+// share one, the victim chosen across them). h2o, budget 20%, one thread.
+void BM_ReplayShared(benchmark::State& st) {
+  run_replay_bench(st, PolicyId::H2O, 20, static_cast<int>(st.range(2)),
+                   st.range(3) ? BudgetScope::Layer : BudgetScope::Head);
+}
 
 // Arguments: n, d, budget in percent of n (h2o; the baseline of scorer/budget).
 void BM_ReplayBudget(benchmark::State& st) { run_replay_bench(st, PolicyId::H2O, static_cast<int>(st.range(2))); }
@@ -190,6 +199,10 @@ BENCHMARK_CAPTURE(BM_Replay, h2o, PolicyId::H2O)->Name(replay_name(PolicyId::H2O
 BENCHMARK(BM_ReplayHeads)
     ->Name(replay_name(PolicyId::H2O, "-heads"))
     ->ArgsProduct({{1024}, {64}, {1, 3, 9}})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReplayShared)
+    ->Name(replay_name(PolicyId::H2O, "-shared"))
+    ->ArgsProduct({{1024}, {64}, {9}, {0, 1}})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReplayBudget)
     ->Name(replay_name(PolicyId::H2O, "-budget"))

@@ -118,7 +118,10 @@ Runner add_eval(CLI::App& app, const Global& g) {
     const model::EvalResult r = model::run_eval(m, text, req);
     bar.finish();
     std::cout << "kvoracle eval " << a->text << ": " << r.tokens << " tokens, teacher-forced, full-cache perplexity "
-              << fmt(r.full_ppl) << " (" << fmt(static_cast<double>(r.full_bytes) / (1 << 20), 3) << " MiB of K/V)\n";
+              << fmt(r.full_ppl) << " (" << fmt(static_cast<double>(r.full_bytes) / (1 << 20), 3) << " MiB of K/V)"
+              << (r.budget_scope == BudgetScope::Head ? ""
+                                                      : ", budgets shared per " + budget_scope_name(r.budget_scope))
+              << "\n";
     Table t({"policy", "budget", "k", "perplexity", "vs full", "mean KL", "peak K/V MiB", "of full"});
     LinePlot plot;
     plot.title =

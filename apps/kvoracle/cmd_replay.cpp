@@ -127,7 +127,9 @@ Runner add_replay(CLI::App& app, const Global& g) {
       f.commit();
     }
     std::cout << "policy " << r.policy << " on " << a->trace << " (n = " << tr.n_tokens << ", budget "
-              << o.run.budget.str() << ", gqa " << to_string(r.gqa) << ", prompt " << o.run.prompt_len << ")\n";
+              << o.run.budget.str()
+              << (r.budget_scope == BudgetScope::Head ? "" : " shared per " + budget_scope_name(r.budget_scope))
+              << ", gqa " << to_string(r.gqa) << ", prompt " << o.run.prompt_len << ")\n";
     Table t({"layer", "heads", "k", "evictions", "re-entries", "mean retained mass", "worst head"});
     for (const ReplayLayerSummary& x : replay_layer_summary(r))
       t.row({std::to_string(x.layer), std::to_string(x.heads), std::to_string(x.k), std::to_string(x.evictions),

@@ -197,7 +197,8 @@ Runner add_tasks(CLI::App& app, const Global& g) {
     const model::Llama m = load_model(b->model);
     model::TaskOptions opts = b->task.build(m.config().context);
     model::TaskEvalRequest& req = opts.run;
-    req.run = b->run.options().build(req.policies.empty() ? PolicyId::H2O : req.policies.front());
+    req.run = b->run.options().build(req.policies.empty() ? PolicyId::H2O : req.policies.front(), nullptr,
+                                     SharedBudgets::Allowed);
     req.press = b->press.defaults;
     req.validate();
     if (b->instances.empty()) opts.suite.validate();

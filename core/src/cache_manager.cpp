@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/policies.hpp"
@@ -13,6 +14,7 @@ KvEvictionManager::KvEvictionManager(const CacheManagerOptions& o, PolicyMaker m
   require(o.max_len > 0, "cache manager: max_len (the length ratio budgets refer to) must be > 0");
   const PolicyTraits& traits = policy_traits(o.run.policy.id);
   const bool custom = static_cast<bool>(maker);  // its policies answer for themselves below
+  const bool shared = o.run.budget_scope != BudgetScope::Head;
   if (!custom) {
     require(traits.nested, "policy " + kvo::policy_name(o.run.policy.id) +
                                " lets evicted tokens come back; a decoder cannot drive it (decoder policies: " +
@@ -20,6 +22,7 @@ KvEvictionManager::KvEvictionManager(const CacheManagerOptions& o, PolicyMaker m
     require(traits.decoder && !needs_dense(o.run.policy),
             "policy " + kvo::policy_name(o.run.policy.id) +
                 " needs the dense attention of the whole sequence; a decoder cannot drive it");
+    o_.run.validate_budget_scope(SharedBudgets::Allowed);
     maker = [&](int, int, int) { return make_policy(o.run.policy); };
   }
   const size_t count = static_cast<size_t>(o.batch) * o.n_layers * o.n_kv_heads;
@@ -41,50 +44,102 @@ KvEvictionManager::KvEvictionManager(const CacheManagerOptions& o, PolicyMaker m
         setup.seed = o.run.seed + units_.size();
         setup.layer = l;
         setup.unit_head = h;
+        setup.group_evicts = shared;
         p->begin(setup);
         name_ = p->name();
         units_.push_back(std::move(p));
       }
+  if (!shared) return;
+  const size_t per_group = static_cast<size_t>(o.n_kv_heads) *
+                           (o.run.budget_scope == BudgetScope::Model ? static_cast<size_t>(o.n_layers) : 1);
+  for (size_t first = 0; first < count; first += per_group) {
+    std::vector<EvictionPolicy*> members;
+    group_units_.emplace_back();
+    for (size_t u = first; u < first + per_group; ++u) {
+      members.push_back(units_[u].get());
+      group_units_.back().push_back(u);
+    }
+    groups_.emplace_back(std::move(members), o.run.prompt_len);  // refuses policies without a score
+  }
+  group_arrived_.assign(groups_.size(), 0);
+  group_settled_.assign(groups_.size(), std::max(o.run.prompt_len, 1) - 2);  // the first decision: prompt_len - 1
+  pending_.resize(count);
 }
 
-EvictionPolicy& KvEvictionManager::unit(int seq, int layer, int kv_head) {
+size_t KvEvictionManager::index(int seq, int layer, int kv_head) const {
   require(seq >= 0 && seq < o_.batch && layer >= 0 && layer < o_.n_layers && kv_head >= 0 && kv_head < o_.n_kv_heads,
           "cache manager: no unit (" + std::to_string(seq) + ", " + std::to_string(layer) + ", " +
               std::to_string(kv_head) + ")");
-  return *units_[(static_cast<size_t>(seq) * o_.n_layers + layer) * o_.n_kv_heads + kv_head];
+  return (static_cast<size_t>(seq) * o_.n_layers + layer) * o_.n_kv_heads + kv_head;
 }
 
-const EvictionPolicy& KvEvictionManager::unit(int seq, int layer, int kv_head) const {
-  return const_cast<KvEvictionManager*>(this)->unit(seq, layer, kv_head);
-}
+size_t KvEvictionManager::group_of(size_t unit) const { return unit / group_units_.front().size(); }
 
 std::vector<int> KvEvictionManager::step(int seq, int layer, int kv_head, int pos, std::span<const int> positions,
                                          std::span<const double> probs) {
-  EvictionPolicy& p = unit(seq, layer, kv_head);
-  int& next = next_pos_[(static_cast<size_t>(seq) * o_.n_layers + layer) * o_.n_kv_heads + kv_head];
+  const size_t u = index(seq, layer, kv_head);
+  EvictionPolicy& p = *units_[u];
+  int& next = next_pos_[u];
+  const std::string where = "layer " + std::to_string(layer) + ", KV head " + std::to_string(kv_head);
   require(pos == next, "cache manager: step " + std::to_string(pos) + " arrived, expected " + std::to_string(next));
   require(pos < o_.max_len,
           "cache manager: position " + std::to_string(pos) + " beyond max_len " + std::to_string(o_.max_len));
   require(positions.size() == probs.size() && !positions.empty() && positions.back() == pos,
           "cache manager: the attended positions must end with the new one and match the probabilities");
+  const size_t g = groups_.empty() ? 0 : group_of(u);
+  const bool settles = !groups_.empty() && pos >= o_.run.prompt_len - 1;  // the prompt is held whole
+  if (settles) {
+    // A group that evicts at a position must hear every unit before any of them moves on.
+    require(pos == group_settled_[g] + 1, "cache manager: " + where + " stepped to " + std::to_string(pos) +
+                                              " before every unit sharing its budget stepped " +
+                                              std::to_string(group_settled_[g] + 1) +
+                                              " (step a shared budget's units in lockstep)");
+  }
+  if (!groups_.empty())
+    require(pending_[u].empty(), "cache manager: " + where + " stepped before its evictions were taken (take_evicted)");
   const std::vector<int> before(positions.begin(), positions.end());
-  require(before == p.attended(pos), "cache manager: the decoder holds positions the policy did not keep (layer " +
-                                         std::to_string(layer) + ", KV head " + std::to_string(kv_head) + ", step " +
-                                         std::to_string(pos) + ")");
+  require(before == p.attended(pos), "cache manager: the decoder holds positions the policy did not keep (" + where +
+                                         ", step " + std::to_string(pos) + ")");
   p.observe(pos, positions, probs);
   ++next;
   std::vector<int> gone;
+  if (!groups_.empty()) {
+    if (!settles || ++group_arrived_[g] < static_cast<int>(group_units_[g].size())) return gone;
+    std::vector<std::vector<int>> out = groups_[g].settle(pos);
+    group_arrived_[g] = 0;
+    group_settled_[g] = pos;
+    for (size_t m = 0; m < out.size(); ++m) {
+      const size_t v = group_units_[g][m];
+      if (v == u) {
+        gone = std::move(out[m]);
+      } else {
+        pending_[v] = std::move(out[m]);
+      }
+    }
+    return gone;
+  }
   const auto& kept = p.cache();
   std::set_difference(before.begin(), before.end(), kept.begin(), kept.end(), std::back_inserter(gone));
   return gone;
 }
 
+std::vector<int> KvEvictionManager::take_evicted(int seq, int layer, int kv_head) {
+  const size_t u = index(seq, layer, kv_head);
+  if (pending_.empty()) return {};
+  return std::exchange(pending_[u], {});
+}
+
 const std::vector<int>& KvEvictionManager::held(int seq, int layer, int kv_head) const {
-  return unit(seq, layer, kv_head).cache();
+  return units_[index(seq, layer, kv_head)]->cache();
 }
 
 ResolvedBudget KvEvictionManager::budget(int layer, int kv_head) const {
   return o_.run.unit_budget(o_.max_len, layer, kv_head);
+}
+
+int KvEvictionManager::max_held(int layer, int kv_head) const {
+  if (groups_.empty()) return budget(layer, kv_head).total;
+  return static_cast<int>(std::min<long>(groups_[group_of(index(0, layer, kv_head))].capacity(), o_.max_len));
 }
 
 }  // namespace kvo

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "kvo/core/error.hpp"
+
 namespace kvo {
 
 std::vector<int> EvictionPolicy::attended(int i) const {
@@ -21,12 +23,23 @@ void NestedPolicy::begin(const PolicySetup& setup) {
 void NestedPolicy::observe(int i, std::span<const int> attended, std::span<const double> probs) {
   on_attend(i, attended, probs);
   cache_.push_back(i);
-  if (i < setup_.prompt_len - 1) return;  // prefill: the prompt stays whole until its last token
+  if (setup_.group_evicts || i < setup_.prompt_len - 1) return;  // prefill: the prompt stays whole until its last token
   while (static_cast<int>(cache_.size()) > setup_.budget.total) {
     const size_t pos = victim(i);
     on_evict(cache_[pos]);
     cache_.erase(cache_.begin() + static_cast<long>(pos));
   }
+}
+
+void NestedPolicy::evict(std::span<const int> tokens) {
+  size_t next = 0;  // tokens and cache_ are both ascending: one merge pass
+  std::erase_if(cache_, [&](int j) {
+    if (next == tokens.size() || tokens[next] != j) return false;
+    ++next;
+    on_evict(j);
+    return true;
+  });
+  require(next == tokens.size(), "internal: " + name() + " was asked to evict a token it does not hold");
 }
 
 size_t NestedPolicy::candidates(int recent) const {

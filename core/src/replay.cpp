@@ -13,78 +13,130 @@
 #include "kvo/core/lane_sum.hpp"
 #include "kvo/core/memory_limit.hpp"
 #include "kvo/core/parallel.hpp"
+#include "kvo/core/shared_budget.hpp"
 #include "kvo/core/unit_bytes.hpp"
 #include "kvo/core/unit_stepper.hpp"
 
 namespace kvo {
 namespace {
 
-struct Unit {
+// One cache: a query head, or a KV head whose query heads share it.
+struct CacheUnit {
   int layer;
   int budget_head;         // index used for per-head budget overrides
   std::vector<int> heads;  // query heads sharing the cache
+  std::uint64_t index;     // its place among all units: the seed offset
+};
+
+// The units replayed together: one unit, or the units that share a budget (budget_scope), which
+// step in lockstep.
+struct Unit {
+  std::vector<CacheUnit> members;
 };
 
 std::vector<Unit> make_units(const Trace& tr, const RunConfig& o) {
-  std::vector<Unit> units;
+  std::vector<CacheUnit> units;
   const std::vector<int> heads = o.chosen_heads(o.gqa == GqaMode::PerQueryHead ? tr.n_heads : tr.n_kv_heads);
   for (int l : o.chosen_layers(tr.n_layers)) {
     if (o.gqa == GqaMode::PerQueryHead) {
-      for (int h : heads) units.push_back({l, h, {h}});
+      for (int h : heads) units.push_back({l, h, {h}, units.size()});
     } else {
       const int g = tr.group_size();
       for (int kv : heads) {
-        Unit u{l, kv, {}};
+        CacheUnit u{l, kv, {}, units.size()};
         for (int h = kv * g; h < (kv + 1) * g; ++h) u.heads.push_back(h);
         units.push_back(std::move(u));
       }
     }
   }
-  return units;
+  std::vector<Unit> groups;
+  for (CacheUnit& u : units) {
+    const bool joins =
+        !groups.empty() && (o.budget_scope == BudgetScope::Model ||
+                            (o.budget_scope == BudgetScope::Layer && groups.back().members.front().layer == u.layer));
+    if (!joins) groups.emplace_back();
+    groups.back().members.push_back(std::move(u));
+  }
+  return groups;
 }
 
-void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint64_t seed,
-              std::vector<HeadReplay>& out) {
+// One cache unit's state while its group replays.
+struct Member {
+  std::vector<HeadView> views;
+  Eigen::MatrixXd dense;
+  std::unique_ptr<UnitStepper> stepper;
+  std::vector<std::vector<double>> logits, dense_p, dense_acc;
+  std::vector<HeadRow> rows;
+  std::vector<StepRecord> recs;
+};
+
+void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& g, std::vector<HeadReplay>& out) {
   const int n = tr.n_tokens;
   const RunConfig& run = o.run;
-  std::vector<HeadView> views;
-  for (int h : u.heads) views.emplace_back(tr, u.layer, h);
-  PolicySetup setup = unit_setup(run, n, u.layer, u.budget_head, seed, views.front());
-  Eigen::MatrixXd dense;
-  if (needs_dense(run.policy)) {
-    // The averaged matrix and one head's dense_attention result, n x n doubles each.
-    require_memory(static_cast<std::uint64_t>(n) * n * 8 * 2,
-                   "policy " + make_policy(run.policy)->name() + " (the dense n x n attention of each head)");
-    dense = dense_attention(views.front());
-    for (size_t x = 1; x < views.size(); ++x) dense += dense_attention(views[x]);
-    dense /= static_cast<double>(views.size());
-    setup.dense = &dense;
+  const bool shared = run.budget_scope != BudgetScope::Head;
+  std::vector<Member> ms(g.members.size());
+  size_t first = 0;  // the member's first head in `out`
+  for (size_t m = 0; m < ms.size(); ++m) {
+    const CacheUnit& u = g.members[m];
+    Member& M = ms[m];
+    for (int h : u.heads) M.views.emplace_back(tr, u.layer, h);
+    PolicySetup setup = unit_setup(run, n, u.layer, u.budget_head, run.seed + u.index, M.views.front());
+    setup.group_evicts = shared;
+    if (needs_dense(run.policy)) {
+      // The averaged matrix and one head's dense_attention result, n x n doubles each.
+      require_memory(static_cast<std::uint64_t>(n) * n * 8 * 2,
+                     "policy " + make_policy(run.policy)->name() + " (the dense n x n attention of each head)");
+      M.dense = dense_attention(M.views.front());
+      for (size_t x = 1; x < M.views.size(); ++x) M.dense += dense_attention(M.views[x]);
+      M.dense /= static_cast<double>(M.views.size());
+      setup.dense = &M.dense;
+    }
+    M.stepper =
+        std::make_unique<UnitStepper>(run, setup, static_cast<int>(M.views.size()), o.record_sets, o.record_probs);
+    const size_t hs = u.heads.size();
+    for (size_t x = 0; x < hs; ++x) {
+      HeadReplay& hr = out[first + x];
+      hr.layer = u.layer;
+      hr.head = u.heads[x];
+      hr.budget = setup.budget;
+      hr.steps.resize(static_cast<size_t>(n));
+    }
+    first += hs;
+    M.logits.resize(hs);
+    M.dense_p.resize(hs);
+    M.dense_acc.assign(hs, std::vector<double>(static_cast<size_t>(n), 0.0));
+    M.rows.resize(hs);
+    M.recs.resize(hs);
   }
-  UnitStepper stepper(run, setup, static_cast<int>(views.size()), o.record_sets, o.record_probs);
-
-  for (size_t x = 0; x < u.heads.size(); ++x) {
-    out[x].layer = u.layer;
-    out[x].head = u.heads[x];
-    out[x].budget = setup.budget;
-    out[x].steps.resize(static_cast<size_t>(n));
+  std::unique_ptr<SharedBudgetGroup> group;
+  if (shared) {
+    std::vector<EvictionPolicy*> policies;
+    for (Member& M : ms) policies.push_back(&M.stepper->policy());
+    group = std::make_unique<SharedBudgetGroup>(std::move(policies), run.prompt_len);
   }
   std::vector<int> keys;
-  std::vector<std::vector<double>> logits(u.heads.size()), dense_p(u.heads.size());
-  std::vector<std::vector<double>> dense_acc(u.heads.size(), std::vector<double>(static_cast<size_t>(n), 0.0));
-  std::vector<HeadRow> rows(u.heads.size());
-  std::vector<StepRecord> recs(u.heads.size());
   for (int i = 0; i < n; ++i) {
-    for (size_t x = 0; x < views.size(); ++x) {
-      prefix_attention(views[x], i, keys, logits[x], dense_p[x]);  // one pass of logits serves both softmaxes
-      for (int j = 0; j <= i; ++j) dense_acc[x][j] += dense_p[x][j];
-      rows[x] = {logits[x], dense_p[x], dense_acc[x]};
+    for (Member& M : ms) {
+      for (size_t x = 0; x < M.views.size(); ++x) {
+        prefix_attention(M.views[x], i, keys, M.logits[x], M.dense_p[x]);  // one pass of logits serves both softmaxes
+        for (int j = 0; j <= i; ++j) M.dense_acc[x][j] += M.dense_p[x][j];
+        M.rows[x] = {M.logits[x], M.dense_p[x], M.dense_acc[x]};
+      }
+      M.stepper->observe(i, M.rows);
     }
-    stepper.step(i, rows, recs);
-    if (o.on_step) o.on_step(u.layer, u.budget_head, i, stepper.policy());
-    for (size_t x = 0; x < views.size(); ++x) {
-      out[x].reentries += static_cast<long>(recs[x].reentered.size());
-      out[x].evictions += static_cast<long>(recs[x].evicted.size());
-      out[x].steps[static_cast<size_t>(i)] = std::move(recs[x]);
+    if (group) group->settle(i);
+    first = 0;
+    for (size_t m = 0; m < ms.size(); ++m) {
+      Member& M = ms[m];
+      M.stepper->record(i, M.rows, M.recs);
+      if (o.on_step) o.on_step(g.members[m].layer, g.members[m].budget_head, i, M.stepper->policy());
+      for (size_t x = 0; x < M.views.size(); ++x) {
+        HeadReplay& hr = out[first + x];
+        hr.reentries += static_cast<long>(M.recs[x].reentered.size());
+        hr.evictions += static_cast<long>(M.recs[x].evicted.size());
+        hr.steps[static_cast<size_t>(i)] = std::move(M.recs[x]);
+      }
+      first += M.views.size();
     }
   }
   for (auto& hr : out) {
@@ -93,6 +145,12 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& u, std::uint6
     for (int i = run.prompt_len; i < n; ++i, ++c) s += hr.steps[static_cast<size_t>(i)].retained_mass;
     hr.mean_retained_mass = c ? s / c : 1.0;
   }
+}
+
+size_t unit_heads(const Unit& g) {
+  size_t h = 0;
+  for (const CacheUnit& u : g.members) h += u.heads.size();
+  return h;
 }
 
 }  // namespace
@@ -107,7 +165,7 @@ struct ReplayPlan::Units {
 
 ReplayPlan::ReplayPlan(const Trace& trace, ReplayOptions o) : trace_(trace), o_(std::move(o)) {
   // A bad prompt, layer, head or budget fails here, before any work; so do bad policy parameters.
-  o_.run.validate(trace);
+  o_.run.validate(trace, SharedBudgets::Allowed);
   auto probe = make_policy(o_.run.policy);
   name_ = probe->name();
   nested_ = probe->nested();
@@ -119,16 +177,20 @@ ReplayPlan::ReplayPlan(const Trace& trace, ReplayOptions o) : trace_(trace), o_(
 int ReplayPlan::size() const { return static_cast<int>(units_->list.size()); }
 
 std::string ReplayPlan::name(int unit) const {
-  const Unit& u = units_->list.at(static_cast<size_t>(unit));
+  const Unit& g = units_->list.at(static_cast<size_t>(unit));
+  const CacheUnit& u = g.members.front();
+  if (g.members.size() > 1)
+    return o_.run.budget_scope == BudgetScope::Model ? "the model's shared budget"
+                                                     : "layer " + std::to_string(u.layer) + " shared budget";
   return "layer " + std::to_string(u.layer) +
          (u.heads.size() == 1 ? " head " + std::to_string(u.heads.front())
                               : " kv head " + std::to_string(u.budget_head));
 }
 
 std::vector<HeadReplay> ReplayPlan::run(int unit) const {
-  const Unit& u = units_->list.at(static_cast<size_t>(unit));
-  std::vector<HeadReplay> out(u.heads.size());
-  run_unit(trace_, o_, u, o_.run.seed + static_cast<std::uint64_t>(unit), out);
+  const Unit& g = units_->list.at(static_cast<size_t>(unit));
+  std::vector<HeadReplay> out(unit_heads(g));
+  run_unit(trace_, o_, g, out);
   return out;
 }
 
@@ -139,6 +201,7 @@ ReplayResult ReplayPlan::assemble(std::vector<std::vector<HeadReplay>> units) co
   r.policy = name_;
   r.nested = nested_;
   r.gqa = o_.run.gqa;
+  r.budget_scope = o_.run.budget_scope;
   for (auto& v : units)
     for (auto& h : v) r.heads.push_back(std::move(h));
   std::stable_sort(r.heads.begin(), r.heads.end(), [](const HeadReplay& a, const HeadReplay& b) {

@@ -7,7 +7,7 @@
 
 namespace kvo {
 
-void ReplayRequest::validate() const { run.build(policy); }
+void ReplayRequest::validate() const { run.build(policy, nullptr, SharedBudgets::Allowed); }
 
 namespace {
 
@@ -31,7 +31,7 @@ ReplayRequest ReplayRequest::from_json(const nlohmann::json& j) { return replay_
 
 ReplayOptions ReplayRequest::options(const Trace& trace) const {
   ReplayOptions o;
-  o.run = run.build(policy, &trace);
+  o.run = run.build(policy, &trace, SharedBudgets::Allowed);
   o.record_sets = record_sets;
   o.record_probs = record_probs;
   o.threads = threads;

@@ -52,7 +52,25 @@ std::vector<int> RunConfig::chosen_heads(int unit_heads) const {
   return out;
 }
 
-void RunConfig::validate(const Trace& trace) const {
+void RunConfig::validate_budget_scope(SharedBudgets shared) const {
+  if (budget_scope == BudgetScope::Head) return;
+  const std::string scope = "budget scope '" + budget_scope_name(budget_scope) + "'";
+  require(budget_scope != BudgetScope::Layerwise,
+          scope +
+              " is an allocation of the optima (kvoracle oracle allocation), not a rule a policy evicts by; "
+              "policies share a budget by head, layer or model");
+  require(shared == SharedBudgets::Allowed,
+          scope +
+              " is refused here: these results compare each cache unit with its own budget "
+              "(shared budgets run in replay, eval, tasks and the eviction manager)");
+  require(policy_traits(policy.id).prefill_score,
+          scope + ": policy " + policy_name(policy.id) +
+              " has no per-token score to compare across cache units (shared budgets run with " +
+              policy_names_where([](const PolicyTraits& t) { return t.prefill_score; }) + ")");
+}
+
+void RunConfig::validate(const Trace& trace, SharedBudgets shared) const {
+  validate_budget_scope(shared);
   require(prompt_len >= 0 && prompt_len <= trace.n_tokens,
           "prompt length " + std::to_string(prompt_len) + " is outside [0, " + std::to_string(trace.n_tokens) + "]");
   const int unit_heads = gqa == GqaMode::PerQueryHead ? trace.n_heads : trace.n_kv_heads;

@@ -28,6 +28,10 @@ const RunOptionEntry kRunOptions[] = {
      "recent-window part of the budget: tokens or a ratio of the budget (default: half)"},
     {"budget_overrides", "--budget-override", "", &O::budget_overrides, G::Budget, S::Every, true,
      "per-layer or per-head budget: L3=0.1, L3H2=32 (repeatable)"},
+    {"budget_scope", "--budget-scope", "", &O::budget_scope, G::Budget, S::Every, false,
+     "who shares the budget: head (each cache unit its own), layer (a layer's units share their sum) or "
+     "model; layer and model evict the lowest score across the group (h2o, tova, scissorhands; replay, "
+     "eval, tasks and the eviction manager)"},
     {"seed", "--seed", "", &O::seed, G::Run, S::Every, false, "seed of randomised policies"},
     {"gqa", "--gqa", "", &O::gqa, G::Run, S::TraceSelection, false,
      "grouped-query attention: query (a cache per query head), kv-mean, kv-max"},
@@ -156,7 +160,7 @@ RunOptions run_options_from_json(const nlohmann::json& j) {
   return o;
 }
 
-RunConfig RunOptions::build(PolicyId policy, const Trace* trace) const {
+RunConfig RunOptions::build(PolicyId policy, const Trace* trace, SharedBudgets shared) const {
   RunConfig c;
   c.policy.id = policy;
   c.policy.sinks = sinks;
@@ -172,7 +176,11 @@ RunConfig RunOptions::build(PolicyId policy, const Trace* trace) const {
   c.seed = seed;
   c.layers = layers;
   c.heads = heads;
-  if (trace) c.validate(*trace);
+  const std::vector<BudgetScope> scope = parse_budget_scopes(budget_scope);
+  require(scope.size() == 1, "budget_scope: give one scope (head, layer or model)");
+  c.budget_scope = scope.front();
+  c.validate_budget_scope(shared);
+  if (trace) c.validate(*trace, shared);
   return c;
 }
 

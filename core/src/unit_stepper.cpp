@@ -35,7 +35,13 @@ UnitStepper::UnitStepper(const RunConfig& run, const PolicySetup& setup, int hea
 }
 
 void UnitStepper::step(int i, std::span<const HeadRow> rows, std::span<StepRecord> out) {
-  const std::vector<int> att = policy_->attended(i);
+  observe(i, rows);
+  record(i, rows, out);
+}
+
+void UnitStepper::observe(int i, std::span<const HeadRow> rows) {
+  att_ = policy_->attended(i);
+  const std::vector<int>& att = att_;
   require(!att.empty() && att.front() >= 0 && att.back() <= i && std::is_sorted(att.begin(), att.end()),
           "policy " + policy_->name() + " returned an invalid attended set at step " + std::to_string(i));
   lg_.resize(att.size());
@@ -50,6 +56,10 @@ void UnitStepper::step(int i, std::span<const HeadRow> rows, std::span<StepRecor
   if (run_.gqa != GqaMode::KvMax)
     for (double& p : agg_) p /= static_cast<double>(rows.size());
   policy_->observe(i, att, agg_);
+}
+
+void UnitStepper::record(int i, std::span<const HeadRow> rows, std::span<StepRecord> out) {
+  const std::vector<int>& att = att_;
   const std::vector<int>& kept = policy_->cache();
 
   for (int j : prev_) was_[j] = 1;

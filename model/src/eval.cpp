@@ -60,6 +60,7 @@ EvalResult evaluate_policies(const Llama& model, const std::string& text, const 
     ro.tokens = n;
     trace = record_trace(model, text, ro);
   }
+  res.budget_scope = o.run.budget_scope;
   for (const PolicyId id : o.policies)
     for (const Amount& b : o.budgets) {
       EvalPoint pt;
@@ -86,7 +87,7 @@ EvalResult evaluate_policies(const Llama& model, const std::string& text, const 
       KvEvictionManager mgr(mo);
       int slots = 0;
       for (int l = 0; l < c.n_layers; ++l)
-        for (int kv = 0; kv < c.n_kv_heads; ++kv) slots = std::max(slots, mgr.budget(l, kv).total + 1);
+        for (int kv = 0; kv < c.n_kv_heads; ++kv) slots = std::max(slots, mgr.max_held(l, kv) + 1);
       EvictingDecoder dec(model, mgr, slots);
       double nll = 0.0, kl = 0.0;
       for (int t = 0; t < n; ++t) {

@@ -18,7 +18,9 @@ EvalOptions EvalRequest::options() const {
   o.policies = policies;
   for (const std::string& b : budgets) o.budgets.push_back(Amount::parse(b));
   require(!policies.empty(), "policies: at least one policy");
-  o.run = run.build(policies.front());  // evaluate_policies checks every policy's parameters
+  o.run = run.build(policies.front(), nullptr,
+                    SharedBudgets::Allowed);  // evaluate_policies checks every policy's parameters
+  for (PolicyId id : policies) o.run.with_policy(id).validate_budget_scope(SharedBudgets::Allowed);
   o.on_token = on_token;
   return o;
 }
@@ -54,6 +56,7 @@ nlohmann::json eval_result_json(const EvalResult& r, const std::string& text_nam
           {"tokens", r.tokens},
           {"full_ppl", r.full_ppl},
           {"full_bytes", r.full_bytes},
+          {"budget_scope", budget_scope_name(r.budget_scope)},
           {"points", points}};
 }
 

@@ -18,9 +18,9 @@ EvictingDecoder::EvictingDecoder(const Llama& model, KvEvictionManager& manager,
   const auto& c = model.config();
   for (int l = 0; l < c.n_layers; ++l)
     for (int h = 0; h < n_kv_; ++h)
-      require(manager.budget(l, h).total + 1 <= slots,
-              "decoder pools of " + std::to_string(slots) + " rows cannot hold a budget of " +
-                  std::to_string(manager.budget(l, h).total) + " plus the new token");
+      require(manager.max_held(l, h) + 1 <= slots, "decoder pools of " + std::to_string(slots) +
+                                                       " rows cannot hold a budget of " +
+                                                       std::to_string(manager.max_held(l, h)) + " plus the new token");
   pools_.resize(static_cast<size_t>(c.n_layers) * n_kv_);
   for (auto& p : pools_) {
     p.k = MatrixRM::Zero(slots, hd_);
@@ -32,15 +32,44 @@ EvictingDecoder::EvictingDecoder(const Llama& model, KvEvictionManager& manager,
 Eigen::RowVectorXf EvictingDecoder::step(int token) {
   Eigen::RowVectorXf logits = model_.decode_step(token, pos_, *this);
   ++pos_;
+  if (manager_.budget_scope() == BudgetScope::Model)
+    for (int l = 0; l < model_.config().n_layers; ++l) settle(l);
   peak_ = std::max(peak_, bytes_held());
   return logits;
 }
 
 MatrixRM EvictingDecoder::prefill(std::span<const int> tokens, bool all_logits) {
+  const int T = static_cast<int>(tokens.size());
+  if (manager_.budget_scope() == BudgetScope::Model && pos_ + T - 2 >= manager_.prompt_len() - 1) {
+    // A model-wide budget decides after every layer saw a position; layer by layer, a layer would
+    // step past a decision the later layers have not made yet. Token by token instead.
+    MatrixRM logits(all_logits ? T : std::min(T, 1), model_.config().vocab);
+    for (int t = 0; t < T; ++t) {
+      const Eigen::RowVectorXf row = step(tokens[static_cast<size_t>(t)]);
+      if (all_logits || t == T - 1) logits.row(all_logits ? t : 0) = row;
+    }
+    return logits;
+  }
+  const int L = model_.config().n_layers;
+  span_rows_.assign(static_cast<size_t>(L), std::vector<size_t>(static_cast<size_t>(T), 0));
   MatrixRM logits = model_.forward_layered(tokens, pos_, *this, all_logits);
-  pos_ += static_cast<int>(tokens.size());
+  pos_ += T;
   size_t most = 0;
-  for (const auto& p : pools_) most += p.most;
+  if (manager_.budget_scope() == BudgetScope::Head) {
+    for (const auto& p : pools_) most += p.most;  // every pool is fullest at the same step
+  } else {
+    // Pools sharing a budget are fullest at different steps: the most held at once, step by step.
+    if (manager_.budget_scope() == BudgetScope::Model && T > 0)
+      for (int l = 0; l < L; ++l) {  // the span's one decision, made after its last layer
+        settle(l);
+        span_rows_[static_cast<size_t>(l)].back() = layer_rows(l);
+      }
+    for (int t = 0; t < T; ++t) {
+      size_t at = 0;
+      for (int l = 0; l < L; ++l) at += span_rows_[static_cast<size_t>(l)][static_cast<size_t>(t)];
+      most = std::max(most, at);
+    }
+  }
   peak_ = std::max(peak_, most * static_cast<size_t>(hd_) * 2 * sizeof(float));
   return logits;
 }
@@ -57,6 +86,32 @@ size_t EvictingDecoder::held_rows() const {
 
 size_t EvictingDecoder::bytes_held() const { return held_rows() * static_cast<size_t>(hd_) * 2 * sizeof(float); }
 
+void EvictingDecoder::drop(Pool& P, std::span<const int> gone, std::vector<int>* positions) {
+  for (int g : gone) {
+    const auto it =
+        std::find_if(P.rows.begin(), P.rows.end(), [&](int r) { return P.pos[static_cast<size_t>(r)] == g; });
+    require(it != P.rows.end(),
+            "internal: the eviction manager evicted position " + std::to_string(g) + " that the decoder does not hold");
+    P.pos[static_cast<size_t>(*it)] = -1;
+    if (positions) positions->erase(positions->begin() + (it - P.rows.begin()));
+    P.rows.erase(it);
+  }
+}
+
+size_t EvictingDecoder::layer_rows(int layer) const {
+  size_t rows = 0;
+  for (int kv = 0; kv < n_kv_; ++kv) rows += pool(layer, kv).rows.size();
+  return rows;
+}
+
+void EvictingDecoder::settle(int layer) {
+  for (int kv = 0; kv < n_kv_; ++kv) {
+    Pool& P = pool(layer, kv);
+    drop(P, manager_.take_evicted(seq_, layer, kv));
+    P.most = std::max(P.most, P.rows.size());
+  }
+}
+
 std::vector<int> EvictingDecoder::held(int layer, int kv_head) const {
   const Pool& P = pool(layer, kv_head);
   std::vector<int> out;
@@ -68,6 +123,7 @@ void EvictingDecoder::attend_unit(int layer, int kv, int pos, const float* q, co
                                   float* out, Scratch& s) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd_));
   Pool& P = pool(layer, kv);
+  drop(P, manager_.take_evicted(seq_, layer, kv));  // what a shared budget decided at the last step
   const auto free_row = std::find(P.pos.begin(), P.pos.end(), -1);
   require(free_row != P.pos.end(), "decoder pool full at layer " + std::to_string(layer));  // budget guard
   const int row = static_cast<int>(free_row - P.pos.begin());
@@ -102,15 +158,10 @@ void EvictingDecoder::attend_unit(int layer, int kv, int pos, const float* q, co
       s.agg[static_cast<size_t>(t)] += s.p[static_cast<size_t>(t)] / group_;
     }
   }
-  // The manager decides; evicted rows are freed (their memory is reused by the next token).
-  for (int gone : manager_.step(seq_, layer, kv, pos, s.positions, s.agg)) {
-    const auto it = std::find(s.positions.begin(), s.positions.end(), gone);
-    const size_t t = static_cast<size_t>(it - s.positions.begin());
-    P.pos[static_cast<size_t>(P.rows[t])] = -1;
-    P.rows.erase(P.rows.begin() + static_cast<long>(t));
-    s.positions.erase(it);
-  }
-  P.most = std::max(P.most, P.rows.size());
+  // The manager decides; evicted rows are freed (their memory is reused by the next token). A
+  // shared budget decides when its group's last unit steps (settle() collects the others').
+  drop(P, manager_.step(seq_, layer, kv, pos, s.positions, s.agg), &s.positions);
+  if (manager_.budget_scope() == BudgetScope::Head) P.most = std::max(P.most, P.rows.size());
 }
 
 Eigen::RowVectorXf EvictingDecoder::attend(int layer, int pos, const Eigen::RowVectorXf& q, const Eigen::RowVectorXf& k,
@@ -118,12 +169,24 @@ Eigen::RowVectorXf EvictingDecoder::attend(int layer, int pos, const Eigen::RowV
   Eigen::RowVectorXf out(q.size());
   Scratch s;
   for (int kv = 0; kv < n_kv_; ++kv) attend_unit(layer, kv, pos, q.data(), k.data(), v.data(), out.data(), s);
+  if (manager_.budget_scope() == BudgetScope::Layer) settle(layer);
   return out;
 }
 
 void EvictingDecoder::attend_layer(int layer, int pos0, const MatrixRM& q, const MatrixRM& k, const MatrixRM& v,
                                    MatrixRM& out) {
   const int T = static_cast<int>(q.rows());
+  if (manager_.budget_scope() != BudgetScope::Head) {
+    // Units sharing a budget step in lockstep: every KV head of the layer, one position at a time.
+    Scratch s;
+    for (int t = 0; t < T; ++t) {
+      for (int kv = 0; kv < n_kv_; ++kv)
+        attend_unit(layer, kv, pos0 + t, q.row(t).data(), k.row(t).data(), v.row(t).data(), out.row(t).data(), s);
+      if (manager_.budget_scope() == BudgetScope::Layer) settle(layer);
+      span_rows_[static_cast<size_t>(layer)][static_cast<size_t>(t)] = layer_rows(layer);
+    }
+    return;
+  }
   // Units are independent: each KV head replays its steps in order, KV heads in parallel. An
   // error in one (a policy refusing a step) is carried out of the parallel region.
   std::string failure;

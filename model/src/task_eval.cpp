@@ -174,7 +174,7 @@ void streaming_row(const Llama& m, const Prepared& p, const TaskEvalRequest& r, 
   KvEvictionManager mgr(mo);
   int slots = 0;
   for (int l = 0; l < c.n_layers; ++l)
-    for (int kv = 0; kv < c.n_kv_heads; ++kv) slots = std::max(slots, mgr.budget(l, kv).total + 1);
+    for (int kv = 0; kv < c.n_kv_heads; ++kv) slots = std::max(slots, mgr.max_held(l, kv) + 1);
   EvictingDecoder dec(m, mgr, slots);
   dec.prefill(p.tokens.context);
   UnitSets held;
@@ -232,6 +232,9 @@ void TaskEvalRequest::validate() const {
   require(!optimum_scopes.empty(), "tasks: optimum_scopes needs at least one budget scope (head: per-head budgets)");
   require(protocol == TaskProtocol::Prefill || optimum_scopes == std::vector<BudgetScope>{BudgetScope::Head},
           "tasks: optimum_scopes is read by the prefill protocol only");
+  require(protocol == TaskProtocol::Streaming || run.budget_scope == BudgetScope::Head,
+          "tasks: budget_scope is read by the dynamic protocol (the prefill protocol's shared budgets are "
+          "optimum_scopes)");
   for (double b : budgets)
     require(b > 0 && b <= 1, "tasks: budget " + share_text(b) + " is outside (0, 1] (the share of tokens kept)");
   if (protocol == TaskProtocol::Streaming) {
@@ -248,8 +251,10 @@ void TaskEvalRequest::validate() const {
     for (PolicyId id : policies)
       require(protocol == TaskProtocol::Streaming && !policy_traits(id).offline,
               "tasks: only streaming rows without the offline optimum can run without the full cache");
-  for (PolicyId id : policies)
+  for (PolicyId id : policies) {
+    run.with_policy(id).validate_budget_scope(SharedBudgets::Allowed);        // a shared budget needs a score policy
     if (!policy_traits(id).offline) make_policy(run.with_policy(id).policy);  // bad parameters fail here
+  }
 }
 
 long task_eval_units(std::size_t instances, const TaskEvalRequest& r) {
@@ -313,7 +318,11 @@ void answer_instance(const Llama& m, const Prepared& p, const TaskEvalRequest& r
   if (r.protocol == TaskProtocol::Streaming) {
     for (PolicyId id : r.policies)
       for (double b : r.budgets) {
-        TaskOutcome o = outcome_of(p, policy_name(id), b);
+        // Under a shared budget the row says who shared it: "h2o@layer", as the optima's rows do.
+        const std::string row = r.run.budget_scope == BudgetScope::Head
+                                    ? policy_name(id)
+                                    : policy_name(id) + "@" + budget_scope_name(r.run.budget_scope);
+        TaskOutcome o = outcome_of(p, row, b);
         streaming_row(m, p, r, id, b, full ? &*full : nullptr, o);
         emit(std::move(o));
       }

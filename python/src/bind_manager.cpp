@@ -12,7 +12,7 @@ void bind_manager(py::module_& m) {
              RunOptions ro = run_options(kwargs, "KvEvictionManager");
              ro.budget = budget;
              CacheManagerOptions o;
-             o.run = ro.build(parse_policy(policy));
+             o.run = ro.build(parse_policy(policy), nullptr, SharedBudgets::Allowed);
              o.n_layers = n_layers;
              o.n_kv_heads = n_kv_heads;
              o.batch = batch;
@@ -21,8 +21,8 @@ void bind_manager(py::module_& m) {
            }),
            py::arg("policy"), py::arg("budget"), py::arg("n_layers"), py::arg("n_kv_heads"), py::arg("batch") = 1,
            py::arg("max_len"),
-           ("a policy with a budget per (sequence, layer, KV head); prompt_len (default 0) and the policy's "
-            "parameters are run options.\n" +
+           ("a policy with a budget per (sequence, layer, KV head), or shared by a layer's or the model's KV heads "
+            "(budget_scope); prompt_len (default 0) and the policy's parameters are run options.\n" +
             run_options_doc())
                .c_str())
       .def(
@@ -35,7 +35,17 @@ void bind_manager(py::module_& m) {
           },
           py::arg("seq"), py::arg("layer"), py::arg("kv_head"), py::arg("pos"), py::arg("positions"), py::arg("probs"),
           "register step pos (positions held incl. pos, ascending; the group's attention over them); "
-          "returns the positions to evict now")
+          "returns the positions to evict now (under a shared budget_scope: once the group's last unit stepped pos)")
+      .def(
+          "take_evicted",
+          [](KvEvictionManager& mgr, int seq, int layer, int kv) { return to_array(mgr.take_evicted(seq, layer, kv)); },
+          py::arg("seq"), py::arg("layer"), py::arg("kv_head"),
+          "positions a shared budget evicted from this unit while another unit stepped; drop them before its next "
+          "step (always empty under per-head budgets)")
+      .def("max_held", &KvEvictionManager::max_held, py::arg("layer"), py::arg("kv_head"),
+           "the most positions the unit can hold after a step: its budget, or its shared group's")
+      .def_property_readonly("budget_scope",
+                             [](const KvEvictionManager& mgr) { return budget_scope_name(mgr.budget_scope()); })
       .def(
           "held",
           [](const KvEvictionManager& mgr, int seq, int layer, int kv) { return to_array(mgr.held(seq, layer, kv)); },

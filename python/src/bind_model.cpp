@@ -257,7 +257,9 @@ void bind_model(py::module_& m) {
             o.suite.max_positions = self.config().context;
             model::TaskEvalRequest& req = o.run;
             req.press = press_parameters(press, "run_tasks");
-            req.run = run_options(rest, "run_tasks").build(req.policies.empty() ? PolicyId::H2O : req.policies.front());
+            req.run = run_options(rest, "run_tasks")
+                          .build(req.policies.empty() ? PolicyId::H2O : req.policies.front(), nullptr,
+                                 SharedBudgets::Allowed);
             req.validate();
             std::vector<model::TaskInstance> inst;
             if (instances) {

@@ -56,6 +56,14 @@ expect_error "alpha_safeguard 1.5" eval prefill --text /usr/share/common-license
   --presses knorm --alpha-safeguard 1.5 --json "$dir/out.jsonl"
 expect_error "keeps every token" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --presses knorm --policies full --json "$dir/out.jsonl"
 expect_error "unknown check id" verify "$dir/ok.safetensors" --checks C99
+# budgets shared across cache units: refused where a check assumes each head's own budget, for a
+# policy without a score to compare, and for the allocation-only scope
+expect_error "budget scope 'layer' is refused here" verify "$dir/ok.safetensors" --budget-scope layer --report "$dir/out.jsonl"
+expect_error "budget scope 'model' is refused here" oracle --offline "$dir/ok.safetensors" --budget-scope model --json "$dir/out.jsonl"
+expect_error "policy streaming has no per-token score" replay "$dir/ok.safetensors" --policy streaming --budget-scope layer --out "$dir/out.jsonl"
+expect_error "not a rule a policy evicts by" replay "$dir/ok.safetensors" --budget-scope layerwise --out "$dir/out.jsonl"
+expect_error "unknown budget scope 'layers'" replay "$dir/ok.safetensors" --budget-scope layers --out "$dir/out.jsonl"
+expect_error "budget_scope is read by the dynamic protocol" tasks run --instances /dev/null --policies h2o --budget-scope layer --protocol prefill
 expect_error "fractions of n" verify "$dir/ok.safetensors" --sweep 0.1,12
 expect_error "unknown concave" verify "$dir/ok.safetensors" --h cube
 expect_error "not in the trace" replay "$dir/ok.safetensors" --layers 7 --out "$dir/out.jsonl"

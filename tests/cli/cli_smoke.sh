@@ -7,6 +7,19 @@ trap 'rm -rf "$dir"' EXIT
 "$K" -q synth --out "$dir/t.safetensors" --tokens 96 --layers 1 --dtype f16
 "$K" -q replay "$dir/t.safetensors" --policy h2o-mask --budget 20% --out "$dir/r.jsonl" --probs
 "$K" -q oracle "$dir/t.safetensors" --budget 16 --out "$dir/o.jsonl"
+# a budget shared by a layer's heads: the heads' counts differ, the layer holds their sum at every step
+"$K" -q replay "$dir/t.safetensors" --policy h2o --budget 12 --budget-scope layer --prompt-len 0 --out "$dir/rs.jsonl" |
+  grep -q "shared per layer"
+python3 -c "
+import json, sys, collections
+held, sizes = collections.Counter(), set()
+heads = {r['head'] for r in map(json.loads, open(sys.argv[1]))}
+for r in map(json.loads, open(sys.argv[1])):
+    held[r['step']] += len(r['kept'])
+    sizes.add(len(r['kept']))
+assert all(held[i] == len(heads) * min(12, i + 1) for i in held), held
+assert len(sizes - set(range(13))) > 0, sizes
+" "$dir/rs.jsonl"
 "$K" -q replay "$dir/t.safetensors" --device auto --budgets 10%,30% --out "$dir/s.jsonl" >"$dir/s.txt"
 grep -q "^device: " "$dir/s.txt"
 # `score` is the same run as `replay --device`: the same records and table (the timing line aside)

@@ -34,9 +34,17 @@ test -s "$dir/taplots/accuracy-passkey-256.svg"
   --json "$dir/tc.json" >/dev/null
 "$K" -q tasks run -i "$dir/tasks.jsonl" --protocol prefill --policies h2o --presses snapkv --budgets 1,0.3 \
   --json "$dir/tb.json" >/dev/null
+# a layer's KV heads sharing h2o's budget: the rows say so, and eval's JSON too
+"$K" -q tasks run -i "$dir/tasks.jsonl" --policies h2o,tova --budget-scope layer --budgets 0.3 --no-topk \
+  --no-full-cache --json "$dir/ts.json" >/dev/null
+"$K" -q eval --text /usr/share/common-licenses/GPL-3 --tokens 48 --policies h2o --budgets 25% --budget-scope model \
+  --json "$dir/es.json" | grep -q "budgets shared per model"
 python3 - "$dir" <<'PY'
 import json, sys
 d = sys.argv[1]
+s = json.load(open(d + "/ts.json"))
+assert sorted({o["row"] for o in s["outcomes"]}) == ["h2o@layer", "tova@layer"], s["outcomes"]
+assert json.load(open(d + "/es.json"))["budget_scope"] == "model"
 a = json.load(open(d + "/ta.json"))
 assert a["protocol"] == "dynamic" and len(a["outcomes"]) == 2 * 4, len(a["outcomes"])  # full, 2 policies, topk
 b = json.load(open(d + "/tb.json"))

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
+#include <random>
+
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/policies.hpp"
@@ -26,13 +30,24 @@ Trace small_trace(std::uint64_t seed) {
   return synthesize(so);
 }
 
-// Drives the manager over sequence `seq` of the trace like a decoder; checks against `want`.
+// Drives the manager over sequence `seq` of the trace like a decoder; checks against `want`. A
+// decoder holds what it held minus what the manager evicted (returned, or taken later under a
+// shared budget).
 void drive(const Trace& tr, KvEvictionManager& m, int seq, const ReplayResult* want) {
   const int g = tr.group_size();
-  for (int i = 0; i < tr.n_tokens; ++i)
+  std::vector<std::vector<int>> holds(static_cast<size_t>(tr.n_layers * tr.n_kv_heads));
+  const auto drop = [](std::vector<int>& held, const std::vector<int>& gone) {
+    for (int j : gone) {
+      const auto it = std::find(held.begin(), held.end(), j);
+      ASSERT_TRUE(it != held.end()) << "evicted " << j << ", not held";
+      held.erase(it);
+    }
+  };
+  for (int i = 0; i < tr.n_tokens; ++i) {
     for (int l = 0; l < tr.n_layers; ++l)
       for (int kv = 0; kv < tr.n_kv_heads; ++kv) {
-        std::vector<int> pos = m.held(seq, l, kv);
+        std::vector<int>& pos = holds[static_cast<size_t>(l * tr.n_kv_heads + kv)];
+        drop(pos, m.take_evicted(seq, l, kv));
         pos.push_back(i);
         std::vector<double> agg(pos.size(), 0.0), lg(pos.size()), p(pos.size());
         for (int h = kv * g; h < (kv + 1) * g; ++h) {
@@ -41,15 +56,21 @@ void drive(const Trace& tr, KvEvictionManager& m, int seq, const ReplayResult* w
           for (size_t t = 0; t < p.size(); ++t) agg[t] += p[t];
         }
         for (double& x : agg) x /= g;
-        const auto gone = m.step(seq, l, kv, i, pos, agg);
-        for (int j : gone) EXPECT_TRUE(std::find(pos.begin(), pos.end(), j) != pos.end());
+        drop(pos, m.step(seq, l, kv, i, pos, agg));
+      }
+    for (int l = 0; l < tr.n_layers; ++l)
+      for (int kv = 0; kv < tr.n_kv_heads; ++kv) {
+        std::vector<int>& pos = holds[static_cast<size_t>(l * tr.n_kv_heads + kv)];
+        drop(pos, m.take_evicted(seq, l, kv));
+        ASSERT_EQ(pos, m.held(seq, l, kv));
         if (want) {
           // The replay reports every query head of a KV-head unit; the first of the group stands for it.
           const auto& kept =
               want->heads[static_cast<size_t>(l * tr.n_heads + kv * g)].steps[static_cast<size_t>(i)].kept;
-          ASSERT_EQ(m.held(seq, l, kv), kept) << "layer " << l << " kv " << kv << " step " << i;
+          ASSERT_EQ(pos, kept) << "layer " << l << " kv " << kv << " step " << i;
         }
       }
+  }
 }
 
 }  // namespace
@@ -73,6 +94,76 @@ TEST(CacheManager, KeepsWhatTheReplayEngineKeeps) {
     drive(tr, m, 0, &want);
     EXPECT_EQ(m.held(0, 1, 1).size(), static_cast<size_t>(m.budget(1, 1).total));
   }
+}
+
+// Under a shared budget the manager keeps what replay keeps with the same scope, whether the
+// prompt is held whole first or eviction starts at once.
+TEST(CacheManager, SharedBudgetsKeepWhatTheReplayEngineKeeps) {
+  const Trace tr = small_trace(4);
+  for (PolicyId id : {PolicyId::H2O, PolicyId::Tova, PolicyId::Scissorhands})
+    for (BudgetScope scope : {BudgetScope::Layer, BudgetScope::Model})
+      for (int prompt : {0, 40}) {
+        ReplayOptions ro;
+        ro.run.policy.id = id;
+        ro.run.budget = Budget::parse("15%", "", {"L1H0=8"});
+        ro.run.gqa = GqaMode::KvMean;
+        ro.run.budget_scope = scope;
+        ro.run.prompt_len = prompt;
+        const ReplayResult want = replay(tr, ro);
+        CacheManagerOptions o;
+        o.run = ro.run;
+        o.n_layers = tr.n_layers;
+        o.n_kv_heads = tr.n_kv_heads;
+        o.max_len = tr.n_tokens;
+        o.batch = 2;
+        KvEvictionManager m(o);
+        SCOPED_TRACE(policy_name(id) + " " + budget_scope_name(scope) + " prompt " + std::to_string(prompt));
+        drive(tr, m, 1, &want);
+        size_t held = 0;
+        for (int l = 0; l < tr.n_layers; ++l)
+          for (int kv = 0; kv < tr.n_kv_heads; ++kv) held += m.held(1, l, kv).size();
+        EXPECT_EQ(held, static_cast<size_t>(13 * 3 + 8));  // 15% of 90 is 13 tokens
+        EXPECT_EQ(m.max_held(0, 0), scope == BudgetScope::Layer ? 26 : 47);
+      }
+}
+
+// A shared budget decides once every unit of its group stepped a position: a unit running ahead,
+// or stepping before it dropped what the group evicted from it, is refused in one line.
+TEST(CacheManager, SharedBudgetsRefuseUnitsOutOfStep) {
+  CacheManagerOptions o;
+  o.run.policy.id = PolicyId::H2O;
+  o.run.budget = Budget(Amount::parse("2"));
+  o.run.budget_scope = BudgetScope::Layer;
+  o.n_layers = 1;
+  o.n_kv_heads = 2;
+  o.max_len = 10;
+  KvEvictionManager m(o);
+  const std::vector<double> one{1.0};
+  EXPECT_TRUE(m.step(0, 0, 0, 0, std::vector<int>{0}, one).empty());
+  try {
+    m.step(0, 0, 0, 1, std::vector<int>{0, 1}, std::vector<double>{0.5, 0.5});
+    FAIL() << "a unit ahead of its group must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("in lockstep"), std::string::npos) << e.what();
+  }
+  KvEvictionManager fresh(o);
+  for (int i = 0; i < 4; ++i) {
+    for (int kv = 0; kv < 2; ++kv) {
+      std::vector<int> pos = fresh.held(0, 0, kv);
+      pos.push_back(i);
+      std::vector<double> p(pos.size(), 1.0 / static_cast<double>(pos.size()));
+      if (i == 3 && kv == 0) {  // step 2 evicted from unit 0 when unit 1 stepped: not yet taken
+        EXPECT_THROW(fresh.step(0, 0, 0, i, pos, p), Error);
+        EXPECT_FALSE(fresh.take_evicted(0, 0, 0).empty());
+        pos = fresh.held(0, 0, 0);
+        pos.push_back(i);
+        p.assign(pos.size(), 1.0 / static_cast<double>(pos.size()));
+      }
+      fresh.step(0, 0, kv, i, pos, p);
+    }
+  }
+  o.run.policy.id = PolicyId::Streaming;
+  EXPECT_THROW(KvEvictionManager{o}, Error);
 }
 
 TEST(CacheManager, SequencesOfABatchAreIndependent) {
@@ -148,4 +239,49 @@ TEST(CacheManager, TheDecoderDocSnippetRuns) {
   EXPECT_TRUE(gone.empty());
   EXPECT_EQ(manager.budget(3, 0).total, 102);
   EXPECT_EQ(manager.budget(4, 0).total, 204);
+}
+
+// docs/decoder.md's shared-budget loop, driven over 200 steps of one layer with random attention:
+// the layer holds its three heads' sum, and the heads' counts move apart.
+TEST(CacheManager, TheSharedBudgetDocSnippetRuns) {
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<int>> held(3);  // the decoder's rows of layer l, by KV head
+  const auto drop = [&](int h, int position) { std::erase(held[static_cast<size_t>(h)], position); };
+  const int s = 0, l = 7;
+  // --8<-- [start:shared]
+  kvo::CacheManagerOptions o;
+  o.run.policy.id = kvo::PolicyId::H2O;          // a policy with a per-token score (tova, scissorhands)
+  o.run.budget = kvo::Budget::parse("64");       // each KV head's share
+  o.run.budget_scope = kvo::BudgetScope::Layer;  // a layer's KV heads share 3 x 64 rows (Model: all)
+  o.n_layers = 30;
+  o.n_kv_heads = 3;
+  o.max_len = 1024;
+  kvo::KvEvictionManager manager(o);
+  const int rows = manager.max_held(l, 0) + 1;  // a head may hold the layer's whole budget
+  // --8<-- [end:shared]
+  EXPECT_EQ(rows, 193);
+  const auto attention = [&](int h) {  // random attention over the rows held
+    std::vector<double> p(held[static_cast<size_t>(h)].size());
+    for (double& x : p) x = std::exponential_distribution<double>(1.0)(rng);
+    const double sum = std::accumulate(p.begin(), p.end(), 0.0);
+    for (double& x : p) x /= sum;
+    return p;
+  };
+  for (int pos = 0; pos < 200; ++pos) {
+    for (int h = 0; h < 3; ++h) {
+      // --8<-- [start:shared-step]
+      // Per position, every KV head of the layer in turn: drop what the group evicted from this
+      // head while the others stepped, then step it (the last head's step decides for all).
+      for (int gone : manager.take_evicted(s, l, h)) drop(h, gone);
+      held[h].push_back(pos);                      // the new token's row
+      const std::vector<double> p = attention(h);  // the group's mean attention over held[h]
+      for (int gone : manager.step(s, l, h, pos, held[h], p)) drop(h, gone);
+      // --8<-- [end:shared-step]
+    }
+  }
+  for (int h = 0; h < 3; ++h)
+    for (int gone : manager.take_evicted(s, l, h)) drop(h, gone);
+  EXPECT_EQ(held[0].size() + held[1].size() + held[2].size(), 192u);
+  EXPECT_NE(held[0].size(), 64u);
+  for (int h = 0; h < 3; ++h) EXPECT_EQ(held[static_cast<size_t>(h)], manager.held(s, l, h));
 }

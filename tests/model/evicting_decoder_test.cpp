@@ -146,6 +146,54 @@ TEST(EvictingDecoder, LayeredPrefillEqualsTokenByTokenDecoding) {
   }
 }
 
+// Under a shared budget too: a layer's KV heads (layered prefill steps them in lockstep) or the
+// whole model (layer by layer only while the fed span decides nothing before its end, token by token
+// otherwise) keep what token-by-token decoding keeps, which is what replay keeps with that scope on
+// the decoder's own probabilities (tests/core/cache_manager_test.cpp); the heads' counts differ and
+// together they hold the group's budget.
+TEST(EvictingDecoder, SharedBudgetsKeepTheSameSetsLayeredOrTokenByToken) {
+  const auto& m = test::shared_model();
+  const int n = 32, k = 8;
+  const auto ids = test::gpl3_tokens(n + 3);
+  const std::span<const int> input(ids.data(), static_cast<size_t>(n));
+  for (const BudgetScope scope : {BudgetScope::Layer, BudgetScope::Model})
+    for (const int prompt : {0, n}) {
+      SCOPED_TRACE(budget_scope_name(scope) + " prompt " + std::to_string(prompt));
+      CacheManagerOptions o = options(m, policy_name(PolicyId::H2O), std::to_string(k), n + 3);
+      o.run.budget_scope = scope;
+      o.run.prompt_len = prompt;
+      KvEvictionManager by_token_mgr(o), layered_mgr(o);
+      const int slots = std::max(by_token_mgr.max_held(0, 0), prompt) + 1;  // the prompt is held whole
+      model::EvictingDecoder by_token(m, by_token_mgr, slots), layered(m, layered_mgr, slots);
+      for (int t = 0; t < n; ++t) by_token.step(ids[static_cast<size_t>(t)]);
+      layered.prefill(input, /*all_logits=*/true);
+      const int L = m.config().n_layers, H = m.config().n_kv_heads;
+      size_t held = 0;
+      bool moved = false;
+      for (int l = 0; l < L; ++l) {
+        size_t layer_held = 0;
+        for (int kv = 0; kv < H; ++kv) {
+          EXPECT_EQ(layered.held(l, kv), by_token.held(l, kv)) << "layer " << l << ", KV head " << kv;
+          EXPECT_EQ(layered.held(l, kv), layered_mgr.held(0, l, kv));
+          layer_held += layered.held(l, kv).size();
+          moved |= layered.held(l, kv).size() != static_cast<size_t>(k);
+        }
+        if (scope == BudgetScope::Layer) {
+          EXPECT_EQ(layer_held, static_cast<size_t>(H * k));
+        }
+        held += layer_held;
+      }
+      EXPECT_EQ(held, static_cast<size_t>(L * H * k));
+      EXPECT_TRUE(moved);
+      EXPECT_EQ(layered.peak_bytes_held(), by_token.peak_bytes_held());
+      for (int t = n; t < n + 3; ++t) {
+        const Eigen::RowVectorXf a = by_token.step(ids[static_cast<size_t>(t)]),
+                                 b = layered.step(ids[static_cast<size_t>(t)]);
+        EXPECT_LT((a - b).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, a.cwiseAbs().maxCoeff())) << t;
+      }
+    }
+}
+
 // The last-token form returns the same row as the full matrix's last.
 TEST(EvictingDecoder, LayeredPrefillLastRowIsTheLastLogits) {
   const auto& m = test::shared_model();

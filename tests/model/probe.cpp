@@ -63,7 +63,7 @@ int main(int argc, char** argv) try {
     std::ofstream(argv[4]) << nlohmann::json{{"ids", ids}, {"roundtrip", m.tokenizer().decode(ids) == text}}.dump();
   } else if (mode == "trace-roundtrip" && argc == 4) {
     write_trace(argv[3], read_trace(argv[2]), DType::F32);
-  } else if (mode == "evict" && argc == 7) {
+  } else if (mode == "evict" && (argc == 7 || argc == 9)) {  // [budget scope, prompt length]
     const model::Llama m(argv[2]);
     const auto ids = nlohmann::json::parse(slurp(argv[3])).at("ids").get<std::vector<int>>();
     const auto& c = m.config();
@@ -73,8 +73,12 @@ int main(int argc, char** argv) try {
     mo.n_layers = c.n_layers;
     mo.n_kv_heads = c.n_kv_heads;
     mo.max_len = static_cast<int>(ids.size());
+    if (argc == 9) {
+      mo.run.budget_scope = parse_budget_scopes(argv[7]).front();
+      mo.run.prompt_len = std::stoi(argv[8]);
+    }
     KvEvictionManager mgr(mo);
-    model::EvictingDecoder dec(m, mgr, mgr.budget(0, 0).total + 1);
+    model::EvictingDecoder dec(m, mgr, std::max(mgr.max_held(0, 0), mo.run.prompt_len) + 1);
     nlohmann::json log = nlohmann::json::array();
     std::vector<std::vector<int>> before(static_cast<size_t>(c.n_layers * c.n_kv_heads));
     for (int l = 0; l < c.n_layers; ++l) log.push_back(std::vector<nlohmann::json>(static_cast<size_t>(c.n_kv_heads)));

@@ -102,3 +102,39 @@ def test_evicting_cache_agrees_with_evicting_decoder(hf_smollm2, apache512, prob
             decisions += len(ours)
             differing += sum(ours[s] != theirs[s] for s in ours)
     assert decisions == 30 * 3 * (103 - 24) and differing == 0
+
+
+@pytest.mark.parametrize("scope, prompt_len", [("layer", 0), ("model", 64)])
+def test_evicting_cache_shares_budgets_as_the_evicting_decoder(
+    hf_smollm2, apache512, probe, model_path, tmp_path, scope, prompt_len
+):
+    """h2o at k = 24 with the budget shared by each layer's KV heads (evicting from the first token)
+    or by the whole model (the 64-token prompt held whole, then one decision per token): the heads'
+    counts differ, each layer (or the model) holds its sum, and every eviction is the one kvoracle's
+    EvictingDecoder makes on the same tokens with the same scope."""
+    _, ids = apache512
+    prompt = ids[:, :64]
+    cache = EvictingCache(hf_smollm2, kvo.policy.H2O, "24", log=True, budget_scope=scope, prompt_len=prompt_len)
+    out = hf_smollm2.generate(
+        prompt, past_key_values=cache, max_new_tokens=24, do_sample=False, attention_mask=torch.ones_like(prompt)
+    )
+    counts = [[int((cache.held(layer)[0, kv] >= 0).sum()) for kv in range(3)] for layer in range(30)]
+    assert len({c for row in counts for c in row}) > 1
+    if scope == "layer":
+        assert all(sum(row) == 3 * 24 for row in counts)
+    assert sum(map(sum, counts)) == 30 * 3 * 24
+    assert cache.bytes_held() == 30 * 3 * 24 * 64 * 2 * 4
+    (tmp_path / "ids.json").write_text(json.dumps({"ids": out[0, :-1].tolist()}))
+    probe(
+        "evict", model_path, tmp_path / "ids.json", kvo.policy.H2O, "24", tmp_path / "evictions.json", scope, prompt_len
+    )
+    cpp = json.loads((tmp_path / "evictions.json").read_text())
+    decisions = differing = 0
+    for layer in range(30):
+        for kv in range(3):
+            theirs = {entry[0]: entry[1:] for entry in cpp[layer][kv]}
+            ours = {step: sorted(gone) for step, gone in cache.evictions.get((0, layer, kv), [])}
+            assert ours.keys() == theirs.keys(), (layer, kv)
+            decisions += len(ours)
+            differing += sum(ours[s] != theirs[s] for s in ours)
+    assert decisions > 0 and differing == 0

@@ -287,6 +287,22 @@ def test_replay_and_score_same_sets_from_cli_and_python(kvoracle, trace_file, tm
         kvo.score(kvo.read_trace(str(trace_file)), "tova")
 
 
+def test_shared_budget_replay_same_sets_from_cli_and_python(kvoracle, trace_file, tmp_path):
+    """A budget shared by every cache unit of the model: the same sets from both, the units' counts
+    differ and together they hold the sum of their budgets; the manager takes the same option."""
+    args = ("--policy", kvo.policy.SCISSORHANDS, "--budget", "10", "--budget-scope", "model", "--prompt-len", "0")
+    run(kvoracle, "replay", trace_file, *args, "--out", tmp_path / "r.jsonl")
+    cli = [json.loads(line) for line in open(tmp_path / "r.jsonl")]
+    trace = kvo.read_trace(str(trace_file))
+    py = kvo.replay(trace, kvo.policy.SCISSORHANDS, budget="10", budget_scope="model", prompt_len=0)
+    assert [r["kept"] for r in cli] == [list(k) for h in py for k in h["kept"]]
+    assert {len(h["kept"][-1]) for h in py} != {10} and sum(len(h["kept"][-1]) for h in py) == 8 * 10
+    m = kvo.KvEvictionManager(kvo.policy.H2O, "2", 1, 2, max_len=8, budget_scope="layer")
+    assert (m.budget_scope, m.max_held(0, 0), m.budget(0, 1)) == ("layer", 4, 2)
+    with pytest.raises(ValueError, match="refused here"):
+        kvo.static_oracle(trace, budget="6", budget_scope="layer")
+
+
 def test_synthesize_writes_what_the_cli_writes(kvoracle, tmp_path):
     run(kvoracle, "synth", "--out", tmp_path / "s.safetensors", "--tokens", 40, "--prompt-len", 8, "--kv-heads", 1, "--zipf", 0.8, "--seed", 3)  # fmt: skip
     cli = kvo.read_trace(str(tmp_path / "s.safetensors"))

@@ -6,6 +6,12 @@ a KV head's group attends the rows that head holds, the group's mean attention g
 KvEvictionManager, and the rows it names leave the cache tensors at once. A prompt is processed
 the same way, token by token inside the one prefill call (with prompt_len = P the manager keeps
 everything until the prompt is complete, then truncates once, as the H2O code does).
+
+Under a shared budget (budget_scope="layer" or "model") a layer's KV heads hold different counts:
+each head's rows are packed to the left and the shorter heads padded with rows that no query sees
+(position -1 in `held`). A layer's heads step in lockstep; transformers runs layer after layer, so
+a model-wide budget needs every decision at the end of a call: prompt_len = the prompt's length,
+then one token per call (generate does that).
 """
 
 import numpy as np
@@ -26,6 +32,7 @@ class EvictingLayer(CacheLayerMixin):
     def __init__(self):
         super().__init__()
         self.positions = None  # int64 [batch, kv_heads, held]
+        self.valid = None  # bool [batch, kv_heads, held] once a shared budget padded a head; None: all rows
         self.seen = 0  # tokens this layer has been given (the next token's position)
 
     def lazy_initialization(self, key_states, value_states):
@@ -44,6 +51,8 @@ class EvictingLayer(CacheLayerMixin):
         self.keys = torch.cat([self.keys, key_states], dim=-2)
         self.values = torch.cat([self.values, value_states], dim=-2)
         self.positions = torch.cat([self.positions, new], dim=-1)
+        if self.valid is not None:
+            self.valid = torch.cat([self.valid, torch.ones(new.shape, dtype=torch.bool)], dim=-1)
         self.seen += m
         return self.keys, self.values
 
@@ -52,6 +61,16 @@ class EvictingLayer(CacheLayerMixin):
         self.keys = self.keys.gather(2, rows[..., None].expand(-1, -1, -1, self.keys.shape[-1]).to(self.device))
         self.values = self.values.gather(2, rows[..., None].expand(-1, -1, -1, self.values.shape[-1]).to(self.device))
         self.positions = self.positions.gather(2, rows)
+
+    def keep_ragged(self, live):
+        """live: bool [batch, kv_heads, held]; each head keeps its live rows, packed to the left and
+        padded to the longest head with rows marked invalid (position -1)."""
+        width = int(live.sum(-1).max())
+        order = torch.sort((~live).to(torch.int8), dim=-1, stable=True).indices[..., :width]  # live rows first
+        valid = live.gather(2, order)
+        self.keep(order)
+        self.positions = self.positions.masked_fill(~valid, -1)
+        self.valid = None if bool(valid.all()) else valid
 
     def get_mask_sizes(self, cache_position):
         return self.held() + cache_position.shape[0], 0
@@ -150,6 +169,8 @@ class EvictingCache(Cache):
         b_n, h_kv, n_rows, _ = key.shape
         m, group = query.shape[2], query.shape[1] // h_kv
         first = n_rows - m  # rows of earlier tokens
+        if self.manager.budget_scope != "head":
+            return self._attend_shared(layer, layer_idx, query, key, value, scale, first)
         out = query.new_empty(b_n, m, query.shape[1], value.shape[-1])
         live = torch.ones(b_n, h_kv, n_rows, dtype=torch.bool)
         positions = layer.positions
@@ -188,6 +209,44 @@ class EvictingCache(Cache):
             layer.keep(live.nonzero()[:, 2].view(b_n, h_kv, -1))
         return out
 
+    def _attend_shared(self, layer, layer_idx, query, key, value, scale, first):
+        """A shared budget: each KV head attends its own live rows (the others masked out); what the
+        group evicts while another head steps arrives through take_evicted."""
+        b_n, h_kv, n_rows, _ = key.shape
+        m, group = query.shape[2], query.shape[1] // h_kv
+        out = query.new_empty(b_n, m, query.shape[1], value.shape[-1])
+        live = torch.ones(b_n, h_kv, n_rows, dtype=torch.bool) if layer.valid is None else layer.valid.clone()
+        positions = layer.positions.numpy()
+
+        def drop(b, kv, gone, c, step):
+            if len(gone):
+                live[b, kv, :c] &= torch.from_numpy(~np.isin(positions[b, kv, :c], gone))
+                if self.evictions is not None:
+                    self.evictions.setdefault((b, layer_idx, kv), []).append((step, [int(g) for g in gone]))
+
+        for b in range(b_n):
+            for t in range(m):
+                c, pos = first + t + 1, int(positions[b, 0, first + t])
+                for kv in range(h_kv):
+                    drop(b, kv, self.manager.take_evicted(b, layer_idx, kv), c, pos - 1)  # decided at pos - 1
+                visible = live[b, :, :c]  # [h_kv, c]
+                q_t = query[b, :, t].view(h_kv, group, -1)
+                scores = (q_t.float() @ key[b, :, :c].float().transpose(1, 2)) * scale  # [h_kv, g, c]
+                probs = torch.softmax(scores.masked_fill(~visible[:, None, :], float("-inf")), dim=-1)
+                out[b, t] = (probs.to(value.dtype) @ value[b, :, :c]).reshape(query.shape[1], -1)
+                mean = probs.detach().double().mean(1).numpy()
+                for kv in range(h_kv):
+                    rows = np.nonzero(visible[kv].numpy())[0]
+                    held = positions[b, kv, rows].astype(np.int32)
+                    drop(b, kv, self.manager.step(b, layer_idx, kv, pos, held, mean[kv, rows]), c, pos)
+        if self.manager.budget_scope == "layer":  # the layer's last step decided for every head
+            for b in range(b_n):
+                for kv in range(h_kv):
+                    drop(b, kv, self.manager.take_evicted(b, layer_idx, kv), n_rows, int(positions[b, 0, -1]))
+        if not bool(live.all()):
+            layer.keep_ragged(live)
+        return out
+
     @staticmethod
     def _visible_rows(visible, layer_idx):
         counts = visible.sum(-1)
@@ -198,19 +257,46 @@ class EvictingCache(Cache):
             )
         return visible.nonzero()[:, 1].view(visible.shape[0], -1)
 
+    def _settle(self):
+        """Drops what a model-wide budget's last decision evicted from layers that have not stepped
+        since (they would drop it at their next step)."""
+        if self.manager is None or self.manager.budget_scope == "head":
+            return
+        for layer_idx, layer in enumerate(self.layers):
+            if not layer.is_initialized:
+                continue
+            live = torch.ones(layer.positions.shape, dtype=torch.bool) if layer.valid is None else layer.valid.clone()
+            for b in range(layer.positions.shape[0]):
+                for kv in range(layer.positions.shape[1]):
+                    gone = self.manager.take_evicted(b, layer_idx, kv)
+                    if len(gone):
+                        live[b, kv] &= torch.from_numpy(~np.isin(layer.positions[b, kv].numpy(), gone))
+                        if self.evictions is not None:
+                            step = layer.seen - 1
+                            self.evictions.setdefault((b, layer_idx, kv), []).append((step, [int(g) for g in gone]))
+            if not bool(live.all()):
+                layer.keep_ragged(live)
+
     def held(self, layer_idx):
-        """Rows held per (sequence, KV head) of a layer: true positions, [batch, kv_heads, held]."""
+        """Rows held per (sequence, KV head) of a layer: true positions, [batch, kv_heads, held]
+        (-1: a padding row under a shared budget)."""
+        self._settle()
         return self.layers[layer_idx].positions
 
     def budget(self, layer_idx, kv_head=0):
         return None if self.manager is None else self.manager.budget(layer_idx, kv_head)
 
     def bytes_held(self):
-        return sum(
-            l.keys.numel() * l.keys.element_size() + l.values.numel() * l.values.element_size()
-            for l in self.layers
-            if l.is_initialized
-        )
+        """K/V bytes of the rows held (padding rows under a shared budget not counted)."""
+        self._settle()
+        total = 0
+        for l in self.layers:
+            if l.is_initialized:
+                rows = l.keys.shape[-2] * l.keys.shape[1] * l.keys.shape[0] if l.valid is None else int(l.valid.sum())
+                total += rows * (
+                    l.keys.shape[-1] * l.keys.element_size() + l.values.shape[-1] * l.values.element_size()
+                )
+        return total
 
     def _unsupported(self, what):
         raise KvoError(f"EvictingCache: {what} is not supported (each sequence has its own eviction history)")

@@ -3,6 +3,9 @@
 // After computing the new token's attention the decoder registers, per layer and KV head, the
 // positions it holds and the query heads' probabilities over them (aggregated over the group),
 // and gets back the positions to evict now. Budgets are absolute or ratios, per layer / head.
+// Under a shared budget (run.budget_scope layer or model) the units of a layer or of the model step
+// in lockstep: the step that completes a group's position decides for the whole group, and each
+// other unit collects its share with take_evicted() before its next step.
 #pragma once
 #include <functional>
 #include <memory>
@@ -12,6 +15,7 @@
 
 #include "kvo/core/policy.hpp"
 #include "kvo/core/run_config.hpp"
+#include "kvo/core/shared_budget.hpp"
 
 namespace kvo {
 
@@ -35,21 +39,37 @@ class KvEvictionManager {
   // Step `pos` of sequence `seq` at (layer, kv_head): `positions` are the token positions the
   // query attended (the cache plus pos, ascending) and `probs` its attention over them. Returns
   // the positions that leave the cache now (ascending). Positions must arrive in order 0, 1, ...
+  // Under a shared budget a unit's step returns nothing until its group's last unit steps pos.
   std::vector<int> step(int seq, int layer, int kv_head, int pos, std::span<const int> positions,
                         std::span<const double> probs);
+  // The positions a shared budget evicted from this unit when another unit completed the group's
+  // step (ascending); empty under per-head budgets. The decoder drops them before the unit's next step.
+  std::vector<int> take_evicted(int seq, int layer, int kv_head);
 
   // The positions held after the last step of a unit (ascending).
   const std::vector<int>& held(int seq, int layer, int kv_head) const;
   ResolvedBudget budget(int layer, int kv_head) const;
+  // The most positions a unit can hold after a step: its budget, or under a shared budget its
+  // group's (at most max_len). A decoder sizes its pools by it.
+  int max_held(int layer, int kv_head) const;
+  BudgetScope budget_scope() const { return o_.run.budget_scope; }
+  int prompt_len() const { return o_.run.prompt_len; }
   const std::string& policy_name() const { return name_; }
 
  private:
-  EvictionPolicy& unit(int seq, int layer, int kv_head);
-  const EvictionPolicy& unit(int seq, int layer, int kv_head) const;
+  size_t index(int seq, int layer, int kv_head) const;  // kvo::Error for a unit that does not exist
+  size_t group_of(size_t unit) const;
   CacheManagerOptions o_;
   std::string name_;
   std::vector<std::unique_ptr<EvictionPolicy>> units_;
   std::vector<int> next_pos_;
+  // Shared budgets: one group per (sequence, layer) or per sequence; its units, how many of them
+  // stepped the position after the last it decided, that position, and what it evicted from units
+  // not stepping at the time.
+  std::vector<SharedBudgetGroup> groups_;
+  std::vector<std::vector<size_t>> group_units_;
+  std::vector<int> group_arrived_, group_settled_;
+  std::vector<std::vector<int>> pending_;
 };
 
 }  // namespace kvo

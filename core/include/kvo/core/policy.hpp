@@ -27,6 +27,9 @@ struct PolicySetup {
   // says needs_dense(). Objective-driven policies read rows <= i at step i (no look-ahead).
   const Eigen::MatrixXd* dense = nullptr;
   const HeadView* head = nullptr;  // the unit's first query head (values, for fidelity objectives)
+  // The unit shares its budget with others (RunConfig::budget_scope): observe() only appends, and
+  // the group evicts through NestedPolicy::evict (core/shared_budget.hpp).
+  bool group_evicts = false;
 };
 
 class EvictionPolicy {
@@ -59,6 +62,9 @@ class NestedPolicy : public EvictionPolicy {
   void begin(const PolicySetup& setup) final;
   void observe(int i, std::span<const int> attended, std::span<const double> probs) final;
   const std::vector<int>& cache() const final { return cache_; }
+  // Removes `tokens` (held, ascending) from the cache: what a shared budget's group decided.
+  void evict(std::span<const int> tokens);
+  const ResolvedBudget& budget() const { return setup_.budget; }
 
  protected:
   virtual void on_begin() {}

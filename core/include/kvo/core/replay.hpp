@@ -52,11 +52,13 @@ struct ReplayResult {
   std::string policy;  // the policy's display name (greedy: "greedy:<objective>")
   bool nested = true;
   GqaMode gqa = GqaMode::PerQueryHead;
-  std::vector<HeadReplay> heads;  // ordered by (layer, head)
+  BudgetScope budget_scope = BudgetScope::Head;  // who shared a budget (HeadReplay::budget is each unit's share)
+  std::vector<HeadReplay> heads;                 // ordered by (layer, head)
 };
 
-// replay's work as independent units (one query head, or one KV group when heads share a cache),
-// unit u seeded with run.seed + u: what `kvoracle replay` and the offline oracle spread over MPI
+// replay's work as independent units (one query head, or one KV group when heads share a cache;
+// under a shared budget scope, the caches of a layer or of the model together), cache unit u seeded
+// with run.seed + u: what `kvoracle replay` and the offline oracle spread over MPI
 // ranks (scaleout/unit_runner.hpp). replay() runs every unit on threads, then assemble().
 class ReplayPlan final : public WorkPlan<ReplayResult> {
  public:

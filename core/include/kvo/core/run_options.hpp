@@ -27,6 +27,7 @@ struct RunOptions {
   std::string budget = "20%";
   std::string recent;  // empty: half the budget
   std::vector<std::string> budget_overrides;
+  std::string budget_scope = "head";
   std::string gqa = to_string(GqaMode::PerQueryHead);
   std::optional<int> prompt_len;  // default: the trace's prompt_len metadata (0 without a trace)
   std::uint64_t seed = 0;
@@ -34,7 +35,8 @@ struct RunOptions {
 
   // The validated configuration of one policy; with a trace, checked against it and with the
   // prompt length defaulting to the trace's. kvo::Error names the option at fault.
-  RunConfig build(PolicyId policy, const Trace* trace = nullptr) const;
+  // A budget scope other than head is refused unless `shared` allows it (RunConfig::validate_budget_scope).
+  RunConfig build(PolicyId policy, const Trace* trace = nullptr, SharedBudgets shared = SharedBudgets::Refused) const;
 };
 
 enum class RunOptionGroup { Policy, Budget, Run };

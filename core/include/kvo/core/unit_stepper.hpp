@@ -33,14 +33,19 @@ class UnitStepper {
   // Step i: asks the policy what query i attends, hands it the probabilities renormalised over
   // that set (aggregated over the unit's heads by run.gqa), and writes head x's record to out[x].
   void step(int i, std::span<const HeadRow> rows, std::span<StepRecord> out);
+  // step() in two halves, for units that share a budget: observe() feeds the policy; after the
+  // group settled its evictions, record() writes the records.
+  void observe(int i, std::span<const HeadRow> rows);
+  void record(int i, std::span<const HeadRow> rows, std::span<StepRecord> out);
   const EvictionPolicy& policy() const { return *policy_; }
+  EvictionPolicy& policy() { return *policy_; }
 
  private:
   RunConfig run_;
   std::unique_ptr<EvictionPolicy> policy_;
   bool record_sets_, record_probs_;
   std::vector<char> was_;  // membership marks of S_{i-1} ∪ {i}
-  std::vector<int> prev_;
+  std::vector<int> prev_, att_;
   std::vector<double> lg_, agg_;
   std::vector<std::vector<double>> probs_;
 };

@@ -36,7 +36,8 @@ struct EvalResult {
   int tokens = 0;
   double full_ppl = 0.0;
   size_t full_bytes = 0;
-  std::vector<EvalPoint> points;  // policies x budgets, in option order
+  BudgetScope budget_scope = BudgetScope::Head;  // who shared each budget (k: a cache unit's share)
+  std::vector<EvalPoint> points;                 // policies x budgets, in option order
 };
 
 // Work units for a progress bar (decoded tokens, the full pass included).

@@ -5,7 +5,8 @@
 // prefill() feeds a whole input at the cost of one prefill: layer by layer, every token's q, k, v
 // from the previous layer's (already evicted) outputs, this layer's attention and evictions
 // replayed step by step, projections and MLP batched; the state it leaves equals step() token by
-// token's, so step() then continues (answer generation).
+// token's, so step() then continues (answer generation). Under a shared budget the KV heads of a
+// layer step in lockstep; a model-wide budget that decides inside the fed span goes token by token.
 #pragma once
 #include <span>
 #include <vector>
@@ -29,8 +30,9 @@ class EvictingDecoder final : public StepAttention, public LayerAttention {
   int position() const { return pos_; }
   size_t bytes_allocated() const;  // the K/V pools
   size_t bytes_held() const;       // rows holding a token now
-  // The most rows held at once (after prefill: the sum over pools of each pool's most, which is
-  // the same whenever every pool is fullest at the same step, as under a fixed budget).
+  // The most rows held at once (after a prefill under per-head budgets: the sum over pools of each
+  // pool's most, the same whenever every pool is fullest at the same step, as under a fixed budget;
+  // under shared budgets the prefill counts the rows of every layer step by step).
   size_t peak_bytes_held() const { return peak_; }
   // Positions a (layer, KV head) pool holds now, ascending.
   std::vector<int> held(int layer, int kv_head) const;
@@ -57,12 +59,18 @@ class EvictingDecoder final : public StepAttention, public LayerAttention {
   // (q: the token's [H*hd] row) over the rows held, writes their outputs to out, evicts.
   void attend_unit(int layer, int kv, int pos, const float* q, const float* k, const float* v, float* out, Scratch& s);
   size_t held_rows() const;
+  // Frees the rows of `gone` (and removes them from `positions` when given).
+  void drop(Pool& P, std::span<const int> gone, std::vector<int>* positions = nullptr);
+  // A shared budget's evictions from the layer's pools that other units' steps decided; notes the most held.
+  void settle(int layer);
+  size_t layer_rows(int layer) const;
   const Llama& model_;
   KvEvictionManager& manager_;
   int seq_, slots_, n_kv_, hd_, group_;
   int pos_ = 0;
   size_t held_rows_ = 0, peak_ = 0;
   std::vector<Pool> pools_;
+  std::vector<std::vector<size_t>> span_rows_;  // layered prefill, shared budgets: rows per layer after each step
 };
 
 }  // namespace kvo::model
