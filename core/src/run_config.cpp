@@ -62,7 +62,8 @@ void RunConfig::validate_budget_scope(SharedBudgets shared) const {
   require(shared == SharedBudgets::Allowed,
           scope +
               " is refused here: these results compare each cache unit with its own budget "
-              "(shared budgets run in replay, eval, tasks and the eviction manager)");
+              "(a policy shares one in replay, eval, tasks' dynamic protocol and the eviction manager; "
+              "the optima share theirs through --scopes)");
   require(policy_traits(policy.id).prefill_score,
           scope + ": policy " + policy_name(policy.id) +
               " has no per-token score to compare across cache units (shared budgets run with " +

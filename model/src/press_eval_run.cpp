@@ -26,7 +26,8 @@ PressEvalOptions PressEvalRequest::options() const {
   o.alpha_safeguard = alpha_safeguard;
   o.policies = policies;
   o.policy_ratios = ratios;
-  if (!policies.empty()) o.run = run.build(policies.front());  // evaluate_presses checks every policy
+  // evaluate_presses checks every policy; a shared budget scope is refused with or without one
+  o.run = run.build(policies.empty() ? PolicyId::H2O : policies.front());
   o.on_row = on_row;
   return o;
 }

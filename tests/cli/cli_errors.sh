@@ -60,6 +60,8 @@ expect_error "unknown check id" verify "$dir/ok.safetensors" --checks C99
 # policy without a score to compare, and for the allocation-only scope
 expect_error "budget scope 'layer' is refused here" verify "$dir/ok.safetensors" --budget-scope layer --report "$dir/out.jsonl"
 expect_error "budget scope 'model' is refused here" oracle --offline "$dir/ok.safetensors" --budget-scope model --json "$dir/out.jsonl"
+expect_error "budget scope 'layer' is refused here" eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 40 \
+  --prompt-len 20 --presses knorm --budget-scope layer --json "$dir/out.jsonl"
 expect_error "policy streaming has no per-token score" replay "$dir/ok.safetensors" --policy streaming --budget-scope layer --out "$dir/out.jsonl"
 expect_error "not a rule a policy evicts by" replay "$dir/ok.safetensors" --budget-scope layerwise --out "$dir/out.jsonl"
 expect_error "unknown budget scope 'layers'" replay "$dir/ok.safetensors" --budget-scope layers --out "$dir/out.jsonl"
