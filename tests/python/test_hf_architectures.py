@@ -211,3 +211,34 @@ def test_evicting_cache_prompt_len_truncates_once_after_the_prompt():
     log = cache.evictions[(0, 0, 0)]
     assert log[0][0] == 29 and len(log[0][1]) == 30 - 12  # one truncation at the prompt's last token
     assert [len(gone) for _, gone in log[1:]] == [1] * 4 and tuple(cache.held(0).shape) == (1, 2, 12)
+
+
+@pytest.mark.parametrize("scope", ["layer", "model"])
+def test_evicting_cache_shared_budget_holds_the_group_sum(scope):
+    """A layer's (or the model's) KV heads share h2o's budget: their counts differ, the padding rows
+    are marked -1, the group holds the sum of its budgets, and bytes count the rows held."""
+    model = make("llama")
+    ids = torch.randint(1, 96, (1, 30), generator=torch.Generator().manual_seed(5))
+    cache = EvictingCache(model, kvoracle.policy.H2O, "6", budget_scope=scope, prompt_len=30)
+    model.generate(
+        ids,
+        past_key_values=cache,
+        max_new_tokens=8,
+        do_sample=False,
+        attention_mask=torch.ones_like(ids),
+        pad_token_id=0,
+    )
+    counts = [[int((cache.held(layer)[0, kv] >= 0).sum()) for kv in range(2)] for layer in range(len(cache.layers))]
+    assert sum(map(sum, counts)) == len(cache.layers) * 2 * 6
+    if scope == "layer":
+        assert all(sum(row) == 12 for row in counts)
+    layer0 = cache.layers[0]
+    assert cache.bytes_held() == sum(map(sum, counts)) * layer0.keys.shape[-1] * layer0.keys.element_size() * 2
+
+
+def test_evicting_cache_model_scope_needs_the_prompt_whole():
+    model = make("llama")
+    ids = torch.randint(1, 96, (1, 12), generator=torch.Generator().manual_seed(6))
+    cache = EvictingCache(model, kvoracle.policy.H2O, "4", budget_scope="model")
+    with pytest.raises(kvoracle.KvoError, match="give prompt_len=12"):
+        model(ids, past_key_values=cache)

@@ -133,6 +133,12 @@ class EvictingCache(Cache):
 
     def _start(self, key_states):
         self.batch, n_kv = key_states.shape[0], key_states.shape[1]
+        if self.options.get("budget_scope") == "model" and int(self.options.get("prompt_len", 0)) < key_states.shape[2]:
+            raise KvoError(
+                f"EvictingCache: budget_scope='model' decides once every layer saw a position, and transformers runs "
+                f"the {key_states.shape[2]}-token prompt layer after layer; give prompt_len={key_states.shape[2]} "
+                "(then one token per call)"
+            )
         budget, max_len = self.budget_spec, self.max_len
         if max_len is None:  # a ratio refers to the prompt; positions may go on to the model's limit
             prompt = key_states.shape[2]
