@@ -27,6 +27,18 @@ SMALL = dict(
 )
 
 
+def generate(model, ids, cache, new_tokens):
+    """Greedy generation of `new_tokens` through `cache` (unpadded, pad id 0)."""
+    return model.generate(
+        ids,
+        past_key_values=cache,
+        max_new_tokens=new_tokens,
+        do_sample=False,
+        attention_mask=torch.ones_like(ids),
+        pad_token_id=0,
+    )
+
+
 def make(arch, **overrides):
     """A small model of `arch` with seeded random weights, eager attention, in eval mode."""
     torch.manual_seed(7)
@@ -93,14 +105,7 @@ def test_evicting_cache_holds_k_rows_per_head(arch):
     model = make(arch)
     ids = torch.randint(0, 96, (1, 30), generator=torch.Generator().manual_seed(3))
     cache = EvictingCache(model, "h2o", "12", log=True)
-    model.generate(
-        ids,
-        past_key_values=cache,
-        max_new_tokens=10,
-        do_sample=False,
-        attention_mask=torch.ones_like(ids),
-        pad_token_id=0,
-    )
+    generate(model, ids, cache, 10)
     kv_heads = 4 if arch == "gpt2" else 2
     for layer in range(2):
         assert cache.layers[layer].keys.shape[1:3] == (kv_heads, 12)
@@ -200,14 +205,7 @@ def test_evicting_cache_prompt_len_truncates_once_after_the_prompt():
     model = make("llama")
     ids = torch.randint(1, 96, (1, 30), generator=torch.Generator().manual_seed(4))
     cache = EvictingCache(model, "h2o", "12", prompt_len=30, log=True)
-    model.generate(
-        ids,
-        past_key_values=cache,
-        max_new_tokens=5,
-        do_sample=False,
-        attention_mask=torch.ones_like(ids),
-        pad_token_id=0,
-    )
+    generate(model, ids, cache, 5)
     log = cache.evictions[(0, 0, 0)]
     assert log[0][0] == 29 and len(log[0][1]) == 30 - 12  # one truncation at the prompt's last token
     assert [len(gone) for _, gone in log[1:]] == [1] * 4 and tuple(cache.held(0).shape) == (1, 2, 12)
@@ -220,14 +218,7 @@ def test_evicting_cache_shared_budget_holds_the_group_sum(scope):
     model = make("llama")
     ids = torch.randint(1, 96, (1, 30), generator=torch.Generator().manual_seed(5))
     cache = EvictingCache(model, kvoracle.policy.H2O, "6", budget_scope=scope, prompt_len=30)
-    model.generate(
-        ids,
-        past_key_values=cache,
-        max_new_tokens=8,
-        do_sample=False,
-        attention_mask=torch.ones_like(ids),
-        pad_token_id=0,
-    )
+    generate(model, ids, cache, 8)
     counts = [[int((cache.held(layer)[0, kv] >= 0).sum()) for kv in range(2)] for layer in range(len(cache.layers))]
     assert sum(map(sum, counts)) == len(cache.layers) * 2 * 6
     if scope == "layer":
