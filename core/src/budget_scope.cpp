@@ -71,6 +71,10 @@ std::vector<BudgetScope> parse_budget_scopes(std::string_view names) {
   return out;
 }
 
+std::string budget_scoped_name(const std::string& name, BudgetScope scope) {
+  return scope == BudgetScope::Head ? name : name + "@" + budget_scope_name(scope);
+}
+
 std::string join_budget_scopes(const std::vector<BudgetScope>& scopes) {
   std::vector<std::string> names;
   for (BudgetScope x : scopes) names.push_back(budget_scope_name(x));

@@ -50,15 +50,11 @@ KvEvictionManager::KvEvictionManager(const CacheManagerOptions& o, PolicyMaker m
         units_.push_back(std::move(p));
       }
   if (!shared) return;
-  const size_t per_group = static_cast<size_t>(o.n_kv_heads) *
-                           (o.run.budget_scope == BudgetScope::Model ? static_cast<size_t>(o.n_layers) : 1);
-  for (size_t first = 0; first < count; first += per_group) {
+  group_size_ = static_cast<size_t>(o.n_kv_heads) *
+                (o.run.budget_scope == BudgetScope::Model ? static_cast<size_t>(o.n_layers) : 1);
+  for (size_t first = 0; first < count; first += group_size_) {
     std::vector<EvictionPolicy*> members;
-    group_units_.emplace_back();
-    for (size_t u = first; u < first + per_group; ++u) {
-      members.push_back(units_[u].get());
-      group_units_.back().push_back(u);
-    }
+    for (size_t u = first; u < first + group_size_; ++u) members.push_back(units_[u].get());
     groups_.emplace_back(std::move(members), o.run.prompt_len);  // refuses policies without a score
   }
   group_arrived_.assign(groups_.size(), 0);
@@ -73,7 +69,7 @@ size_t KvEvictionManager::index(int seq, int layer, int kv_head) const {
   return (static_cast<size_t>(seq) * o_.n_layers + layer) * o_.n_kv_heads + kv_head;
 }
 
-size_t KvEvictionManager::group_of(size_t unit) const { return unit / group_units_.front().size(); }
+size_t KvEvictionManager::group_of(size_t unit) const { return unit / group_size_; }
 
 std::vector<int> KvEvictionManager::step(int seq, int layer, int kv_head, int pos, std::span<const int> positions,
                                          std::span<const double> probs) {
@@ -104,12 +100,12 @@ std::vector<int> KvEvictionManager::step(int seq, int layer, int kv_head, int po
   ++next;
   std::vector<int> gone;
   if (!groups_.empty()) {
-    if (!settles || ++group_arrived_[g] < static_cast<int>(group_units_[g].size())) return gone;
+    if (!settles || ++group_arrived_[g] < static_cast<int>(group_size_)) return gone;
     std::vector<std::vector<int>> out = groups_[g].settle(pos);
     group_arrived_[g] = 0;
     group_settled_[g] = pos;
     for (size_t m = 0; m < out.size(); ++m) {
-      const size_t v = group_units_[g][m];
+      const size_t v = g * group_size_ + m;  // a group's units are consecutive
       if (v == u) {
         gone = std::move(out[m]);
       } else {

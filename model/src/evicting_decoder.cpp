@@ -123,7 +123,6 @@ void EvictingDecoder::attend_unit(int layer, int kv, int pos, const float* q, co
                                   float* out, Scratch& s) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd_));
   Pool& P = pool(layer, kv);
-  drop(P, manager_.take_evicted(seq_, layer, kv));  // what a shared budget decided at the last step
   const auto free_row = std::find(P.pos.begin(), P.pos.end(), -1);
   require(free_row != P.pos.end(), "decoder pool full at layer " + std::to_string(layer));  // budget guard
   const int row = static_cast<int>(free_row - P.pos.begin());

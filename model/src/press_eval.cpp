@@ -31,9 +31,7 @@ struct PlannedRow {
 
 }  // namespace
 
-std::string shared_optimum_row(BudgetScope scope) {
-  return scope == BudgetScope::Head ? std::string("optimum") : "optimum@" + budget_scope_name(scope);
-}
+std::string shared_optimum_row(BudgetScope scope) { return budget_scoped_name("optimum", scope); }
 
 KvCache compressed_cache(const Llama& m, const KvCache& prompt, const std::vector<std::vector<int>>& kept, int P,
                          int room) {

@@ -319,10 +319,7 @@ void answer_instance(const Llama& m, const Prepared& p, const TaskEvalRequest& r
     for (PolicyId id : r.policies)
       for (double b : r.budgets) {
         // Under a shared budget the row says who shared it: "h2o@layer", as the optima's rows do.
-        const std::string row = r.run.budget_scope == BudgetScope::Head
-                                    ? policy_name(id)
-                                    : policy_name(id) + "@" + budget_scope_name(r.run.budget_scope);
-        TaskOutcome o = outcome_of(p, row, b);
+        TaskOutcome o = outcome_of(p, budget_scoped_name(policy_name(id), r.run.budget_scope), b);
         streaming_row(m, p, r, id, b, full ? &*full : nullptr, o);
         emit(std::move(o));
       }

@@ -62,6 +62,10 @@ class EvictingLayer(CacheLayerMixin):
         self.values = self.values.gather(2, rows[..., None].expand(-1, -1, -1, self.values.shape[-1]).to(self.device))
         self.positions = self.positions.gather(2, rows)
 
+    def live_rows(self):
+        """bool [batch, kv_heads, held]: the rows that hold a token (padding rows are not live)."""
+        return torch.ones(self.positions.shape, dtype=torch.bool) if self.valid is None else self.valid.clone()
+
     def keep_ragged(self, live):
         """live: bool [batch, kv_heads, held]; each head keeps its live rows, packed to the left and
         padded to the longest head with rows marked invalid (position -1)."""
@@ -221,14 +225,11 @@ class EvictingCache(Cache):
         b_n, h_kv, n_rows, _ = key.shape
         m, group = query.shape[2], query.shape[1] // h_kv
         out = query.new_empty(b_n, m, query.shape[1], value.shape[-1])
-        live = torch.ones(b_n, h_kv, n_rows, dtype=torch.bool) if layer.valid is None else layer.valid.clone()
+        live = layer.live_rows()
         positions = layer.positions.numpy()
 
         def drop(b, kv, gone, c, step):
-            if len(gone):
-                live[b, kv, :c] &= torch.from_numpy(~np.isin(positions[b, kv, :c], gone))
-                if self.evictions is not None:
-                    self.evictions.setdefault((b, layer_idx, kv), []).append((step, [int(g) for g in gone]))
+            self._drop(live, positions, layer_idx, b, kv, gone, step, c)
 
         for b in range(b_n):
             for t in range(m):
@@ -263,6 +264,14 @@ class EvictingCache(Cache):
             )
         return visible.nonzero()[:, 1].view(visible.shape[0], -1)
 
+    def _drop(self, live, positions, layer_idx, b, kv, gone, step, c=None):
+        """Marks the rows of the positions `gone` (among the first c) dead in live[b, kv]; logs them."""
+        if len(gone):
+            c = positions.shape[-1] if c is None else c
+            live[b, kv, :c] &= torch.from_numpy(~np.isin(positions[b, kv, :c], gone))
+            if self.evictions is not None:
+                self.evictions.setdefault((b, layer_idx, kv), []).append((step, [int(g) for g in gone]))
+
     def _settle(self):
         """Drops what a model-wide budget's last decision evicted from layers that have not stepped
         since (they would drop it at their next step)."""
@@ -271,15 +280,11 @@ class EvictingCache(Cache):
         for layer_idx, layer in enumerate(self.layers):
             if not layer.is_initialized:
                 continue
-            live = torch.ones(layer.positions.shape, dtype=torch.bool) if layer.valid is None else layer.valid.clone()
-            for b in range(layer.positions.shape[0]):
-                for kv in range(layer.positions.shape[1]):
+            live, positions = layer.live_rows(), layer.positions.numpy()
+            for b in range(positions.shape[0]):
+                for kv in range(positions.shape[1]):
                     gone = self.manager.take_evicted(b, layer_idx, kv)
-                    if len(gone):
-                        live[b, kv] &= torch.from_numpy(~np.isin(layer.positions[b, kv].numpy(), gone))
-                        if self.evictions is not None:
-                            step = layer.seen - 1
-                            self.evictions.setdefault((b, layer_idx, kv), []).append((step, [int(g) for g in gone]))
+                    self._drop(live, positions, layer_idx, b, kv, gone, layer.seen - 1)
             if not bool(live.all()):
                 layer.keep_ragged(live)
 

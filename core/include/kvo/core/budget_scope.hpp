@@ -23,6 +23,8 @@ std::string budget_scope_name(BudgetScope scope);
 // Comma-separated names, or "all" (kvo::Error naming the known ones).
 std::vector<BudgetScope> parse_budget_scopes(std::string_view names);
 std::string join_budget_scopes(const std::vector<BudgetScope>& scopes);
+// A row's name under a scope: `name` per head, "name@layer" (and so on) when the budget is shared.
+std::string budget_scoped_name(const std::string& name, BudgetScope scope);
 
 // The units (layer-major indices) that share one budget under the head, layer or model scope.
 std::vector<std::vector<size_t>> sharing_units(BudgetScope scope, size_t layers, size_t kv_heads);

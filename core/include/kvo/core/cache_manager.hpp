@@ -63,11 +63,12 @@ class KvEvictionManager {
   std::string name_;
   std::vector<std::unique_ptr<EvictionPolicy>> units_;
   std::vector<int> next_pos_;
-  // Shared budgets: one group per (sequence, layer) or per sequence; its units, how many of them
+  // Shared budgets: one group per (sequence, layer) or per sequence, of group_size_ consecutive
+  // units; how many of them
   // stepped the position after the last it decided, that position, and what it evicted from units
   // not stepping at the time.
   std::vector<SharedBudgetGroup> groups_;
-  std::vector<std::vector<size_t>> group_units_;
+  size_t group_size_ = 0;
   std::vector<int> group_arrived_, group_settled_;
   std::vector<std::vector<int>> pending_;
 };
