@@ -16,6 +16,7 @@
 #include "kvo/core/press.hpp"
 #include "kvo/core/trace_io.hpp"
 #include "kvo/oracle/budget_allocation.hpp"
+#include "kvo/oracle/offline_pages.hpp"
 #include "kvo/oracle/offline_periodic.hpp"
 #include "kvo/oracle/offline_shared.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
@@ -247,6 +248,23 @@ void BM_PeriodicCompression(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * 3 * n);  // head-steps
 }
 
+// Pages in decoding on the same three heads: the layer's shared optimum over whole pages of 16 at
+// k = 20% (allocation/decoding-pages: folding the token weights into pages, then the shared solve
+// on ceil(n / 16) page steps), against the same layer in tokens (allocation/decoding-layer).
+void BM_DecodingPages(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const Trace& tr = bench::trace(n, 64, 3);
+  std::vector<OfflineProblem> units;
+  for (int h = 0; h < 3; ++h) units.push_back(decoding_unit(tr, 0, h, n / 5, 0));
+  const PageShape shape = page_shape(n / 5, 0, 16);
+  for (auto _ : st) {
+    std::vector<OfflineProblem> pages;
+    for (const OfflineProblem& p : units) pages.push_back(fold_into_pages(p, shape));
+    benchmark::DoNotOptimize(solve_offline_shared(pages).value);
+  }
+  st.SetItemsProcessed(st.iterations() * 3 * n);  // head-steps
+}
+
 // kvpress's allocating presses on a prompt of P tokens of a 3-head layer at 20% kept:
 // `oracle allocation --presses snapkv --alpha-safeguard 0.2` (allocation/presses: the press scored,
 // AdaKV's kept sets, both measured against the optima at their counts and in their scope) against
@@ -286,6 +304,12 @@ BENCHMARK_CAPTURE(BM_DecodingAllocation, per_head, true)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_DecodingAllocation, layer, false)
     ->Name("allocation/decoding-layer")
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Arg(8192)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DecodingPages)
+    ->Name("allocation/decoding-pages")
     ->Arg(1024)
     ->Arg(2048)
     ->Arg(8192)

@@ -30,6 +30,7 @@ BASELINE = {
     "allocation/decoding-layer": "allocation/decoding-per-head",
     "allocation/decoding-per-head": "allocation/decoding-per-head",
     "allocation/periodic": "allocation/decoding-per-head",
+    "allocation/decoding-pages": "allocation/decoding-layer",
     "allocation/decoding-real-layer": "allocation/decoding-real-per-head",
     "allocation/decoding-real-per-head": "allocation/decoding-real-per-head",
     "allocation/scopes": "allocation/scopes",

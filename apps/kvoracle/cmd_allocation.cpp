@@ -43,6 +43,11 @@ std::string certified_with_references(const SharedDecodingRow& r) {
   return "yes";
 }
 
+// A plot's series: the scope, and the page size when pages are evicted whole.
+std::string plot_series(BudgetScope scope, int page_size) {
+  return budget_scope_name(scope) + (page_size > 1 ? ", pages of " + std::to_string(page_size) : "");
+}
+
 void write_outputs(const AllocationArgs& a, const AllocationRequest& req, nlohmann::json j, const LinePlot& plot) {
   if (!a.plot.empty()) {
     write_file_atomic(a.plot, plot.svg());
@@ -94,19 +99,24 @@ void report_decoding(const AllocationArgs& a, const AllocationRequest& req, cons
   std::cout << "shared budgets on " << a.trace << ", decoding: n = " << res.n << ", " << res.layers.size()
             << " layers x " << res.kv_heads << " KV heads, recent window " << req.recent << " per unit\n"
             << "objective: retained attention mass at every step (mean over each KV head's group), summed over "
-               "units; irreversible eviction; every row the exact offline optimum, certified by its LP dual\n";
-  Table t({"scope", "k per unit", "recent", "mass kept", "per-head's", "gain", "certified", "held min", "held max"});
+               "units; irreversible eviction; every row the exact offline optimum, certified by its LP dual; gain: "
+               "over per-head budgets in the same page size; pages' cost: over the same scope in tokens\n";
+  Table t({"scope", "page", "k per unit", "recent", "mass kept", "per-head's", "gain", "pages' cost", "certified",
+           "held min", "held max"});
   LinePlot plot;
   plot.title = "decoding: retained mass of shared capacity over per-head budgets (exact offline optima)";
   plot.x_label = "budget per unit (k / n)";
   plot.y_label = "gain over per-head budgets";
   plot.y_min = plot.y_max = 1.0;
   for (const SharedDecodingRow& r : res.rows) {
-    t.row({budget_scope_name(r.scope), std::to_string(r.k), std::to_string(r.recent), fmt(r.value / r.total_mass),
-           fmt(r.per_head_value / r.total_mass), fmt(r.gain), certified(r.value, r.upper), std::to_string(r.min_held),
-           std::to_string(r.max_held)});
-    plot.add_point(budget_scope_name(r.scope), static_cast<double>(r.k) / res.n, r.gain, r.scope == BudgetScope::Head);
+    t.row({budget_scope_name(r.scope), std::to_string(r.page_size), std::to_string(r.k), std::to_string(r.recent),
+           fmt(r.value / r.total_mass), fmt(r.per_head_value / r.total_mass), fmt(r.gain),
+           r.token_value > 0 ? fmt(r.value / r.token_value) : "-", certified(r.value, r.upper),
+           std::to_string(r.min_held), std::to_string(r.max_held)});
+    plot.add_point(plot_series(r.scope, r.page_size), static_cast<double>(r.k) / res.n, r.gain,
+                   r.scope == BudgetScope::Head);
     plot.y_max = std::max(plot.y_max, r.gain * 1.02);
+    plot.y_min = std::min(plot.y_min, r.gain * 0.98);
   }
   t.print(std::cout);
   write_outputs(a, req, res.to_json(a.trace), plot);
@@ -177,9 +187,8 @@ int run_allocation(const AllocationArgs& a, const Global& g) {
            head ? "-" : std::to_string(r.floor), fmt(share), fmt(head_share), fmt(r.gain),
            r.token_value > 0 ? fmt(r.value / r.token_value) : "-", certified(r.value, r.upper),
            std::to_string(r.min_slots), std::to_string(r.max_slots), head ? "-" : std::to_string(r.at_floor)});
-    const std::string series =
-        budget_scope_name(r.scope) + (r.page_size > 1 ? ", pages of " + std::to_string(r.page_size) : "");
-    plot.add_point(series, static_cast<double>(r.k) / res.prompt_len, r.gain, r.scope == BudgetScope::Head);
+    plot.add_point(plot_series(r.scope, r.page_size), static_cast<double>(r.k) / res.prompt_len, r.gain,
+                   r.scope == BudgetScope::Head);
     plot.y_max = std::max(plot.y_max, r.gain * 1.02);
     plot.y_min = std::min(plot.y_min, r.gain * 0.98);
   }

@@ -12,6 +12,7 @@
 #include "kvo/core/press.hpp"
 #include "kvo/core/request_json.hpp"
 #include "kvo/core/text_list.hpp"
+#include "kvo/oracle/offline_pages.hpp"
 
 namespace kvo {
 namespace {
@@ -86,24 +87,30 @@ std::vector<BudgetScope> AllocationRequest::chosen_scopes() const {
 
 void AllocationRequest::validate(const Trace& tr) const {
   chosen_layers(tr);
+  require(!page_sizes.empty(), "page_sizes: give at least one page size (1: tokens)");
+  for (int b : page_sizes)
+    require(b >= 1 && std::has_single_bit(static_cast<unsigned>(b)),
+            "page size " + std::to_string(b) + " is not a positive power of two");
   if (protocol == AllocationProtocol::Decoding) {
     const std::vector<BudgetScope> chosen = chosen_scopes();
     const bool layerwise = std::find(chosen.begin(), chosen.end(), BudgetScope::Layerwise) != chosen.end();
     require(!layerwise, "the layerwise scope is computed for the prefill protocol only (decoding: head, layer, model)");
     require(resolve_allocation_floor(floor, 1) == 0, "floor is computed for the prefill protocol only");
-    require(page_sizes == std::vector<int>{1}, "page sizes are computed for the prefill protocol only");
     require(presses.empty() && alpha_safeguard.empty(),
             "presses and alpha_safeguard are measured under the prefill protocol only");
     if (!periodic()) {
       require(targets.empty(), "target is read with interval only (eviction at every step takes budgets)");
       require(prompt_len == 0, "prompt_len is read by the prefill protocol and by periodic compression (interval)");
-      decoding_budgets(tr);
+      for (const auto& [k, r] : decoding_budgets(tr))
+        for (int b : page_sizes) page_shape(k, r, b);
       return;
     }
     require(!targets.empty(),
             "interval needs target: the tokens each unit keeps after a compression "
             "(kvpress's target_size)");
     require(budgets.empty(), "budgets is read by eviction at every step; with interval, give target");
+    require(page_sizes == std::vector<int>{1},
+            "page sizes are computed for eviction at every step and for the prefill protocol, not with interval");
     for (int n : intervals) require(n >= 1, "compression interval " + std::to_string(n) + " must be at least 1 step");
     require(prompt_len >= 0 && prompt_len < tr.n_tokens,
             "prompt_len must be in [0, " + std::to_string(tr.n_tokens - 1) + "] for periodic compression");
@@ -114,10 +121,6 @@ void AllocationRequest::validate(const Trace& tr) const {
                                                            "] (the trace has " + std::to_string(tr.n_tokens) +
                                                            " tokens; queries must follow the prompt)");
   require(!ratios.empty(), "compression_ratio: give at least one ratio");
-  require(!page_sizes.empty(), "page_sizes: give at least one page size (1: tokens)");
-  for (int b : page_sizes)
-    require(b >= 1 && std::has_single_bit(static_cast<unsigned>(b)),
-            "page size " + std::to_string(b) + " is not a positive power of two");
   for (double r : ratios) {
     require(r >= 0 && r < 1,
             "compression_ratio " + join_numbers({r}) + " is outside [0, 1) (kvpress's rule: the fraction removed)");

@@ -1,10 +1,13 @@
 #include "kvo/oracle/shared_decoding.hpp"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <utility>
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/parallel.hpp"
+#include "kvo/oracle/offline_pages.hpp"
 #include "kvo/oracle/offline_periodic.hpp"
 #include "kvo/oracle/offline_shared.hpp"
 
@@ -37,18 +40,35 @@ SharedDecodingResult run_shared_decoding(const Trace& tr, const AllocationReques
     if (request.on_unit) request.on_unit();
   });
   const double total_mass = std::accumulate(mass.begin(), mass.end(), 0.0);
+  // Every unit's problem folded into pages of b (the token problems themselves for b = 1), built
+  // once per page size.
+  std::map<int, std::vector<OfflineProblem>> paged;
+  auto problems = [&](int b) -> std::vector<OfflineProblem>& {
+    if (b == 1) return units;
+    auto [it, fresh] = paged.try_emplace(b);
+    if (fresh) {
+      it->second.resize(units.size());
+      parallel_for(static_cast<int>(units.size()), request.threads, [&](int u) {
+        it->second[static_cast<size_t>(u)] = fold_into_pages(units[static_cast<size_t>(u)], {b, 1, 1});
+      });
+    }
+    return it->second;
+  };
   // Every sharing set of a scope solved on threads (a set is consecutive units, layer-major) at
-  // per-unit budget or target k, every step (interval 0) or periodically; summed into a row.
-  auto solve = [&](BudgetScope scope, int k, int r, int interval) {
-    for (OfflineProblem& p : units) {
-      p.budget = k;
-      p.recent = r;
+  // per-unit budget or target k, every step (interval 0) or periodically, in pages of b; summed
+  // into a row.
+  auto solve = [&](BudgetScope scope, int k, int r, int interval, int b) {
+    std::vector<OfflineProblem>& own = problems(b);
+    const PageShape shape = b == 1 ? PageShape{1, k, r} : page_shape(k, r, b);
+    for (OfflineProblem& p : own) {
+      p.budget = shape.pages;
+      p.recent = shape.recent;
     }
     const std::vector<std::vector<size_t>> sets = sharing_units(scope, res.layers.size(), kv);
     std::vector<SharedOfflineSolution> solved(sets.size());
     parallel_for(static_cast<int>(sets.size()), request.threads, [&](int x) {
       const std::vector<size_t>& set = sets[static_cast<size_t>(x)];
-      const auto group = std::span<const OfflineProblem>(units).subspan(set.front(), set.size());
+      const auto group = std::span<const OfflineProblem>(own).subspan(set.front(), set.size());
       solved[static_cast<size_t>(x)] =
           interval == 0 ? solve_offline_shared(group) : solve_offline_periodic(group, {request.prompt_len, interval});
     });
@@ -57,42 +77,55 @@ SharedDecodingResult run_shared_decoding(const Trace& tr, const AllocationReques
     row.k = k;
     row.recent = r;
     row.interval = interval;
+    row.page_size = b;
     row.total_mass = total_mass;
     row.min_held = tr.n_tokens;
     for (const SharedOfflineSolution& s : solved) {
       row.value += s.value;
       row.upper += s.upper;
       row.work += s.work;
-      for (const std::vector<int>& end : s.end) {  // held after the last step: ends at n - 1
-        const int held = static_cast<int>(std::count(end.begin(), end.end(), tr.n_tokens - 1));
+      for (const std::vector<int>& end : s.end) {  // held after the last step
+        const int held = tokens_held_at_end(end, tr.n_tokens, b);
         row.min_held = std::min(row.min_held, held);
         row.max_held = std::max(row.max_held, held);
       }
     }
+    row.token_value = b == 1 ? row.value : 0.0;
     return row;
   };
   auto add_rows = [&](int k, int r, int interval) {
-    const SharedDecodingRow per_head = solve(BudgetScope::Head, k, r, interval);  // every row's reference
-    for (BudgetScope scope : request.chosen_scopes()) {
-      SharedDecodingRow row = scope == BudgetScope::Head ? per_head : solve(scope, k, r, interval);
-      row.per_head_value = per_head.value;
-      row.gain = per_head.value > 0 ? row.value / per_head.value : 1.0;
-      if (interval > 0) {
-        // Compression after every decoding step (interval 1) to target T' lets each query see T' + 1
-        // tokens: T' = k + N - 1 matches the periodic cache's peak, k + (N - 1) / 2 its mean.
-        row.peak_k = std::min(tr.n_tokens, k + interval);
-        row.mean_k = std::min(tr.n_tokens, k + (interval + 1) / 2);
-        // At interval 1 the references are the row's own problem: reused, not solved again.
-        auto reference = [&](int target) { return interval == 1 && target == k ? row : solve(scope, target, r, 1); };
-        const SharedDecodingRow peak = reference(row.peak_k - 1);
-        const SharedDecodingRow mean = row.mean_k == row.peak_k ? peak : reference(row.mean_k - 1);
-        row.peak_value = peak.value;
-        row.peak_upper = peak.upper;
-        row.mean_value = mean.value;
-        row.mean_upper = mean.upper;
+    // Each (scope, page size) solved once for this budget: the per-head row is every row's
+    // reference, the token row every page row's.
+    std::map<std::pair<BudgetScope, int>, SharedDecodingRow> solved;
+    auto row_of = [&](BudgetScope scope, int b) -> const SharedDecodingRow& {
+      auto it = solved.find({scope, b});
+      if (it == solved.end()) it = solved.emplace(std::pair{scope, b}, solve(scope, k, r, interval, b)).first;
+      return it->second;
+    };
+    for (int b : interval == 0 ? request.page_sizes : std::vector<int>{1})
+      for (BudgetScope scope : request.chosen_scopes()) {
+        SharedDecodingRow row = row_of(scope, b);
+        row.per_head_value = row_of(BudgetScope::Head, b).value;
+        row.gain = row.per_head_value > 0 ? row.value / row.per_head_value : 1.0;
+        row.token_value = row_of(scope, 1).value;
+        if (interval > 0) {
+          // Compression after every decoding step (interval 1) to target T' lets each query see T' + 1
+          // tokens: T' = k + N - 1 matches the periodic cache's peak, k + (N - 1) / 2 its mean.
+          row.peak_k = std::min(tr.n_tokens, k + interval);
+          row.mean_k = std::min(tr.n_tokens, k + (interval + 1) / 2);
+          // At interval 1 the references are the row's own problem: reused, not solved again.
+          auto reference = [&](int target) {
+            return interval == 1 && target == k ? row : solve(scope, target, r, 1, 1);
+          };
+          const SharedDecodingRow peak = reference(row.peak_k - 1);
+          const SharedDecodingRow mean = row.mean_k == row.peak_k ? peak : reference(row.mean_k - 1);
+          row.peak_value = peak.value;
+          row.peak_upper = peak.upper;
+          row.mean_value = mean.value;
+          row.mean_upper = mean.upper;
+        }
+        res.rows.push_back(row);
       }
-      res.rows.push_back(row);
-    }
   };
   if (request.periodic()) {
     for (const auto& [k, r] : request.periodic_targets(tr))
@@ -116,7 +149,9 @@ nlohmann::json SharedDecodingResult::to_json(const std::string& trace) const {
                          {"gain", r.gain},
                          {"min_held", r.min_held},
                          {"max_held", r.max_held},
-                         {"work", r.work}});
+                         {"work", r.work},
+                         {"page_size", r.page_size},
+                         {"token_value", r.token_value}});
   for (size_t x = 0; x < rows.size(); ++x)
     if (rows[x].interval > 0) {
       nlohmann::json& j = rows_json[x];

@@ -88,6 +88,11 @@ expect_error "page size 8 exceeds the per-unit budget k = 3" oracle allocation "
   --page-sizes 8 --compression-ratio 0.9 --json "$dir/out.jsonl"
 expect_error "the layerwise scope is computed for the prefill protocol only" oracle allocation "$dir/ok.safetensors" \
   --protocol decoding --scopes layerwise --json "$dir/out.jsonl"
+expect_error "the recent window r = 8 can span 2 pages of 8, but k = 12 holds only 1" oracle allocation \
+  "$dir/ok.safetensors" --protocol decoding --budgets 12 --recent 8 --page-sizes 1,8 --json "$dir/out.jsonl"
+expect_error "page sizes are computed for eviction at every step and for the prefill protocol, not with interval" \
+  oracle allocation "$dir/ok.safetensors" --protocol decoding --interval 8 --target 8 --page-sizes 4 \
+  --json "$dir/out.jsonl"
 expect_error "unknown protocol 'decode' (known: prefill, decoding)" oracle allocation "$dir/ok.safetensors" \
   --protocol decode --json "$dir/out.jsonl"
 expect_error "is larger than the sequence (64 tokens)" oracle allocation "$dir/ok.safetensors" --protocol decoding \

@@ -51,11 +51,12 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; asse
 grep -q "adakv(knorm, 0.2)" "$dir/am.txt"
 python3 -c "import json,sys; m=json.load(open(sys.argv[1]))[\"methods\"]; assert [x[\"method\"] for x in m] == [\"knorm\", \"adakv(knorm, 0)\", \"adakv(knorm, 0.2)\", \"pyramidkv\", \"adakv(pyramidkv, 0)\", \"adakv(pyramidkv, 0.2)\"], m; assert all(x[\"value\"] <= x[\"at_counts\"] * (1 + 1e-12) and x[\"at_counts\"] <= x[\"scope_optimum\"] * (1 + 1e-12) <= x[\"best\"] * (1 + 2e-12) and abs(x[\"best_upper\"] - x[\"best\"]) <= 1e-9 for x in m)" "$dir/am.json"
 # the decoding protocol: shared capacity at every step, the exact offline optimum, certified
+# (in tokens and in whole pages of 4, never above the same scope's tokens)
 "$K" -q oracle allocation "$dir/t.safetensors" --protocol decoding --budgets 20%,40% --recent 4 \
-  --scopes head,layer,model --json "$dir/ad.json" --plot "$dir/ad.svg" >"$dir/ad.txt"
-test "$(grep -c " yes " "$dir/ad.txt")" -eq 6
+  --scopes head,layer,model --page-sizes 1,4 --json "$dir/ad.json" --plot "$dir/ad.svg" >"$dir/ad.txt"
+test "$(grep -c " yes " "$dir/ad.txt")" -eq 12
 grep -q "<polyline" "$dir/ad.svg"
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; assert d[\"protocol\"] == \"decoding\" and len(r) == 6; assert all(x[\"gain\"] >= 1 - 1e-12 and abs(x[\"upper\"] - x[\"value\"]) <= 1e-9 * x[\"value\"] for x in r)" "$dir/ad.json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; assert d[\"protocol\"] == \"decoding\" and len(r) == 12; assert [x[\"page_size\"] for x in r] == [1] * 3 + [4] * 3 + [1] * 3 + [4] * 3; assert all(x[\"gain\"] >= 1 - 1e-12 and abs(x[\"upper\"] - x[\"value\"]) <= 1e-9 * x[\"value\"] and x[\"value\"] <= x[\"token_value\"] * (1 + 1e-12) for x in r)" "$dir/ad.json"
 # periodic compression (kvpress's DecodingPress schedule): certified, never above every-step
 # eviction with the periodic cache's peak size
 "$K" -q oracle allocation "$dir/t.safetensors" --protocol decoding --interval 1,16 --target 25% --recent 4 \

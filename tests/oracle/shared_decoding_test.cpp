@@ -1,13 +1,15 @@
 // The decoding protocol of `oracle allocation` (oracle/shared_decoding.hpp): the head row is every
 // unit's own offline optimum, sharing never loses and every row is certified; periodic compression's
-// rows are each unit's periodic optimum, below compression at every step to their peak; scopes,
-// floors, pages and periodic options that decoding does not compute are refused.
+// rows are each unit's periodic optimum, below compression at every step to their peak; page rows
+// are each sharing set's optimum over whole pages, below the same scope's tokens; scopes, floors,
+// page shapes and periodic options that decoding does not compute are refused.
 #include "kvo/oracle/shared_decoding.hpp"
 
 #include <gtest/gtest.h>
 
 #include "kvo/core/error.hpp"
 #include "kvo/oracle/allocation_options.hpp"
+#include "kvo/oracle/offline_pages.hpp"
 #include "kvo/oracle/offline_periodic.hpp"
 #include "kvo/oracle/offline_shared.hpp"
 #include "test_support.hpp"
@@ -94,6 +96,62 @@ TEST(SharedDecoding, PeriodicRowsAreEachUnitsPeriodicOptimum) {
   EXPECT_EQ(AllocationRequest::from_json(req.to_json()).intervals, (std::vector<int>{1, 8}));
 }
 
+TEST(SharedDecoding, PageRowsAreTheOptimaOverWholePages) {
+  const Trace tr = test::random_trace(2, 4, 2, 37, 8, 5);  // the last page of 4 and of 8 is short
+  AllocationRequest req;
+  req.protocol = AllocationProtocol::Decoding;
+  set_allocation_option(req, "budgets", "16");
+  set_allocation_option(req, "recent", "3");
+  set_allocation_option(req, "page_sizes", "4,1,8");
+  req.scopes = parse_budget_scopes("head,layer");
+  const SharedDecodingResult res = run_shared_decoding(tr, req);
+  ASSERT_EQ(res.rows.size(), 3u * 2u);  // page-size-major in the request's order, then scope
+  std::vector<OfflineProblem> units;
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 2; ++h) units.push_back(decoding_unit(tr, l, h, 16, 3));
+  const double token_head = res.rows[2].value, token_layer = res.rows[3].value;
+  for (size_t x = 0; x < res.rows.size(); ++x) {
+    const SharedDecodingRow& r = res.rows[x];
+    const int b = std::vector<int>{4, 1, 8}[x / 2];
+    ASSERT_EQ(r.page_size, b);
+    ASSERT_EQ(r.scope, x % 2 == 0 ? BudgetScope::Head : BudgetScope::Layer);
+    const PageShape shape = b == 1 ? PageShape{1, 16, 3} : page_shape(16, 3, b);
+    double expected = 0;
+    int min_held = 1 << 30, max_held = 0;
+    for (size_t set = 0; set < 2; ++set) {  // the head row: each unit alone; the layer row: a layer's pair
+      std::vector<OfflineProblem> pages;
+      for (size_t u = 2 * set; u < 2 * set + 2; ++u)
+        pages.push_back(b == 1 ? units[u] : fold_into_pages(units[u], shape));
+      if (r.scope == BudgetScope::Layer) {
+        const SharedOfflineSolution s = solve_offline_shared(pages);
+        expected += s.value;
+        for (const std::vector<int>& end : s.end) {
+          min_held = std::min(min_held, tokens_held_at_end(end, 37, b));
+          max_held = std::max(max_held, tokens_held_at_end(end, 37, b));
+        }
+      } else {
+        for (const OfflineProblem& p : pages) expected += solve_offline(p).value;
+      }
+    }
+    EXPECT_NEAR(r.value, expected, 1e-9 * expected) << "b " << b;
+    EXPECT_NEAR(r.upper, r.value, 1e-9 * r.value);
+    EXPECT_EQ(r.token_value, r.scope == BudgetScope::Head ? token_head : token_layer);
+    EXPECT_LE(r.value, r.token_value * (1 + 1e-12)) << "pages never beat tokens";
+    EXPECT_EQ(r.per_head_value, res.rows[x - x % 2].value);  // the head row of the same page size
+    if (r.scope == BudgetScope::Layer) {
+      EXPECT_EQ(r.min_held, min_held);
+      EXPECT_EQ(r.max_held, max_held);
+    }
+    EXPECT_LE(r.max_held, 2 * 16);
+  }
+  // Pages of 8 (2 per unit, window 1 page) hold at most 16 tokens, and whole pages: page 4 of the
+  // 37-token trace holds 5.
+  EXPECT_EQ(res.rows[4].max_held, 13);
+  const nlohmann::json j = res.to_json("t");
+  EXPECT_EQ(j["rows"][0]["page_size"], 4);
+  EXPECT_EQ(j["rows"][1]["token_value"], token_layer);
+}
+
 TEST(SharedDecoding, RefusesWhatDecodingDoesNotCompute) {
   const Trace tr = test::random_trace(1, 4, 2, 16, 8, 1);
   const auto refuses = [&](AllocationRequest req, const std::string& part) {
@@ -105,8 +163,19 @@ TEST(SharedDecoding, RefusesWhatDecodingDoesNotCompute) {
   refuses(layerwise, "the layerwise scope is computed for the prefill protocol only");
   set_allocation_option(floor, "floor", "2");
   refuses(floor, "floor is computed for the prefill protocol only");
-  pages.page_sizes = {16};
-  refuses(pages, "page sizes are computed for the prefill protocol only");
+  set_allocation_option(pages, "budgets", "4");
+  pages.page_sizes = {8};
+  refuses(pages, "page size 8 exceeds the per-unit budget k = 4: no whole page fits");
+  AllocationRequest odd_page = pages, wide_window = pages, periodic_pages;
+  odd_page.page_sizes = {1, 6};
+  refuses(odd_page, "page size 6 is not a positive power of two");
+  wide_window.page_sizes = {4};
+  set_allocation_option(wide_window, "recent", "2");
+  refuses(wide_window, "the recent window r = 2 can span 2 pages of 4, but k = 4 holds only 1");
+  set_allocation_option(periodic_pages, "interval", "4");
+  set_allocation_option(periodic_pages, "target", "4");
+  periodic_pages.page_sizes = {2};
+  refuses(periodic_pages, "page sizes are computed for eviction at every step and for the prefill protocol");
   set_allocation_option(too_long, "budgets", "20");
   refuses(too_long, "budget 20 (20 tokens) is larger than the sequence (16 tokens)");
   set_allocation_option(window, "budgets", "4");

@@ -110,10 +110,14 @@ def test_allocation_oracle_same_rows_from_cli_and_python(kvoracle, trace_file, t
     assert all(abs(r["upper"] - r["value"]) <= 1e-9 for r in py["rows"])
     cli_dec = tmp_path / "decoding.json"
     run(kvoracle, "oracle", "allocation", trace_file, "--protocol", "decoding", "--budgets", "25%", "--recent", "2",
-        "--scopes", "head,layer", "--json", cli_dec)  # fmt: skip
-    dec = kvo.allocation_oracle(t, protocol="decoding", budgets="25%", recent=2, scopes=["head", "layer"])
-    assert same_records(dec["rows"], json.load(open(cli_dec))["rows"]) and len(dec["rows"]) == 2
+        "--scopes", "head,layer", "--page-sizes", "1,4", "--json", cli_dec)  # fmt: skip
+    dec = kvo.allocation_oracle(
+        t, protocol="decoding", budgets="25%", recent=2, scopes=["head", "layer"], page_sizes=[1, 4]
+    )  # fmt: skip
+    assert same_records(dec["rows"], json.load(open(cli_dec))["rows"]) and len(dec["rows"]) == 2 * 2
     assert dec["rows"][1]["value"] >= dec["rows"][0]["value"] * (1 - 1e-12)
+    assert [r["page_size"] for r in dec["rows"]] == [1, 1, 4, 4]
+    assert all(r["value"] <= r["token_value"] * (1 + 1e-12) for r in dec["rows"])
     cli_per = tmp_path / "periodic.json"
     run(kvoracle, "oracle", "allocation", trace_file, "--protocol", "decoding", "--interval", "1,16", "--target", "25%",
         "--prompt-len", "8", "--json", cli_per)  # fmt: skip

@@ -33,8 +33,10 @@ struct AllocationRequest {
   // The least any unit keeps (a layer, in the layerwise scope): tokens ("8") or a share of the
   // per-unit budget k ("20%", "0.2"; Ada-KV's alpha_safeguard). "0": no floor.
   std::string floor = "0";
-  // Page sizes b (powers of two, at most every ratio's k): the cache evicts whole aligned pages of
-  // b prompt positions (the last one may be short) and keeps floor(k / b) pages per unit. 1: tokens.
+  // Page sizes b (powers of two, at most every k): the cache evicts whole aligned pages of b
+  // positions (the last one may be short) and keeps floor(k / b) pages per unit. 1: tokens.
+  // Decoding: a page is allocated when its first token arrives and the newest pages that the last
+  // r tokens can span are the window (offline_pages.hpp); not with intervals.
   std::vector<int> page_sizes = {1};
   // kvpress presses whose allocations are measured against the optimum of the same memory
   // (allocation_methods.hpp; comma-separated, "all", or empty: none), each alone and under
@@ -60,7 +62,8 @@ struct AllocationRequest {
   // outside [0, 1), a floor that is not an amount or exceeds some ratio's per-unit budget k (the
   // floors would sum past the total), a page size that is not a power of two or exceeds some k.
   // Decoding: a budget or recent window that is not an amount or does not fit (r <= k <= n), the
-  // layerwise scope, a floor or pages (not computed for decoding); an interval without a target or
+  // layerwise scope or a floor (not computed for decoding), a page size above some k or whose
+  // window's pages do not fit in k, pages with intervals; an interval without a target or
   // below 1, a target without an interval or with budgets, a prompt_len outside [0, n - 1] (read
   // with intervals only), presses or alpha_safeguard. Prefill: alpha_safeguard without presses or
   // outside [0, 1], a press the trace cannot serve. Both: no scope, a layer the trace lacks.

@@ -1,0 +1,55 @@
+#include "kvo/oracle/offline_pages.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <string>
+
+#include "kvo/core/error.hpp"
+
+namespace kvo {
+
+PageShape page_shape(int budget, int recent, int page_size) {
+  const std::string b = std::to_string(page_size);
+  require(page_size >= 1 && std::has_single_bit(static_cast<unsigned>(page_size)),
+          "page size " + b + " is not a positive power of two");
+  require(page_size <= budget,
+          "page size " + b + " exceeds the per-unit budget k = " + std::to_string(budget) + ": no whole page fits");
+  PageShape s;
+  s.page_size = page_size;
+  s.pages = budget / page_size;
+  s.recent = recent == 0 ? 1 : 1 + (recent - 1 + page_size - 1) / page_size;
+  require(s.recent <= s.pages, "the recent window r = " + std::to_string(recent) + " can span " +
+                                   std::to_string(s.recent) + " pages of " + b + ", but k = " + std::to_string(budget) +
+                                   " holds only " + std::to_string(s.pages));
+  return s;
+}
+
+OfflineProblem fold_into_pages(const OfflineProblem& tokens, const PageShape& shape) {
+  const int n = tokens.n(), b = shape.page_size, q = (n + b - 1) / b;
+  OfflineProblem pages;
+  pages.w = Eigen::MatrixXd::Zero(q, q);
+  pages.budget = shape.pages;
+  pages.recent = shape.recent;
+  for (int s = 0; s < q; ++s) {
+    const int t0 = s * b, rows = std::min(b, n - t0);
+    for (int p = 0; p <= s; ++p) {
+      // Entries above the diagonal (j > t, inside the page being written) carry no reward.
+      const int j0 = p * b, cols = std::min(b, n - j0);
+      double sum = 0.0;
+      for (int t = t0; t < t0 + rows; ++t)
+        for (int j = j0; j < std::min(j0 + cols, t + 1); ++j) sum += tokens.w(t, j);
+      pages.w(s, p) = sum;
+    }
+  }
+  return pages;
+}
+
+int tokens_held_at_end(const std::vector<int>& page_end, int n, int page_size) {
+  const int last = static_cast<int>(page_end.size()) - 1;
+  int held = 0;
+  for (int p = 0; p <= last; ++p)
+    if (page_end[static_cast<size_t>(p)] == last) held += std::min(page_size, n - p * page_size);
+  return held;
+}
+
+}  // namespace kvo
