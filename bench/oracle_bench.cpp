@@ -23,6 +23,7 @@
 #include "kvo/oracle/shared_decoding.hpp"
 #include "kvo/oracle/shared_prefill.hpp"
 #include "kvo/oracle/static_oracle.hpp"
+#include "kvo/oracle/weight_rows.hpp"
 
 using namespace kvo;
 
@@ -210,6 +211,31 @@ void decoding_allocation(benchmark::State& st, const Trace& tr, int n, bool per_
   st.SetItemsProcessed(st.iterations() * 3 * n);  // head-steps
 }
 
+// The same by column generation over attention rows recomputed from q and k (`--solver
+// column-generation`, no n x n matrix): the layer's shared optimum (allocation/decoding-cg-layer)
+// against the per-head column generation on the same heads (allocation/decoding-cg-per-head).
+void decoding_allocation_streaming(benchmark::State& st, const Trace& tr, int n, bool per_head) {
+  std::vector<GroupMeanWeightRows> rows;
+  for (int h = 0; h < 3; ++h) {
+    std::vector<HeadView> group;
+    for (int q = h * tr.group_size(); q < (h + 1) * tr.group_size(); ++q) group.emplace_back(tr, 0, q);
+    rows.emplace_back(std::move(group));
+  }
+  const std::vector<const WeightRows*> sources{&rows[0], &rows[1], &rows[2]};
+  for (auto _ : st) {
+    if (per_head)
+      for (const WeightRows* w : sources) benchmark::DoNotOptimize(solve_offline_streaming(*w, n / 5, 0).value);
+    else
+      benchmark::DoNotOptimize(solve_offline_shared_streaming(sources, n / 5, 0).value);
+  }
+  st.SetItemsProcessed(st.iterations() * 3 * n);  // head-steps
+}
+
+void BM_DecodingAllocationStreaming(benchmark::State& st, bool per_head) {
+  const int n = static_cast<int>(st.range(0));
+  decoding_allocation_streaming(st, bench::trace(n, 64, 3), n, per_head);
+}
+
 void BM_DecodingAllocation(benchmark::State& st, bool per_head) {
   const int n = static_cast<int>(st.range(0));
   decoding_allocation(st, bench::trace(n, 64, 3), n, per_head);
@@ -307,6 +333,20 @@ BENCHMARK_CAPTURE(BM_DecodingAllocation, layer, false)
     ->Arg(1024)
     ->Arg(2048)
     ->Arg(8192)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DecodingAllocationStreaming, per_head, true)
+    ->Name("allocation/decoding-cg-per-head")
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Arg(8192)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DecodingAllocationStreaming, layer, false)
+    ->Name("allocation/decoding-cg-layer")
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Arg(8192)
+    ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodingPages)
     ->Name("allocation/decoding-pages")

@@ -31,6 +31,8 @@ BASELINE = {
     "allocation/decoding-per-head": "allocation/decoding-per-head",
     "allocation/periodic": "allocation/decoding-per-head",
     "allocation/decoding-pages": "allocation/decoding-layer",
+    "allocation/decoding-cg-layer": "allocation/decoding-cg-per-head",
+    "allocation/decoding-cg-per-head": "allocation/decoding-cg-per-head",
     "allocation/decoding-real-layer": "allocation/decoding-real-per-head",
     "allocation/decoding-real-per-head": "allocation/decoding-real-per-head",
     "allocation/scopes": "allocation/scopes",

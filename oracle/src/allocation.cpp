@@ -36,6 +36,11 @@ const JsonForm<AllocationRequest>& request_json() {
         .field("budgets", &AllocationRequest::budgets)
         .field("intervals", &AllocationRequest::intervals)
         .field("targets", &AllocationRequest::targets)
+        .field(
+            "solver", [](const AllocationRequest& r) { return nlohmann::json(to_string(r.solver)); },
+            [](AllocationRequest& r, const nlohmann::json& v) {
+              r.solver = parse_decoding_solver(v.get<std::string>());
+            })
         .field("recent", &AllocationRequest::recent)
         .field("floor", &AllocationRequest::floor)
         .field("page_sizes", &AllocationRequest::page_sizes)
@@ -79,6 +84,14 @@ AllocationProtocol parse_allocation_protocol(std::string_view name) {
   return AllocationProtocol::Decoding;
 }
 
+std::string to_string(DecodingSolver solver) { return solver == DecodingSolver::Dense ? "dense" : "column-generation"; }
+
+DecodingSolver parse_decoding_solver(std::string_view name) {
+  if (name == "dense") return DecodingSolver::Dense;
+  require(name == "column-generation", "unknown solver '" + std::string(name) + "' (known: dense, column-generation)");
+  return DecodingSolver::ColumnGeneration;
+}
+
 std::vector<BudgetScope> AllocationRequest::chosen_scopes() const {
   if (!scopes.empty()) return scopes;
   if (protocol == AllocationProtocol::Prefill) return parse_budget_scopes("all");
@@ -111,6 +124,9 @@ void AllocationRequest::validate(const Trace& tr) const {
     require(budgets.empty(), "budgets is read by eviction at every step; with interval, give target");
     require(page_sizes == std::vector<int>{1},
             "page sizes are computed for eviction at every step and for the prefill protocol, not with interval");
+    require(
+        solver == DecodingSolver::Dense,
+        "solver column-generation solves eviction at every step; periodic compression (interval) is solved densely");
     for (int n : intervals) require(n >= 1, "compression interval " + std::to_string(n) + " must be at least 1 step");
     require(prompt_len >= 0 && prompt_len < tr.n_tokens,
             "prompt_len must be in [0, " + std::to_string(tr.n_tokens - 1) + "] for periodic compression");
@@ -120,6 +136,7 @@ void AllocationRequest::validate(const Trace& tr) const {
   require(prompt_len >= 1 && prompt_len < tr.n_tokens, "prompt_len must be in [1, " + std::to_string(tr.n_tokens - 1) +
                                                            "] (the trace has " + std::to_string(tr.n_tokens) +
                                                            " tokens; queries must follow the prompt)");
+  require(solver == DecodingSolver::Dense, "solver is read by the decoding protocol only");
   require(!ratios.empty(), "compression_ratio: give at least one ratio");
   for (double r : ratios) {
     require(r >= 0 && r < 1,

@@ -46,6 +46,11 @@ std::vector<AllocationOptionEntry> build_options() {
        false, [](R& r, std::string_view t) { r.targets = std::string(t); }, [](const R& r) { return r.targets; }},
       {"recent", "--recent", "decoding: each unit's forced recent window r (tokens, or a share of k); 0: none", false,
        [](R& r, std::string_view t) { r.recent = std::string(t); }, [](const R& r) { return r.recent; }},
+      {"solver", "--solver",
+       "decoding, every step: dense (each unit's n x n weights in memory) or column-generation (attention rows "
+       "recomputed from q and k, O(n (d + candidates)) memory per unit; the same optimum)",
+       false, [](R& r, std::string_view t) { r.solver = parse_decoding_solver(t); },
+       [](const R& r) { return to_string(r.solver); }},
       {"compression_ratio", "--compression-ratio",
        "prefill: fractions of each unit's prompt keys removed (kvpress's compression_ratio): the per-unit share k",
        false, [](R& r, std::string_view t) { r.ratios = parse_number_list(t, "compression_ratio"); },

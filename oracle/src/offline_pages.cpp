@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "kvo/core/error.hpp"
+#include "kvo/oracle/weight_rows.hpp"
 
 namespace kvo {
 
@@ -25,21 +28,17 @@ PageShape page_shape(int budget, int recent, int page_size) {
 }
 
 OfflineProblem fold_into_pages(const OfflineProblem& tokens, const PageShape& shape) {
-  const int n = tokens.n(), b = shape.page_size, q = (n + b - 1) / b;
+  const DenseWeightRows rows(tokens.w);
+  const PagedWeightRows paged(rows, shape.page_size);
+  const int q = paged.n();
   OfflineProblem pages;
   pages.w = Eigen::MatrixXd::Zero(q, q);
   pages.budget = shape.pages;
   pages.recent = shape.recent;
+  std::vector<double> row(static_cast<size_t>(q));
   for (int s = 0; s < q; ++s) {
-    const int t0 = s * b, rows = std::min(b, n - t0);
-    for (int p = 0; p <= s; ++p) {
-      // Entries above the diagonal (j > t, inside the page being written) carry no reward.
-      const int j0 = p * b, cols = std::min(b, n - j0);
-      double sum = 0.0;
-      for (int t = t0; t < t0 + rows; ++t)
-        for (int j = j0; j < std::min(j0 + cols, t + 1); ++j) sum += tokens.w(t, j);
-      pages.w(s, p) = sum;
-    }
+    paged.row(s, std::span<double>(row.data(), static_cast<size_t>(s) + 1));
+    for (int p = 0; p <= s; ++p) pages.w(s, p) = row[static_cast<size_t>(p)];
   }
   return pages;
 }

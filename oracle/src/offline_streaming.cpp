@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "assignment_steps.hpp"
+#include "column_generation.hpp"
 #include "kvo/core/error.hpp"
 
 namespace kvo {
@@ -31,18 +32,24 @@ struct Candidate {
 // releases every row here (each new pair's column cascades), so no warm start is attempted.
 class RestrictedAssignment {
  public:
-  RestrictedAssignment(int rows, int cols) : lists_(static_cast<size_t>(rows)), cols_(static_cast<size_t>(cols)) {}
+  // `steps` lists, each shared by `per` interchangeable rows (the H slots a shared step frees).
+  RestrictedAssignment(int steps, int cols, int per)
+      : lists_(static_cast<size_t>(steps)), cols_(static_cast<size_t>(cols)), per_(static_cast<size_t>(per)) {}
 
-  const std::vector<Candidate>& list(int row) const { return lists_[static_cast<size_t>(row)]; }
-  double u(int row) const { return u_[static_cast<size_t>(row)]; }
+  const std::vector<Candidate>& list(int step) const { return lists_[static_cast<size_t>(step)]; }
+  // The largest potential of the step's rows: a pair that prices out against it does against all.
+  double step_potential(int step) const {
+    const auto first = u_.begin() + static_cast<long>(static_cast<size_t>(step) * per_);
+    return *std::max_element(first, first + static_cast<long>(per_));
+  }
   double v(int col) const { return v_[static_cast<size_t>(col)]; }
   const std::vector<int>& matching() const { return col_of_; }  // the token each step evicts
   const std::vector<double>& row_potentials() const { return u_; }
   long long augmentations() const { return augmentations_; }
-  void add(int row, Candidate c) { lists_[static_cast<size_t>(row)].push_back(c); }
+  void add(int step, Candidate c) { lists_[static_cast<size_t>(step)].push_back(c); }
 
   void solve() {
-    const size_t R = lists_.size(), C = cols_;
+    const size_t R = lists_.size() * per_, C = cols_;
     u_.assign(R, 0.0);
     v_.assign(C, 0.0);
     col_of_.assign(R, -1);
@@ -68,7 +75,7 @@ class RestrictedAssignment {
     while (sink < 0) {
       rows_seen_.push_back(i);
       const double base = reach - u_[static_cast<size_t>(i)];
-      for (const Candidate& c : lists_[static_cast<size_t>(i)]) {
+      for (const Candidate& c : lists_[static_cast<size_t>(i) / per_]) {
         const size_t j = static_cast<size_t>(c.token);
         const double d = std::max(base + c.cost - v_[j], reach);  // reduced costs are >= 0 up to rounding
         if (d < dist_[j] && !settled_[j]) {
@@ -108,7 +115,7 @@ class RestrictedAssignment {
   static constexpr size_t kBlock = 64;
   static constexpr double inf_ = std::numeric_limits<double>::infinity();
   std::vector<std::vector<Candidate>> lists_;
-  size_t cols_;
+  size_t cols_, per_;
   std::vector<double> u_, v_;
   std::vector<int> col_of_, row_of_;
   std::vector<double> key_, dist_, block_min_;
@@ -119,96 +126,122 @@ class RestrictedAssignment {
 
 }  // namespace
 
-OfflineSolution solve_offline_streaming(const WeightRows& w, int budget, int recent, const StreamingOfflineOptions& o) {
-  const int n = w.n(), r = recent;
-  validate_offline_sizes(n, budget, recent);
-  require(o.candidates >= 1, "offline column generation: need at least one candidate per step");
-  const int h = budget - recent, m = n - r, first = h + r, R = n - first;
-  OfflineSolution sol;
-  sol.method = "column-generation";
-  RestrictedAssignment ra(std::max(R, 0), std::max(m, 0));
-  std::vector<double> suffix(static_cast<size_t>(std::max(m, 0)));
-  std::vector<int> listed(static_cast<size_t>(std::max(m, 0)), -1);  // the step whose list names j
+namespace detail {
+
+ColumnGeneration column_generation(std::span<const WeightRows* const> units, int budget, int recent,
+                                   const StreamingOfflineOptions& o) {
+  const int H = static_cast<int>(units.size()), n = units[0]->n(), r = recent;
+  const int h = budget - recent, m = n - r, first = h + r, steps = n - first;
+  // Columns: unit u's token j is column j H + u (arrival-major), so a step sees a prefix of them.
+  const size_t cols = static_cast<size_t>(std::max(m, 0)) * static_cast<size_t>(H);
+  ColumnGeneration out;
+  RestrictedAssignment ra(std::max(steps, 0), static_cast<int>(cols), H);
+  std::vector<double> suffix(cols);
+  std::vector<int> listed(cols, -1);  // the step whose list names the column
   std::vector<std::pair<double, int>> pool;
-  struct Best {  // a token's most negative pair of the pass
+  struct Best {  // a column's most negative pair of the pass
     double reduced = 0.0;
     int step = -1;
     double cost = 0.0;
   };
-  std::vector<Best> col_best(static_cast<size_t>(std::max(m, 0)));
+  std::vector<Best> col_best(cols);
   double tolerance = 0.0;
-  const size_t c = static_cast<size_t>(o.candidates);
-  // One backwards pass: the suffix sums L_j(t) of every row; per step the (at most c) unlisted
-  // pairs that price in best, and per token its best pair over the pass (a token's pairs otherwise
-  // crowd out of every step's few). The first pass (no potentials yet) lists the c cheapest.
+  const size_t c = static_cast<size_t>(o.candidates) * static_cast<size_t>(H);
+  // One backwards pass: the suffix sums L(t) of every unit's row; per step the (at most c)
+  // unlisted pairs that price in best, and per column its best pair over the pass (a column's
+  // pairs otherwise crowd out of every step's few). The first pass (no potentials yet) lists the c
+  // cheapest.
   auto price_pass = [&](bool seed) {
     std::fill(suffix.begin(), suffix.end(), 0.0);
     long long added = 0;
-    for_each_row(w, first, n, true, o.threads, [&](int t, std::span<const double> row) {
+    for_each_unit_row(units, first, n, true, o.threads, [&](int t, int u, std::span<const double> row) {
       const int width = t - r + 1;
-      for (int j = 0; j < width; ++j) suffix[static_cast<size_t>(j)] += row[static_cast<size_t>(j)];
-      const int row_index = t - first;
-      for (const Candidate& x : ra.list(row_index)) listed[static_cast<size_t>(x.token)] = t;
+      for (int j = 0; j < width; ++j)
+        suffix[static_cast<size_t>(j) * static_cast<size_t>(H) + static_cast<size_t>(u)] += row[static_cast<size_t>(j)];
+      if (u + 1 < H) return;  // the step is priced once every unit's row is in
+      const int step = t - first, arrived = width * H, newcomers = (t - r) * H;
+      for (const Candidate& x : ra.list(step)) listed[static_cast<size_t>(x.token)] = t;
       pool.clear();
       if (seed) {
-        ra.add(row_index,
-               {t - r, suffix[static_cast<size_t>(t - r)]});  // the newcomer keeps every restricted problem feasible
-        listed[static_cast<size_t>(t - r)] = t;
-        ++added;
-        for (int j = 0; j < t - r; ++j) pool.push_back({suffix[static_cast<size_t>(j)], j});
+        for (int x = newcomers; x < arrived; ++x) {  // the newcomers keep every restricted problem feasible
+          ra.add(step, {x, suffix[static_cast<size_t>(x)]});
+          listed[static_cast<size_t>(x)] = t;
+          ++added;
+        }
+        for (int x = 0; x < newcomers; ++x) pool.push_back({suffix[static_cast<size_t>(x)], x});
       } else {
-        const double ut = ra.u(row_index);
-        for (int j = 0; j < width; ++j) {
-          const double reduced = suffix[static_cast<size_t>(j)] - ut - ra.v(j);
-          if (reduced < -tolerance && listed[static_cast<size_t>(j)] != t) {
-            pool.push_back({reduced, j});
-            auto& b = col_best[static_cast<size_t>(j)];
-            if (reduced < b.reduced) b = {reduced, t, suffix[static_cast<size_t>(j)]};
+        const double ut = ra.step_potential(step);
+        for (int x = 0; x < arrived; ++x) {
+          const double reduced = suffix[static_cast<size_t>(x)] - ut - ra.v(x);
+          if (reduced < -tolerance && listed[static_cast<size_t>(x)] != t) {
+            pool.push_back({reduced, x});
+            auto& b = col_best[static_cast<size_t>(x)];
+            if (reduced < b.reduced) b = {reduced, t, suffix[static_cast<size_t>(x)]};
           }
         }
       }
       const size_t take = std::min(c, pool.size());
       std::partial_sort(pool.begin(), pool.begin() + static_cast<long>(take), pool.end());
       for (size_t x = 0; x < take; ++x) {
-        const int j = pool[x].second;
-        ra.add(row_index, {j, suffix[static_cast<size_t>(j)]});
-        listed[static_cast<size_t>(j)] = t;
+        const int col = pool[x].second;
+        ra.add(step, {col, suffix[static_cast<size_t>(col)]});
+        listed[static_cast<size_t>(col)] = t;
       }
       added += static_cast<long long>(take);
     });
     if (!seed)
-      for (int j = 0; j < m; ++j) {
-        auto& b = col_best[static_cast<size_t>(j)];
+      for (size_t x = 0; x < cols; ++x) {
+        auto& b = col_best[x];
         if (b.step >= 0) {
           const auto& list = ra.list(b.step - first);
-          if (std::none_of(list.begin(), list.end(), [&](const Candidate& x) { return x.token == j; })) {
-            ra.add(b.step - first, {j, b.cost});
+          if (std::none_of(list.begin(), list.end(),
+                           [&](const Candidate& y) { return y.token == static_cast<int>(x); })) {
+            ra.add(b.step - first, {static_cast<int>(x), b.cost});
             ++added;
           }
         }
         b = {0.0, -1, 0.0};
       }
-    ++sol.passes;
+    ++out.passes;
     return added;
   };
   long long pairs = 0;
-  if (R > 0) {
+  if (steps > 0) {
     pairs = price_pass(true);
-    double largest = 0.0;  // suffix now holds L_j(first), each token's largest cost
+    double largest = 0.0;  // suffix now holds L(first), each column's largest cost
     for (double x : suffix) largest = std::max(largest, x);
     tolerance = 1e-13 * std::max(1.0, largest);
     for (;;) {
       ra.solve();
-      ++sol.rounds;
-      if (o.on_round) o.on_round(sol.rounds, pairs);
+      ++out.rounds;
+      if (o.on_round) o.on_round(out.rounds, pairs);
       const long long added = price_pass(false);
       if (added == 0) break;
       pairs += added;
     }
   }
-  sol.pairs = pairs;
-  sol.work = ra.augmentations();
-  detail::schedule_from_assignment(n, first, ra.matching(), ra.row_potentials(), sol);
+  out.pairs = pairs;
+  out.work = ra.augmentations();
+  out.col_of = ra.matching();
+  out.row_potential = ra.row_potentials();
+  return out;
+}
+
+}  // namespace detail
+
+OfflineSolution solve_offline_streaming(const WeightRows& w, int budget, int recent, const StreamingOfflineOptions& o) {
+  const int n = w.n();
+  validate_offline_sizes(n, budget, recent);
+  require(o.candidates >= 1, "offline column generation: need at least one candidate per step");
+  const WeightRows* one[] = {&w};
+  const detail::ColumnGeneration cg = detail::column_generation(one, budget, recent, o);
+  OfflineSolution sol;
+  sol.method = "column-generation";
+  sol.rounds = cg.rounds;
+  sol.passes = cg.passes;
+  sol.pairs = cg.pairs;
+  sol.work = cg.work;
+  detail::schedule_from_assignment(n, budget, cg.col_of, cg.row_potential, sol);
   const ScheduleCheck check = evaluate_schedule(w, budget, recent, sol.end, sol.price, o.threads);
   ++sol.passes;
   sol.value = check.value;

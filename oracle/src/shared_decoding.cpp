@@ -10,6 +10,7 @@
 #include "kvo/oracle/offline_pages.hpp"
 #include "kvo/oracle/offline_periodic.hpp"
 #include "kvo/oracle/offline_shared.hpp"
+#include "kvo/oracle/weight_rows.hpp"
 
 namespace kvo {
 
@@ -31,15 +32,40 @@ SharedDecodingResult run_shared_decoding(const Trace& tr, const AllocationReques
   res.kv_heads = tr.n_kv_heads;
   res.layers = request.chosen_layers(tr);
   const size_t kv = static_cast<size_t>(tr.n_kv_heads);
-  std::vector<OfflineProblem> units(res.layers.size() * kv);
-  std::vector<double> mass(units.size());
-  parallel_for(static_cast<int>(units.size()), request.threads, [&](int x) {
+  const bool streaming = request.solver == DecodingSolver::ColumnGeneration;
+  // Dense: every unit's n x n weights. Column generation: its rows, recomputed on demand.
+  std::vector<OfflineProblem> units(streaming ? 0 : res.layers.size() * kv);
+  std::vector<GroupMeanWeightRows> unit_rows;
+  const int g = tr.group_size();
+  for (size_t u = 0; streaming && u < res.layers.size() * kv; ++u) {
+    std::vector<HeadView> group;
+    for (int h = static_cast<int>(u % kv) * g; h < static_cast<int>(u % kv + 1) * g; ++h)
+      group.emplace_back(tr, res.layers[u / kv], h);
+    unit_rows.emplace_back(std::move(group));
+  }
+  std::vector<double> mass(res.layers.size() * kv);
+  parallel_for(static_cast<int>(mass.size()), request.threads, [&](int x) {
     const size_t u = static_cast<size_t>(x);
-    units[u] = decoding_unit(tr, res.layers[u / kv], static_cast<int>(u % kv), 1, 0);
-    mass[u] = units[u].w.sum();  // zeros above the diagonal
+    if (streaming) {
+      for_each_row(unit_rows[u], 0, tr.n_tokens, false, 1, [&](int, std::span<const double> row) {
+        for (double a : row) mass[u] += a;
+      });
+    } else {
+      units[u] = decoding_unit(tr, res.layers[u / kv], static_cast<int>(u % kv), 1, 0);
+      mass[u] = units[u].w.sum();  // zeros above the diagonal
+    }
     if (request.on_unit) request.on_unit();
   });
   const double total_mass = std::accumulate(mass.begin(), mass.end(), 0.0);
+  // Column generation in pages of b: each unit's rows folded on demand.
+  std::map<int, std::vector<PagedWeightRows>> paged_rows;
+  auto sources = [&](int b, const std::vector<size_t>& set) {
+    std::vector<const WeightRows*> out;
+    if (b > 1 && !paged_rows.contains(b))
+      for (const GroupMeanWeightRows& u : unit_rows) paged_rows[b].emplace_back(u, b);
+    for (size_t u : set) out.push_back(b == 1 ? static_cast<const WeightRows*>(&unit_rows[u]) : &paged_rows[b][u]);
+    return out;
+  };
   // Every unit's problem folded into pages of b (the token problems themselves for b = 1), built
   // once per page size.
   std::map<int, std::vector<OfflineProblem>> paged;
@@ -58,20 +84,31 @@ SharedDecodingResult run_shared_decoding(const Trace& tr, const AllocationReques
   // per-unit budget or target k, every step (interval 0) or periodically, in pages of b; summed
   // into a row.
   auto solve = [&](BudgetScope scope, int k, int r, int interval, int b) {
-    std::vector<OfflineProblem>& own = problems(b);
     const PageShape shape = b == 1 ? PageShape{1, k, r} : page_shape(k, r, b);
-    for (OfflineProblem& p : own) {
-      p.budget = shape.pages;
-      p.recent = shape.recent;
-    }
     const std::vector<std::vector<size_t>> sets = sharing_units(scope, res.layers.size(), kv);
     std::vector<SharedOfflineSolution> solved(sets.size());
-    parallel_for(static_cast<int>(sets.size()), request.threads, [&](int x) {
-      const std::vector<size_t>& set = sets[static_cast<size_t>(x)];
-      const auto group = std::span<const OfflineProblem>(own).subspan(set.front(), set.size());
-      solved[static_cast<size_t>(x)] =
-          interval == 0 ? solve_offline_shared(group) : solve_offline_periodic(group, {request.prompt_len, interval});
-    });
+    if (streaming) {
+      std::vector<std::vector<const WeightRows*>> set_sources;
+      for (const std::vector<size_t>& set : sets) set_sources.push_back(sources(b, set));
+      StreamingOfflineOptions options;  // one set (the model scope): its rows on every thread
+      options.threads = sets.size() == 1 ? request.threads : 1;
+      parallel_for(static_cast<int>(sets.size()), request.threads, [&](int x) {
+        solved[static_cast<size_t>(x)] =
+            solve_offline_shared_streaming(set_sources[static_cast<size_t>(x)], shape.pages, shape.recent, options);
+      });
+    } else {
+      std::vector<OfflineProblem>& own = problems(b);
+      for (OfflineProblem& p : own) {
+        p.budget = shape.pages;
+        p.recent = shape.recent;
+      }
+      parallel_for(static_cast<int>(sets.size()), request.threads, [&](int x) {
+        const std::vector<size_t>& set = sets[static_cast<size_t>(x)];
+        const auto group = std::span<const OfflineProblem>(own).subspan(set.front(), set.size());
+        solved[static_cast<size_t>(x)] =
+            interval == 0 ? solve_offline_shared(group) : solve_offline_periodic(group, {request.prompt_len, interval});
+      });
+    }
     SharedDecodingRow row;
     row.scope = scope;
     row.k = k;

@@ -93,6 +93,10 @@ expect_error "the recent window r = 8 can span 2 pages of 8, but k = 12 holds on
 expect_error "page sizes are computed for eviction at every step and for the prefill protocol, not with interval" \
   oracle allocation "$dir/ok.safetensors" --protocol decoding --interval 8 --target 8 --page-sizes 4 \
   --json "$dir/out.jsonl"
+expect_error "unknown solver 'sparse' (known: dense, column-generation)" oracle allocation "$dir/ok.safetensors" \
+  --protocol decoding --solver sparse --json "$dir/out.jsonl"
+expect_error "solver column-generation solves eviction at every step" oracle allocation "$dir/ok.safetensors" \
+  --protocol decoding --interval 8 --target 8 --solver column-generation --json "$dir/out.jsonl"
 expect_error "unknown protocol 'decode' (known: prefill, decoding)" oracle allocation "$dir/ok.safetensors" \
   --protocol decode --json "$dir/out.jsonl"
 expect_error "is larger than the sequence (64 tokens)" oracle allocation "$dir/ok.safetensors" --protocol decoding \

@@ -57,6 +57,10 @@ python3 -c "import json,sys; m=json.load(open(sys.argv[1]))[\"methods\"]; assert
 test "$(grep -c " yes " "$dir/ad.txt")" -eq 12
 grep -q "<polyline" "$dir/ad.svg"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; assert d[\"protocol\"] == \"decoding\" and len(r) == 12; assert [x[\"page_size\"] for x in r] == [1] * 3 + [4] * 3 + [1] * 3 + [4] * 3; assert all(x[\"gain\"] >= 1 - 1e-12 and abs(x[\"upper\"] - x[\"value\"]) <= 1e-9 * x[\"value\"] and x[\"value\"] <= x[\"token_value\"] * (1 + 1e-12) for x in r)" "$dir/ad.json"
+# the same rows by column generation over recomputed rows (no n x n matrix)
+"$K" -q oracle allocation "$dir/t.safetensors" --protocol decoding --budgets 20%,40% --recent 4 \
+  --scopes head,layer,model --page-sizes 1,4 --solver column-generation --json "$dir/adcg.json" >/dev/null
+python3 -c "import json,sys; a=json.load(open(sys.argv[1]))[\"rows\"]; b=json.load(open(sys.argv[2]))[\"rows\"]; assert len(a) == len(b) == 12; assert all(abs(x[\"value\"] - y[\"value\"]) <= 1e-9 * y[\"value\"] and abs(x[\"upper\"] - x[\"value\"]) <= 1e-9 * y[\"value\"] for x, y in zip(a, b))" "$dir/adcg.json" "$dir/ad.json"
 # periodic compression (kvpress's DecodingPress schedule): certified, never above every-step
 # eviction with the periodic cache's peak size
 "$K" -q oracle allocation "$dir/t.safetensors" --protocol decoding --interval 1,16 --target 25% --recent 4 \

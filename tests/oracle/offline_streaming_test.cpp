@@ -103,6 +103,42 @@ TEST(StreamingOracle, RowsComeInOrderWithTheMatrixBits) {
     }
 }
 
+// Several units in lockstep: every unit's row at each step, in unit order; a query group's mean
+// row has the bits of the dense mean; pages of b sum the token rows over each page.
+TEST(StreamingOracle, UnitRowsGroupMeansAndPages) {
+  const Trace tr = test::synthetic_layer(4, 1, 40, 16, 0, 5);
+  const std::vector<HeadView> group{HeadView(tr, 0, 0), HeadView(tr, 0, 1), HeadView(tr, 0, 2)};
+  Eigen::MatrixXd mean = Eigen::MatrixXd::Zero(40, 40);
+  for (const HeadView& h : group) mean += dense_attention(h);
+  mean /= 3;
+  const GroupMeanWeightRows grouped(group);
+  const AttentionWeightRows last(HeadView(tr, 0, 3));
+  const Eigen::MatrixXd a3 = dense_attention(HeadView(tr, 0, 3));
+  const WeightRows* units[] = {&grouped, &last};
+  for (const int threads : {1, 2}) {
+    std::vector<std::pair<int, int>> order;
+    for_each_unit_row(units, 2, 40, true, threads, [&](int i, int u, std::span<const double> row) {
+      order.push_back({i, u});
+      const Eigen::MatrixXd& m = u == 0 ? mean : a3;
+      for (int j = 0; j <= i; ++j) ASSERT_EQ(row[static_cast<size_t>(j)], m(i, j)) << i << "," << j << " unit " << u;
+    });
+    ASSERT_EQ(order.size(), 2u * 38u);
+    for (size_t x = 0; x < order.size(); ++x)
+      EXPECT_EQ(order[x], (std::pair{39 - static_cast<int>(x / 2), static_cast<int>(x % 2)}));
+  }
+  const DenseWeightRows dense(mean);
+  const PagedWeightRows pages(dense, 8);
+  ASSERT_EQ(pages.n(), 5);
+  std::vector<double> row(5);
+  pages.row(4, std::span<double>(row.data(), 5));  // page step 4: queries 32..39
+  for (int p = 0; p < 5; ++p) {
+    double expected = 0;
+    for (int t = 32; t < 40; ++t)
+      for (int j = 8 * p; j < std::min(8 * p + 8, t + 1); ++j) expected += mean(t, j);
+    EXPECT_NEAR(row[static_cast<size_t>(p)], expected, 1e-12) << p;
+  }
+}
+
 TEST(StreamingOracle, EvaluatorRefusesBadSchedulesPricesAndWeights) {
   std::mt19937_64 g(83);
   OfflineProblem p = random_offline_problem(g, 9, false);

@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <utility>
+
 #include "kvo/core/error.hpp"
 #include "kvo/oracle/allocation_options.hpp"
 #include "kvo/oracle/offline_pages.hpp"
@@ -16,13 +19,23 @@
 
 using namespace kvo;
 
-TEST(SharedDecoding, HeadRowIsEachUnitsOptimumAndSharingNeverLoses) {
-  const Trace tr = test::random_trace(2, 4, 2, 24, 8, 7);
+namespace {
+
+// A decoding request with options set through the option table, shared by the given scopes.
+AllocationRequest decoding_request(std::initializer_list<std::pair<const char*, const char*>> options,
+                                   const char* scopes) {
   AllocationRequest req;
   req.protocol = AllocationProtocol::Decoding;
-  set_allocation_option(req, "budgets", "25%,6");
-  set_allocation_option(req, "recent", "2");
-  req.scopes = parse_budget_scopes("head,layer,model");
+  for (const auto& [name, text] : options) set_allocation_option(req, name, text);
+  req.scopes = parse_budget_scopes(scopes);
+  return req;
+}
+
+}  // namespace
+
+TEST(SharedDecoding, HeadRowIsEachUnitsOptimumAndSharingNeverLoses) {
+  const Trace tr = test::random_trace(2, 4, 2, 24, 8, 7);
+  const AllocationRequest req = decoding_request({{"budgets", "25%,6"}, {"recent", "2"}}, "head,layer,model");
   const SharedDecodingResult res = run_shared_decoding(tr, req);
   ASSERT_EQ(res.rows.size(), 2u * 3u);
   for (size_t b = 0; b < 2; ++b) {
@@ -52,13 +65,8 @@ TEST(SharedDecoding, HeadRowIsEachUnitsOptimumAndSharingNeverLoses) {
 
 TEST(SharedDecoding, PeriodicRowsAreEachUnitsPeriodicOptimum) {
   const Trace tr = test::random_trace(2, 4, 2, 40, 8, 11);
-  AllocationRequest req;
-  req.protocol = AllocationProtocol::Decoding;
-  set_allocation_option(req, "interval", "1,8");
-  set_allocation_option(req, "target", "6");
-  set_allocation_option(req, "recent", "2");
-  set_allocation_option(req, "prompt_len", "5");
-  req.scopes = parse_budget_scopes("head,model");
+  const AllocationRequest req =
+      decoding_request({{"interval", "1,8"}, {"target", "6"}, {"recent", "2"}, {"prompt_len", "5"}}, "head,model");
   const SharedDecodingResult res = run_shared_decoding(tr, req);
   ASSERT_EQ(res.rows.size(), 2u * 2u);
   for (size_t x = 0; x < 2; ++x) {
@@ -98,12 +106,8 @@ TEST(SharedDecoding, PeriodicRowsAreEachUnitsPeriodicOptimum) {
 
 TEST(SharedDecoding, PageRowsAreTheOptimaOverWholePages) {
   const Trace tr = test::random_trace(2, 4, 2, 37, 8, 5);  // the last page of 4 and of 8 is short
-  AllocationRequest req;
-  req.protocol = AllocationProtocol::Decoding;
-  set_allocation_option(req, "budgets", "16");
-  set_allocation_option(req, "recent", "3");
-  set_allocation_option(req, "page_sizes", "4,1,8");
-  req.scopes = parse_budget_scopes("head,layer");
+  const AllocationRequest req =
+      decoding_request({{"budgets", "16"}, {"recent", "3"}, {"page_sizes", "4,1,8"}}, "head,layer");
   const SharedDecodingResult res = run_shared_decoding(tr, req);
   ASSERT_EQ(res.rows.size(), 3u * 2u);  // page-size-major in the request's order, then scope
   std::vector<OfflineProblem> units;
@@ -150,6 +154,36 @@ TEST(SharedDecoding, PageRowsAreTheOptimaOverWholePages) {
   const nlohmann::json j = res.to_json("t");
   EXPECT_EQ(j["rows"][0]["page_size"], 4);
   EXPECT_EQ(j["rows"][1]["token_value"], token_layer);
+}
+
+// Column generation over recomputed rows gives every row of the dense solver: tokens and pages,
+// every scope, certified.
+TEST(SharedDecoding, ColumnGenerationGivesTheDenseRows) {
+  const Trace tr = test::random_trace(2, 6, 3, 45, 8, 13);
+  const AllocationRequest req =
+      decoding_request({{"budgets", "12,40%"}, {"recent", "2"}, {"page_sizes", "1,4"}}, "head,layer,model");
+  const SharedDecodingResult dense = run_shared_decoding(tr, req);
+  for (const int threads : {1, 2}) {
+    AllocationRequest cg = req;
+    set_allocation_option(cg, "solver", "column-generation");
+    cg.threads = threads;
+    const SharedDecodingResult s = run_shared_decoding(tr, cg);
+    ASSERT_EQ(s.rows.size(), dense.rows.size());
+    ASSERT_EQ(s.rows.size(), 2u * 2u * 3u);
+    for (size_t x = 0; x < s.rows.size(); ++x) {
+      const SharedDecodingRow &a = s.rows[x], &b = dense.rows[x];
+      EXPECT_EQ(a.scope, b.scope);
+      EXPECT_EQ(a.page_size, b.page_size);
+      EXPECT_NEAR(a.value, b.value, 1e-9 * b.value) << x;
+      EXPECT_NEAR(a.upper, a.value, 1e-9 * b.value) << x;
+      EXPECT_NEAR(a.token_value, b.token_value, 1e-9 * b.value) << x;
+      EXPECT_NEAR(a.total_mass, b.total_mass, 1e-9 * b.total_mass);
+    }
+  }
+  EXPECT_EQ(AllocationRequest::from_json(req.to_json()).solver, DecodingSolver::Dense);
+  AllocationRequest cg = req;
+  set_allocation_option(cg, "solver", "column-generation");
+  EXPECT_EQ(AllocationRequest::from_json(cg.to_json()).solver, DecodingSolver::ColumnGeneration);
 }
 
 TEST(SharedDecoding, RefusesWhatDecodingDoesNotCompute) {
@@ -204,4 +238,14 @@ TEST(SharedDecoding, RefusesWhatDecodingDoesNotCompute) {
   set_allocation_option(big_target, "target", "17");
   refuses(big_target, "larger than the sequence");
   EXPECT_THROW(parse_allocation_protocol("decode"), Error);
+  AllocationRequest periodic_cg = zero;
+  set_allocation_option(periodic_cg, "interval", "2");
+  set_allocation_option(periodic_cg, "solver", "column-generation");
+  refuses(periodic_cg, "solver column-generation solves eviction at every step");
+  test::expect_refusal([] { parse_decoding_solver("sparse"); },
+                       "unknown solver 'sparse' (known: dense, column-generation)");
+  AllocationRequest prefill_cg;
+  prefill_cg.prompt_len = 8;
+  set_allocation_option(prefill_cg, "solver", "column-generation");
+  test::expect_refusal([&] { prefill_cg.validate(tr); }, "solver is read by the decoding protocol only");
 }

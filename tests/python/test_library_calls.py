@@ -117,6 +117,12 @@ def test_allocation_oracle_same_rows_from_cli_and_python(kvoracle, trace_file, t
     assert same_records(dec["rows"], json.load(open(cli_dec))["rows"]) and len(dec["rows"]) == 2 * 2
     assert dec["rows"][1]["value"] >= dec["rows"][0]["value"] * (1 - 1e-12)
     assert [r["page_size"] for r in dec["rows"]] == [1, 1, 4, 4]
+    cg = kvo.allocation_oracle(
+        t, protocol="decoding", budgets="25%", recent=2, scopes=["head", "layer"], page_sizes=[1, 4],
+        solver="column-generation",
+    )  # fmt: skip
+    assert cg["request"]["solver"] == "column-generation"
+    assert all(abs(a["value"] - b["value"]) <= 1e-9 * b["value"] for a, b in zip(cg["rows"], dec["rows"]))
     assert all(r["value"] <= r["token_value"] * (1 + 1e-12) for r in dec["rows"])
     cli_per = tmp_path / "periodic.json"
     run(kvoracle, "oracle", "allocation", trace_file, "--protocol", "decoding", "--interval", "1,16", "--target", "25%",

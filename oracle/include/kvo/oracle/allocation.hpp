@@ -22,6 +22,13 @@ enum class AllocationProtocol { Prefill, Decoding };
 std::string to_string(AllocationProtocol protocol);
 AllocationProtocol parse_allocation_protocol(std::string_view name);  // kvo::Error naming the known ones
 
+// How the decoding protocol solves eviction at every step: the dense assignment on each unit's
+// n x n weights (solve_offline_shared), or column generation over rows recomputed from the trace's
+// q and k (solve_offline_shared_streaming); both exact and certified.
+enum class DecodingSolver { Dense, ColumnGeneration };
+std::string to_string(DecodingSolver solver);
+DecodingSolver parse_decoding_solver(std::string_view name);  // kvo::Error naming the known ones
+
 struct AllocationRequest {
   AllocationProtocol protocol = AllocationProtocol::Prefill;
   // Prefill:
@@ -54,7 +61,8 @@ struct AllocationRequest {
   // compressed to a target T (comma-separated amounts, as budgets), for every N in `intervals`.
   std::vector<int> intervals;
   std::string targets;
-  std::vector<int> layers;  // empty: all; the model scope shares the budget over these
+  DecodingSolver solver = DecodingSolver::Dense;  // eviction at every step (not periodic compression)
+  std::vector<int> layers;                        // empty: all; the model scope shares the budget over these
   int threads = 0;
   std::function<void()> on_unit;  // progress: once per (layer, KV head) weighed (any thread)
 
@@ -63,7 +71,8 @@ struct AllocationRequest {
   // floors would sum past the total), a page size that is not a power of two or exceeds some k.
   // Decoding: a budget or recent window that is not an amount or does not fit (r <= k <= n), the
   // layerwise scope or a floor (not computed for decoding), a page size above some k or whose
-  // window's pages do not fit in k, pages with intervals; an interval without a target or
+  // window's pages do not fit in k, pages with intervals, column generation with intervals; an
+  // interval without a target or
   // below 1, a target without an interval or with budgets, a prompt_len outside [0, n - 1] (read
   // with intervals only), presses or alpha_safeguard. Prefill: alpha_safeguard without presses or
   // outside [0, 1], a press the trace cannot serve. Both: no scope, a layer the trace lacks.

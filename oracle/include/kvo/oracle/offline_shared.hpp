@@ -34,5 +34,16 @@ SharedOfflineSolution solve_offline_shared(std::span<const OfflineProblem> units
 // H (k - r) heavy tokens at some step); each unit's part of the value in `unit_values` if given.
 ScheduleCheck evaluate_shared_schedule(std::span<const OfflineProblem> units, const std::vector<std::vector<int>>& end,
                                        const std::vector<double>& price, std::vector<double>* unit_values = nullptr);
+// The same over rows produced on demand (one pass per unit, rows on `threads` threads).
+ScheduleCheck evaluate_shared_schedule(std::span<const WeightRows* const> units, int budget, int recent,
+                                       const std::vector<std::vector<int>>& end, const std::vector<double>& price,
+                                       int threads = 1, std::vector<double>* unit_values = nullptr);
+
+// The optimum of solve_offline_shared (same problem, same certificate) without the matrices: column
+// generation over the units' rows produced on demand (the per-head solve_offline_streaming's
+// method, with H interchangeable rows per eviction step), in O(H n (d + candidates)) memory. Every
+// unit must have the same n; kvo::Error for sizes outside 0 <= r <= k <= n.
+SharedOfflineSolution solve_offline_shared_streaming(std::span<const WeightRows* const> units, int budget, int recent,
+                                                     const StreamingOfflineOptions& options = {});
 
 }  // namespace kvo

@@ -47,7 +47,8 @@ struct SharedDecodingResult {
 // The decoding protocol of `request` (validated: head, layer and model scopes; no floor): eviction
 // at every step at each budget, in tokens and in whole pages of each page size (offline_pages.hpp),
 // or, with intervals, periodic compression to each target (offline_periodic.hpp) at every interval.
-// Dense: n x n doubles per unit, and the solver's suffix sums per sharing set.
+// Dense: n x n doubles per unit, and the solver's suffix sums per sharing set; with column
+// generation (request.solver), O(n (d + candidates)) per unit of the sharing sets solved at once.
 SharedDecodingResult run_shared_decoding(const Trace& trace, const AllocationRequest& request);
 
 }  // namespace kvo

@@ -40,10 +40,38 @@ class AttentionWeightRows final : public WeightRows {
   HeadView head_;
 };
 
+// Row i of the mean over a KV head's query group of dense_attention(head) (the decoding units of
+// `oracle allocation`), recomputed on every call.
+class GroupMeanWeightRows final : public WeightRows {
+ public:
+  explicit GroupMeanWeightRows(std::vector<HeadView> heads);  // the heads' traces must outlive this
+  int n() const override { return heads_.front().n(); }
+  void row(int i, std::span<double> out) const override;
+
+ private:
+  std::vector<HeadView> heads_;
+};
+
+// Row s of a problem folded into pages of b positions (offline_pages.hpp): the sum of the token
+// rows t in [s b, (s + 1) b) over each page's columns, W(s, p) = sum_t sum_{j in p, j <= t} w(t, j).
+class PagedWeightRows final : public WeightRows {
+ public:
+  PagedWeightRows(const WeightRows& tokens, int page_size);  // tokens must outlive this
+  int n() const override;
+  void row(int s, std::span<double> out) const override;
+
+ private:
+  const WeightRows& tokens_;
+  int b_;
+};
+
 // Calls consume(i, w(i, 0..i)) for i = from .. to - 1 (or to - 1 down to from when backwards), in
 // that order, producing blocks of rows on `threads` threads (<= 0: all cores) while only the
 // consumer sees them in sequence. A row that is negative or not finite is a kvo::Error.
 void for_each_row(const WeightRows& w, int from, int to, bool backwards, int threads,
                   const std::function<void(int, std::span<const double>)>& consume);
+// The same over several units in lockstep: consume(i, u, w_u(i, 0..i)) for u = 0 .. H - 1 at each i.
+void for_each_unit_row(std::span<const WeightRows* const> units, int from, int to, bool backwards, int threads,
+                       const std::function<void(int, int, std::span<const double>)>& consume);
 
 }  // namespace kvo
