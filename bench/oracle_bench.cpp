@@ -241,9 +241,10 @@ void BM_DecodingAllocation(benchmark::State& st, bool per_head) {
   decoding_allocation(st, bench::trace(n, 64, 3), n, per_head);
 }
 
-// The same on layer 0 of a real trace of SmolLM2 (3 KV heads): the file KVO_BENCH_REAL_TRACE
-// names, of n tokens (bench/long-context records one of 8 192); skipped without it.
-void BM_DecodingAllocationReal(benchmark::State& st, bool per_head) {
+// The same on layer 0 of a real trace of SmolLM2 (3 KV heads), dense or by column generation: the
+// file KVO_BENCH_REAL_TRACE names, of n tokens (bench/long-context records one of 8 192); skipped
+// without it.
+void BM_DecodingAllocationReal(benchmark::State& st, bool per_head, bool streaming) {
   const int n = static_cast<int>(st.range(0));
   const char* path = std::getenv("KVO_BENCH_REAL_TRACE");
   if (path == nullptr || *path == '\0') {
@@ -257,7 +258,10 @@ void BM_DecodingAllocationReal(benchmark::State& st, bool per_head) {
     st.SkipWithError("KVO_BENCH_REAL_TRACE must hold n tokens and 3 KV heads per layer");
     return;
   }
-  decoding_allocation(st, it->second, n, per_head);
+  if (streaming)
+    decoding_allocation_streaming(st, it->second, n, per_head);
+  else
+    decoding_allocation(st, it->second, n, per_head);
 }
 
 // Periodic compression (kvpress's DecodingPress schedule) on the same three heads: each head's exact
@@ -354,13 +358,23 @@ BENCHMARK(BM_DecodingPages)
     ->Arg(2048)
     ->Arg(8192)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_DecodingAllocationReal, per_head, true)
+BENCHMARK_CAPTURE(BM_DecodingAllocationReal, per_head, true, false)
     ->Name("allocation/decoding-real-per-head")
     ->Arg(8192)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_DecodingAllocationReal, layer, false)
+BENCHMARK_CAPTURE(BM_DecodingAllocationReal, layer, false, false)
     ->Name("allocation/decoding-real-layer")
+    ->Arg(8192)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DecodingAllocationReal, cg_per_head, true, true)
+    ->Name("allocation/decoding-cg-real-per-head")
+    ->Arg(8192)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DecodingAllocationReal, cg_layer, false, true)
+    ->Name("allocation/decoding-cg-real-layer")
     ->Arg(8192)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);

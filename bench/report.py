@@ -33,6 +33,8 @@ BASELINE = {
     "allocation/decoding-pages": "allocation/decoding-layer",
     "allocation/decoding-cg-layer": "allocation/decoding-cg-per-head",
     "allocation/decoding-cg-per-head": "allocation/decoding-cg-per-head",
+    "allocation/decoding-cg-real-layer": "allocation/decoding-cg-real-per-head",
+    "allocation/decoding-cg-real-per-head": "allocation/decoding-cg-real-per-head",
     "allocation/decoding-real-layer": "allocation/decoding-real-per-head",
     "allocation/decoding-real-per-head": "allocation/decoding-real-per-head",
     "allocation/scopes": "allocation/scopes",
