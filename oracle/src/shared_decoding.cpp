@@ -127,7 +127,6 @@ SharedDecodingResult run_shared_decoding(const Trace& tr, const AllocationReques
         row.max_held = std::max(row.max_held, held);
       }
     }
-    row.token_value = b == 1 ? row.value : 0.0;
     return row;
   };
   auto add_rows = [&](int k, int r, int interval) {
