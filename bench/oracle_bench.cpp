@@ -298,30 +298,38 @@ void BM_DecodingPages(benchmark::State& st) {
 // kvpress's allocating presses on a prompt of P tokens of a 3-head layer at 20% kept:
 // `oracle allocation --presses snapkv --alpha-safeguard 0.2` (allocation/presses: the press scored,
 // AdaKV's kept sets, both measured against the optima at their counts and in their scope) against
-// the scopes' optima alone (allocation/scopes, the baseline: the prefill weights and every scope).
-void BM_AllocationPresses(benchmark::State& st, bool presses) {
+// the scopes' optima alone (allocation/scopes, the baseline: the prefill weights and every scope);
+// allocation/presses-per-layer adds SnapKV under PerLayerCompressionPress (--layer-ratios 0.8).
+enum class PressRows { None, AdaKV, AdaKVAndPerLayer };
+void BM_AllocationPresses(benchmark::State& st, PressRows rows) {
   const int n = static_cast<int>(st.range(0));
   const Trace& tr = bench::trace(n, 64, 3);
   AllocationRequest req;
   req.prompt_len = n * 3 / 4;
   req.ratios = {0.8};
-  if (presses) {
+  if (rows != PressRows::None) {
     req.presses = "snapkv";
     req.alpha_safeguard = {0.2};
   }
+  if (rows == PressRows::AdaKVAndPerLayer) req.layer_ratios = {0.8};
   for (auto _ : st) benchmark::DoNotOptimize(run_shared_prefill(tr, req).rows.size());
   st.SetItemsProcessed(st.iterations() * 3 * n);  // head-tokens
 }
 
 }  // namespace
 
-BENCHMARK_CAPTURE(BM_AllocationPresses, scopes, false)
+BENCHMARK_CAPTURE(BM_AllocationPresses, scopes, PressRows::None)
     ->Name("allocation/scopes")
     ->Arg(1024)
     ->Arg(2048)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_AllocationPresses, presses, true)
+BENCHMARK_CAPTURE(BM_AllocationPresses, presses, PressRows::AdaKV)
     ->Name("allocation/presses")
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AllocationPresses, presses_per_layer, PressRows::AdaKVAndPerLayer)
+    ->Name("allocation/presses-per-layer")
     ->Arg(1024)
     ->Arg(2048)
     ->Unit(benchmark::kMillisecond);

@@ -39,6 +39,7 @@ BASELINE = {
     "allocation/decoding-real-per-head": "allocation/decoding-real-per-head",
     "allocation/scopes": "allocation/scopes",
     "allocation/presses": "allocation/scopes",
+    "allocation/presses-per-layer": "allocation/presses",
 }
 COUNTERS = (
     "nodes",

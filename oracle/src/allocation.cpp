@@ -47,6 +47,7 @@ const JsonForm<AllocationRequest>& request_json() {
         .field("layers", &AllocationRequest::layers)
         .field("presses", &AllocationRequest::presses)
         .field("alpha_safeguard", &AllocationRequest::alpha_safeguard)
+        .field("layer_ratios", &AllocationRequest::layer_ratios)
         .field("threads", &AllocationRequest::threads);
     press_field(f, "press", "shared prefill request: press", &AllocationRequest::press);
     return f;
@@ -111,6 +112,8 @@ void AllocationRequest::validate(const Trace& tr) const {
     require(resolve_allocation_floor(floor, 1) == 0, "floor is computed for the prefill protocol only");
     require(presses.empty() && alpha_safeguard.empty(),
             "presses and alpha_safeguard are measured under the prefill protocol only");
+    require(layer_ratios.empty(),
+            "layer_ratios (PerLayerCompressionPress) is measured under the prefill protocol only");
     if (!periodic()) {
       require(targets.empty(), "target is read with interval only (eviction at every step takes budgets)");
       require(prompt_len == 0, "prompt_len is read by the prefill protocol and by periodic compression (interval)");
@@ -153,11 +156,22 @@ void AllocationRequest::validate(const Trace& tr) const {
   require(alpha_safeguard.empty() || !presses.empty(),
           "alpha_safeguard wraps each of presses in AdaKV: give presses (e.g. --presses snapkv)");
   for (double a : alpha_safeguard) adakv_safeguard(1, a);
+  require(layer_ratios.empty() || !presses.empty(),
+          "layer_ratios wraps each of presses in PerLayerCompressionPress: give presses (e.g. --presses snapkv)");
   if (presses.empty()) return;
+  const std::vector<int> chosen = chosen_layers(tr);
+  require(layer_ratios.empty() || layer_ratios.size() == chosen.size(),
+          "layer_ratios: one ratio per layer, in the order of layers: " + std::to_string(chosen.size()) + " layers, " +
+              std::to_string(layer_ratios.size()) + " given");
+  for (double r : layer_ratios)
+    require(r >= 0 && r < 1,
+            "layer ratio " + join_numbers({r}) + " is outside [0, 1) (kvpress's rule: the fraction removed)");
   // Refuse a press the trace cannot serve before any work (the first layer stands for all).
-  const int first = chosen_layers(tr).front();
+  const int first = chosen.front();
+  std::vector<double> every_ratio = ratios;
+  every_ratio.insert(every_ratio.end(), layer_ratios.begin(), layer_ratios.end());
   for (PressId id : parse_press_list(presses))
-    for (double r : ratios) {
+    for (double r : every_ratio) {
       PressOptions o = press;
       o.id = id;
       o.compression_ratio = r;

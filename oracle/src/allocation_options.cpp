@@ -78,6 +78,11 @@ std::vector<AllocationOptionEntry> build_options() {
        "prefill, with --presses: AdaKVPress's alpha_safeguard values, each wrapping every press (comma-separated)",
        false, [](R& r, std::string_view t) { r.alpha_safeguard = parse_number_list(t, "alpha_safeguard"); },
        [](const R& r) { return join_numbers(r.alpha_safeguard); }},
+      {"layer_ratios", "--layer-ratios",
+       "prefill, with --presses: kvpress's PerLayerCompressionPress around every press, one compression_ratio per "
+       "layer (comma-separated, in the order of --layers)",
+       false, [](R& r, std::string_view t) { r.layer_ratios = parse_number_list(t, "layer_ratios"); },
+       [](const R& r) { return join_numbers(r.layer_ratios); }},
   };
   for (const PressParameterEntry& e : press_parameter_table())  // read by --presses
     options.push_back(

@@ -120,6 +120,8 @@ expect_error "must be longer than window_size (64)" oracle allocation "$dir/ok.s
   --presses snapkv --json "$dir/out.jsonl"
 expect_error "presses and alpha_safeguard are measured under the prefill protocol only" oracle allocation \
   "$dir/ok.safetensors" --protocol decoding --presses knorm --json "$dir/out.jsonl"
+expect_error "layer_ratios: one ratio per layer, in the order of layers: 2 layers, 3 given" oracle allocation \
+  "$dir/ok.safetensors" --prompt-len 32 --presses knorm --layer-ratios 0.5,0.5,0.5 --json "$dir/out.jsonl"
 # The oracle's modes as subcommands, with the same library errors as the older spellings.
 expect_error "prompt_len must be in \[1, 63\]" oracle prefill "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"
 expect_error "objective is dense-acc, mass or fl, not 'acc'" oracle static "$dir/ok.safetensors" --objective acc --out "$dir/out.jsonl"

@@ -47,9 +47,11 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; asse
 # kvpress's allocating presses against the optimum of the same memory: each below its counts' optimum,
 # below its scope's best, below any allocation's, all certified
 "$K" -q oracle allocation "$dir/t.safetensors" --prompt-len 40 --compression-ratio 0.5 --scopes head --presses \
-  knorm,pyramidkv --window-size 4 --beta 2 --alpha-safeguard 0,0.2 --json "$dir/am.json" >"$dir/am.txt"
+  knorm,pyramidkv --window-size 4 --beta 2 --alpha-safeguard 0,0.2 --layer-ratios 0.25 --json "$dir/am.json" \
+  >"$dir/am.txt"
 grep -q "adakv(knorm, 0.2)" "$dir/am.txt"
-python3 -c "import json,sys; m=json.load(open(sys.argv[1]))[\"methods\"]; assert [x[\"method\"] for x in m] == [\"knorm\", \"adakv(knorm, 0)\", \"adakv(knorm, 0.2)\", \"pyramidkv\", \"adakv(pyramidkv, 0)\", \"adakv(pyramidkv, 0.2)\"], m; assert all(x[\"value\"] <= x[\"at_counts\"] * (1 + 1e-12) and x[\"at_counts\"] <= x[\"scope_optimum\"] * (1 + 1e-12) <= x[\"best\"] * (1 + 2e-12) and abs(x[\"best_upper\"] - x[\"best\"]) <= 1e-9 for x in m)" "$dir/am.json"
+grep -q "per-layer(knorm)" "$dir/am.txt"
+python3 -c "import json,sys; m=json.load(open(sys.argv[1]))[\"methods\"]; assert [x[\"method\"] for x in m] == [\"knorm\", \"adakv(knorm, 0)\", \"adakv(knorm, 0.2)\", \"pyramidkv\", \"adakv(pyramidkv, 0)\", \"adakv(pyramidkv, 0.2)\", \"per-layer(knorm)\", \"per-layer(pyramidkv)\"], m; assert all(x[\"value\"] <= x[\"at_counts\"] * (1 + 1e-12) and x[\"at_counts\"] <= x[\"scope_optimum\"] * (1 + 1e-12) <= x[\"best\"] * (1 + 2e-12) and abs(x[\"best_upper\"] - x[\"best\"]) <= 1e-9 for x in m)" "$dir/am.json"
 # the decoding protocol: shared capacity at every step, the exact offline optimum, certified
 # (in tokens and in whole pages of 4, never above the same scope's tokens)
 "$K" -q oracle allocation "$dir/t.safetensors" --protocol decoding --budgets 20%,40% --recent 4 \

@@ -54,6 +54,12 @@ def kvpress_run(model, ids, trace, name, ratio):
     seeded = "seed" in CLASSES[name].__dataclass_fields__  # RandomPress
     press = CLASSES[name](compression_ratio=ratio, **({"seed": 0} if seeded else {}))
     scores = record_scores(press)
+    return scores, held_positions(model, ids, trace, press)
+
+
+def held_positions(model, ids, trace, press):
+    """The positions the press's compressed cache holds after the prompt, per layer and KV head
+    (each held key matched to the trace's)."""
     cache = DynamicCache()
     with torch.no_grad(), press(model):
         model(ids, past_key_values=cache)
@@ -66,7 +72,7 @@ def kvpress_run(model, ids, trace, name, ratio):
             assert dist.min(1).max() < 1e-8 * (keys[h] ** 2).sum(-1).mean()  # each held key is one of the trace's
             row.append(np.sort(dist.argmin(1)))
         kept.append(row)
-    return scores, kept
+    return kept
 
 
 @pytest.mark.parametrize("name,ratio", CASES)
@@ -208,6 +214,21 @@ def test_kvoracle_pyramidkv_keeps_kvpress_layer_budgets(hf_smollm2, prompt):
             hf_smollm2(ids, past_key_values=cache)
         lengths.append([cache.layers[layer].keys.shape[2] for layer in range(trace.n_layers)])
     assert lengths[0] == lengths[1] and lengths[0][0] > lengths[0][-1]  # 448 falling to 64
+
+
+def test_per_layer_compression_runs_each_layer_at_its_ratio(hf_smollm2, prompt):
+    """kvpress's PerLayerCompressionPress around SnapKV keeps, on every layer and KV head, what
+    kvoracle's press keeps at that layer's ratio: the rule `kvoracle oracle allocation
+    --layer-ratios` measures (oracle/allocation_methods.hpp)."""
+    ids, trace = prompt
+    ratios = [(0.25, 0.5, 0.75)[layer % 3] for layer in range(trace.n_layers)]
+    press = kvpress.PerLayerCompressionPress(press=kvpress.SnapKVPress(), compression_ratios=ratios)
+    theirs = held_positions(hf_smollm2, ids, trace, press)
+    for layer in range(trace.n_layers):
+        ours = kvo.run_press(trace, layer, P, "snapkv", compression_ratio=ratios[layer])
+        assert ours["n_kept"] == int(P * (1 - ratios[layer]))
+        for h in range(trace.n_kv_heads):
+            assert np.array_equal(np.sort(ours["kept"][h]), theirs[layer][h]), (layer, h)
 
 
 @pytest.mark.parametrize("name,alpha", [("snapkv", 0.2), ("knorm", 0.2), ("tova", 0.2), ("snapkv", 0.0)])

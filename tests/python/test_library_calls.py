@@ -133,13 +133,14 @@ def test_allocation_oracle_same_rows_from_cli_and_python(kvoracle, trace_file, t
     cli_methods = tmp_path / "methods.json"
     run(kvoracle, "oracle", "allocation", trace_file, "--prompt-len", "32", "--compression-ratio", "0.5",
         "--scopes", "head", "--presses", "snapkv,knorm", "--window-size", "4", "--alpha-safeguard", "0.2",
-        "--json", cli_methods)  # fmt: skip
+        "--layer-ratios", "0.25,0.75", "--json", cli_methods)  # fmt: skip
     methods = kvo.allocation_oracle(
         t, prompt_len=32, compression_ratio=0.5, scopes="head", presses="snapkv,knorm", window_size=4,
-        alpha_safeguard=0.2,
+        alpha_safeguard=0.2, layer_ratios=[0.25, 0.75],
     )  # fmt: skip
     cli_m = json.load(open(cli_methods))
-    assert same_records(methods["methods"], cli_m["methods"]) and len(methods["methods"]) == 2 * 2
+    assert same_records(methods["methods"], cli_m["methods"]) and len(methods["methods"]) == 2 * 2 + 2
+    assert [m["slots"][0] for m in methods["methods"][-2:]] == [24, 24]  # 32 (1 - 0.25) in layer 0
     assert methods["request"] == cli_m["request"] and methods["request"]["press"]["window_size"] == 4
     with pytest.raises(ValueError, match="interval needs target"):
         kvo.allocation_oracle(t, protocol="decoding", interval=64)

@@ -50,6 +50,9 @@ struct AllocationRequest {
   // AdaKVPress at every alpha_safeguard in [0, 1]; `press` holds their parameters.
   std::string presses;
   std::vector<double> alpha_safeguard;
+  // kvpress's PerLayerCompressionPress around each of presses: one compression_ratio per chosen
+  // layer, in the order of chosen_layers(); empty: no such rows.
+  std::vector<double> layer_ratios;
   PressOptions press;
   // Decoding: each unit's budgets k (comma-separated; tokens, or shares of n; empty: 20%) and
   // forced recent window r (tokens, or a share of k); the units of a scope share their heavy slots,
@@ -75,7 +78,8 @@ struct AllocationRequest {
   // interval without a target or
   // below 1, a target without an interval or with budgets, a prompt_len outside [0, n - 1] (read
   // with intervals only), presses or alpha_safeguard. Prefill: alpha_safeguard without presses or
-  // outside [0, 1], a press the trace cannot serve. Both: no scope, a layer the trace lacks.
+  // outside [0, 1], a press the trace cannot serve, layer_ratios without presses, not one per
+  // chosen layer or outside [0, 1). Both: no scope, a layer the trace lacks.
   void validate(const Trace& trace) const;
   std::vector<int> chosen_layers(const Trace& trace) const;  // `layers`, or every layer
   std::vector<BudgetScope> chosen_scopes() const;            // `scopes`, or the protocol's default

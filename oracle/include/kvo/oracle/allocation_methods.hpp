@@ -1,6 +1,7 @@
 // kvpress's presses that allocate a budget, against the exact optimum of the same memory on a
-// trace's prompt: each press alone (per-head counts; PyramidKV's pyramid of layer counts) and
-// under AdaKVPress (a layer's KV heads share its budget above a safeguard). Each row splits what the
+// trace's prompt: each press alone (per-head counts; PyramidKV's pyramid of layer counts), under
+// AdaKVPress (a layer's KV heads share its budget above a safeguard) and under
+// PerLayerCompressionPress (the caller's ratio per layer). Each row splits what the
 // press loses into its choice of keys at its own counts and its counts against its scope's best.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -32,8 +33,9 @@ struct AllocationMethodRow {
 };
 
 // The rows of request.presses x request.ratios (each press alone, then under AdaKV at each
-// alpha_safeguard), ratio-major. weights[u]: the prefill weights of unit u (layer-major over
-// `layers`, kv heads per layer), as run_shared_prefill computes them.
+// alpha_safeguard), ratio-major; then, with layer_ratios, each press under PerLayerCompressionPress
+// ("per-layer(snapkv)": compression_ratio and k are those of the mean ratio). weights[u]: the prefill weights of unit u
+// (layer-major over `layers`, kv heads per layer), as run_shared_prefill computes them.
 std::vector<AllocationMethodRow> compare_allocation_methods(const Trace& trace, const AllocationRequest& request,
                                                             const std::vector<int>& layers,
                                                             const std::vector<std::vector<double>>& weights);
