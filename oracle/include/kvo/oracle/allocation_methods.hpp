@@ -34,8 +34,8 @@ struct AllocationMethodRow {
 
 // The rows of request.presses x request.ratios (each press alone, then under AdaKV at each
 // alpha_safeguard), ratio-major; then, with layer_ratios, each press under PerLayerCompressionPress
-// ("per-layer(snapkv)": compression_ratio and k are those of the mean ratio). weights[u]: the prefill weights of unit u
-// (layer-major over `layers`, kv heads per layer), as run_shared_prefill computes them.
+// ("per-layer(snapkv)"; its compression_ratio and k are the mean ratio's). weights[u]: the prefill
+// weights of unit u (layer-major over `layers`, kv heads per layer), as run_shared_prefill computes.
 std::vector<AllocationMethodRow> compare_allocation_methods(const Trace& trace, const AllocationRequest& request,
                                                             const std::vector<int>& layers,
                                                             const std::vector<std::vector<double>>& weights);
