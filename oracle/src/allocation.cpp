@@ -168,8 +168,10 @@ void AllocationRequest::validate(const Trace& tr) const {
             "layer ratio " + join_numbers({r}) + " is outside [0, 1) (kvpress's rule: the fraction removed)");
   // Refuse a press the trace cannot serve before any work (the first layer stands for all).
   const int first = chosen.front();
-  std::vector<double> every_ratio = ratios;
+  std::vector<double> every_ratio = ratios;  // each distinct ratio once (layer ratios repeat)
   every_ratio.insert(every_ratio.end(), layer_ratios.begin(), layer_ratios.end());
+  std::sort(every_ratio.begin(), every_ratio.end());
+  every_ratio.erase(std::unique(every_ratio.begin(), every_ratio.end()), every_ratio.end());
   for (PressId id : parse_press_list(presses))
     for (double r : every_ratio) {
       PressOptions o = press;
