@@ -25,6 +25,7 @@ BASELINE = {
     "scorer/cpu": "replay/h2o",
     "scorer/budget": "replay/h2o-budget",
     "scorer/heads": "replay/h2o-heads",
+    "scorer/cuda": "scorer/cpu-all-cores",
     "fl-layout": "fl-layout/column-major",
     "allocation": "allocation/per-head",
     "allocation/decoding-layer": "allocation/decoding-per-head",
@@ -42,6 +43,7 @@ BASELINE = {
     "allocation/presses-per-layer": "allocation/presses",
 }
 COUNTERS = (
+    "kernel_ms",
     "nodes",
     "exact",
     "gain_evals",
@@ -121,7 +123,8 @@ def baseline_of(name):
     base = BASELINE.get(family(name)) or BASELINE.get(name.split("/")[0])
     if not base or (name.startswith("scorer/") and family(name) not in BASELINE):
         return None
-    return "/".join([base] + args_key(name))
+    suffix = ["real_time"] if name.endswith("/real_time") else []
+    return "/".join([base] + args_key(name) + suffix)
 
 
 def ratio(run, name):

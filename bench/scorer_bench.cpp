@@ -97,14 +97,8 @@ void BM_ReadBandwidth(benchmark::State& st) {
       benchmark::Counter(static_cast<double>(doubles) * 8e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// The CUDA scorer on a 16-layer x 8-head trace; bytes per step from the work model.
-void BM_ScorerCuda(benchmark::State& st) {
-  std::string why;
-  if (gpu::device_count(&why) == 0) {
-    st.SkipWithError(("no CUDA device: " + why).c_str());
-    return;
-  }
-  const int n = static_cast<int>(st.range(0));
+// The whole-trace input of the device benchmarks: 16 layers x 8 heads (MHA), d = 64, no prompt.
+const Trace& whole_trace(int n) {
   static Trace tr;
   if (tr.n_tokens != n) {
     SynthOptions so;
@@ -116,10 +110,21 @@ void BM_ScorerCuda(benchmark::State& st) {
     so.prompt_len = 0;
     tr = synthesize(so);
   }
+  return tr;
+}
+
+// One device on the whole trace at budget 20%; bytes per step from the work model.
+void run_whole_trace(benchmark::State& st, ScorerDevice device) {
+  const int n = static_cast<int>(st.range(0));
+  const Trace& tr = whole_trace(n);
   ScorerOptions o;
-  o.device = ScorerDevice::Cuda;
+  o.device = device;
+  o.threads = 0;  // the CPU twin on every core: the baseline of scorer/cuda
   o.run.budget = Budget::parse("0.2");
-  for (auto _ : st) benchmark::DoNotOptimize(run_scorer(tr, o).units.size());
+  double kernel_seconds = 0.0;
+  for (auto _ : st) kernel_seconds += run_scorer(tr, o).kernel_seconds;
+  if (device == ScorerDevice::Cuda)
+    st.counters["kernel_ms"] = 1e3 * kernel_seconds / static_cast<double>(st.iterations());
   const int k = o.run.budget.resolve(n, 0, 0).total;
   const double units = 16.0 * 8.0;
   st.counters["bytes/step"] = scorer_bytes_per_step(k + 1, 64) * units;
@@ -127,6 +132,19 @@ void BM_ScorerCuda(benchmark::State& st) {
                                            benchmark::Counter::kIsIterationInvariantRate);
   st.SetItemsProcessed(st.iterations() * static_cast<long>(units) * n);
 }
+
+// The CUDA scorer on the whole trace (skipped without a device).
+void BM_ScorerCuda(benchmark::State& st) {
+  std::string why;
+  if (gpu::device_count(&why) == 0) {
+    st.SkipWithError(("no CUDA device: " + why).c_str());
+    return;
+  }
+  run_whole_trace(st, ScorerDevice::Cuda);
+}
+
+// The CPU twin on the same trace with all cores: scorer/cuda's baseline, measured in its run.
+void BM_ScorerCpuWholeTrace(benchmark::State& st) { run_whole_trace(st, ScorerDevice::Cpu); }
 
 }  // namespace
 
@@ -150,4 +168,10 @@ BENCHMARK(BM_ReadBandwidth)
     ->Arg(208)
     ->Arg(1024)
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_ScorerCuda)->Name("scorer/cuda")->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ScorerCpuWholeTrace)
+    ->Name("scorer/cpu-all-cores")
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_ScorerCuda)->Name("scorer/cuda")->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -50,7 +50,9 @@ int run_device_replay(const Args& a, const Global& g) {
         {s.budget, std::to_string(s.k), std::to_string(s.heads), std::to_string(s.evictions), fmt(s.mean_kept_score)});
   t.print(std::cout);
   const double head_steps = static_cast<double>(r.units.size()) * tr.n_tokens;
-  std::cout << fmt(sec, 3) << " s, " << fmt(head_steps / sec, 4) << " head-steps/s\n";
+  std::cout << fmt(sec, 3) << " s, " << fmt(head_steps / sec, 4) << " head-steps/s";
+  if (r.kernel_seconds > 0) std::cout << " (kernel " << fmt(r.kernel_seconds, 3) << " s)";
+  std::cout << '\n';
   if (!a.out.empty()) std::cout << "per-step records: " << a.out << '\n';
   return 0;
 }

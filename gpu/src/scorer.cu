@@ -5,6 +5,7 @@
 // kept slots are held in token order, as on the CPU.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <cub/block/block_reduce.cuh>
 #include <string>
@@ -45,8 +46,8 @@ struct VictimMin {
 };
 
 __global__ void scorer_kernel(const float* q_all, const float* k_all, const DeviceJob* jobs, int n, int d, double scale,
-                              int prompt_len, bool paper, int* order_all, double* score_all, double* work_all,
-                              int* evict_out, double* score_out) {
+                              int prompt_len, bool paper, bool state_in_shared, int* order_all, double* score_all,
+                              double* work_all, float* keys_all, int* evict_out, double* score_out) {
   using Reduce = cub::BlockReduce<double, kBlock>;
   using ReduceVictim = cub::BlockReduce<Victim, kBlock>;
   __shared__ union {
@@ -54,31 +55,46 @@ __global__ void scorer_kernel(const float* q_all, const float* k_all, const Devi
     typename ReduceVictim::TempStorage v;
   } tmp;
   __shared__ float qs[kMaxDim];
-  __shared__ int size;
   __shared__ double shared_value;
-  __shared__ int best_pos;
+  __shared__ int victim_pos;
   const DeviceJob job = jobs[blockIdx.x];
+  const int capacity = static_cast<int>(jobs[blockIdx.x + 1].state_offset - job.state_offset);
   const float* q = q_all + job.q_offset;
   const float* k = k_all + job.k_offset;
+  // The kept keys, dimension-major (element x of slot p at x * capacity + p): the threads of a
+  // warp read consecutive slots of one dimension, so every load is coalesced.
+  float* keys = keys_all + job.state_offset * d;
+  extern __shared__ double state_smem[];  // score, work, then order: capacity entries each
   int* order = order_all + job.state_offset;
   double* score = score_all + job.state_offset;
   double* work = work_all + job.state_offset;
+  if (state_in_shared) {
+    score = state_smem;
+    work = state_smem + capacity;
+    order = reinterpret_cast<int*>(state_smem + 2 * capacity);
+  }
   const int tid = static_cast<int>(threadIdx.x);
-  if (tid == 0) size = 0;
+  int size = 0;  // every thread tracks it: insertions and evictions are block-uniform
   for (int i = 0; i < n; ++i) {
     __syncthreads();
     if (tid == 0) {
       order[size] = i;
       score[size] = 0.0;
-      ++size;
     }
-    for (int x = tid; x < d; x += kBlock) qs[x] = q[static_cast<long>(i) * d + x];
+    for (int x = tid; x < d; x += kBlock) {
+      qs[x] = q[static_cast<long>(i) * d + x];
+      keys[static_cast<long>(x) * capacity + size] = k[static_cast<long>(i) * d + x];
+    }
+    ++size;
     __syncthreads();
     const int sz = size;
     if (scorer::accumulates(paper, sz, job.budget, i, prompt_len)) {
       double local = -INFINITY;
       for (int p = tid; p < sz; p += kBlock) {
-        const double l = scale * scorer::dot_fp64(qs, k + static_cast<long>(order[p]) * d, d);
+        double dot = 0.0;  // the fp64 dot of scorer_math.hpp, in index order, one fma per element
+        for (int x = 0; x < d; ++x)
+          dot = ::fma(static_cast<double>(qs[x]), static_cast<double>(keys[static_cast<long>(x) * capacity + p]), dot);
+        const double l = scale * dot;
         work[p] = l;
         local = fmax(local, l);
       }
@@ -100,42 +116,35 @@ __global__ void scorer_kernel(const float* q_all, const float* k_all, const Devi
       for (int p = tid; p < sz; p += kBlock) score[p] += work[p] / sum;
     }
     if (!scorer::evicts(sz, job.budget, i, prompt_len)) continue;
-    while (true) {
+    while (size > job.budget) {
       __syncthreads();
-      const int cur = size;
-      if (cur <= job.budget) break;
       Victim local{0.0, INT_MAX, -1};
-      for (int p = tid; p < cur; p += kBlock) {
+      for (int p = tid; p < size; p += kBlock) {
         const int t = order[p];
         if (!scorer::is_candidate(t, i, job.recent)) continue;
-        const Victim v{score[p], t, p};
-        local = VictimMin()(local, v);
+        local = VictimMin()(local, Victim{score[p], t, p});
       }
-      const Victim best = ReduceVictim(tmp.v).Reduce(local, VictimMin());
+      Victim best = ReduceVictim(tmp.v).Reduce(local, VictimMin());
+      if (__syncthreads_or(tid == 0 && best.pos < 0)) {  // no candidate: the oldest token leaves
+        Victim oldest{0.0, INT_MAX, -1};
+        for (int p = tid; p < size; p += kBlock) oldest = VictimMin()(oldest, Victim{0.0, order[p], p});
+        best = ReduceVictim(tmp.v).Reduce(oldest, VictimMin());
+      }
+      const int last = size - 1;
       if (tid == 0) {
-        best_pos = best.pos >= 0 ? best.pos : 0;  // no candidate: the oldest leaves
-        evict_out[job.out_offset + order[best_pos]] = i;
-        score_out[job.out_offset + order[best_pos]] = score[best_pos];
+        const int at = best.pos;
+        evict_out[job.out_offset + order[at]] = i;
+        score_out[job.out_offset + order[at]] = score[at];
+        order[at] = order[last];  // the last slot fills the gap
+        score[at] = score[last];
+        victim_pos = at;
       }
       __syncthreads();
-      // Close the gap: chunk by chunk, read the right neighbour, then write.
-      for (int base = best_pos; base < cur - 1; base += kBlock) {
-        const int p = base + tid;
-        const bool mine = p < cur - 1;
-        int t = 0;
-        double s = 0.0;
-        if (mine) {
-          t = order[p + 1];
-          s = score[p + 1];
-        }
-        __syncthreads();
-        if (mine) {
-          order[p] = t;
-          score[p] = s;
-        }
-        __syncthreads();
-      }
-      if (tid == 0) size = cur - 1;
+      const int at = victim_pos;
+      if (at != last)
+        for (int x = tid; x < d; x += kBlock)
+          keys[static_cast<long>(x) * capacity + at] = keys[static_cast<long>(x) * capacity + last];
+      --size;
     }
   }
   __syncthreads();
@@ -158,6 +167,9 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer() { cudaFree(p_); }
   T* get() const { return p_; }
+  void copy_from(const std::vector<T>& host, size_t offset) const {
+    check(cudaMemcpy(p_ + offset, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "copy");
+  }
   void copy_to(std::vector<T>& host) const {
     check(cudaMemcpy(host.data(), p_, sizeof(T) * host.size(), cudaMemcpyDeviceToHost), "copy back");
   }
@@ -166,22 +178,42 @@ class DeviceBuffer {
   T* p_ = nullptr;
 };
 
+// Device 0's name and opt-in shared memory per block, read once (cudaGetDeviceProperties is slow).
+struct DeviceInfo {
+  std::string name;
+  size_t shared_per_block = 0;
+};
+const DeviceInfo& device_info() {
+  static const DeviceInfo info = [] {
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "device properties");
+    return DeviceInfo{prop.name, prop.sharedMemPerBlockOptin};
+  }();
+  return info;
+}
+
 }  // namespace
 
 ScorerResult run_scorer_cuda_jobs(const Trace& tr, const std::vector<ScorerJob>& jobs, int prompt_len, bool paper) {
   const int n = tr.n_tokens, d = tr.head_dim;
   require(d <= kMaxDim, "the CUDA scorer supports head dimensions up to 512");
-  cudaDeviceProp prop{};
-  check(cudaGetDeviceProperties(&prop, 0), "device properties");
-  // Pack the queries and keys of the layers in use.
-  std::vector<float> q, k;
+  const DeviceInfo& dev = device_info();
+  // The queries and keys of the layers in use, copied layer by layer from the trace.
   std::vector<long> q_layer(static_cast<size_t>(tr.n_layers), -1), k_layer(static_cast<size_t>(tr.n_layers), -1);
-  for (const auto& j : jobs)
-    if (q_layer[static_cast<size_t>(j.layer)] < 0) {
-      q_layer[static_cast<size_t>(j.layer)] = static_cast<long>(q.size());
-      k_layer[static_cast<size_t>(j.layer)] = static_cast<long>(k.size());
-      q.insert(q.end(), tr.q[static_cast<size_t>(j.layer)].begin(), tr.q[static_cast<size_t>(j.layer)].end());
-      k.insert(k.end(), tr.k[static_cast<size_t>(j.layer)].begin(), tr.k[static_cast<size_t>(j.layer)].end());
+  long q_size = 0, k_size = 0;
+  for (const auto& j : jobs) {
+    const auto l = static_cast<size_t>(j.layer);
+    if (q_layer[l] >= 0) continue;
+    q_layer[l] = q_size;
+    k_layer[l] = k_size;
+    q_size += static_cast<long>(tr.q[l].size());
+    k_size += static_cast<long>(tr.k[l].size());
+  }
+  const DeviceBuffer<float> dq(static_cast<size_t>(q_size)), dk(static_cast<size_t>(k_size));
+  for (size_t l = 0; l < q_layer.size(); ++l)
+    if (q_layer[l] >= 0) {
+      dq.copy_from(tr.q[l], static_cast<size_t>(q_layer[l]));
+      dk.copy_from(tr.k[l], static_cast<size_t>(k_layer[l]));
     }
   std::vector<DeviceJob> dj;
   long state = 0;
@@ -197,23 +229,45 @@ ScorerResult run_scorer_cuda_jobs(const Trace& tr, const std::vector<ScorerJob>&
     state += j.capacity;
     dj.push_back(v);
   }
-  const DeviceBuffer<float> dq(q), dk(k);
+  DeviceJob end{};  // sentinel: its state offset ends the last unit's state
+  end.state_offset = state;
+  dj.push_back(end);
+  long max_capacity = 0;
+  for (const auto& j : jobs) max_capacity = std::max(max_capacity, static_cast<long>(j.capacity));
+  const size_t state_bytes = static_cast<size_t>(max_capacity) * (2 * sizeof(double) + sizeof(int));
+  const bool state_in_shared = state_bytes + 8 * 1024 <= dev.shared_per_block;
+  if (state_in_shared)
+    check(
+        cudaFuncSetAttribute(scorer_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(state_bytes)),
+        "shared memory size");
   const DeviceBuffer<DeviceJob> djobs(dj);
   const size_t outs = jobs.size() * static_cast<size_t>(n);
-  const DeviceBuffer<int> order(static_cast<size_t>(state)), evict(outs);
-  const DeviceBuffer<double> score(static_cast<size_t>(state)), work(static_cast<size_t>(state)), score_out(outs);
+  const DeviceBuffer<int> order(state_in_shared ? 0 : static_cast<size_t>(state)), evict(outs);
+  const DeviceBuffer<double> score(state_in_shared ? 0 : static_cast<size_t>(state)),
+      work(state_in_shared ? 0 : static_cast<size_t>(state)), score_out(outs);
+  const DeviceBuffer<float> keys(static_cast<size_t>(state) * static_cast<size_t>(d));
   check(cudaMemset(evict.get(), 0xff, sizeof(int) * outs), "memset");  // -1: kept to the end
-  scorer_kernel<<<static_cast<unsigned>(jobs.size()), kBlock>>>(dq.get(), dk.get(), djobs.get(), n, d, tr.attn_scale,
-                                                                prompt_len, paper, order.get(), score.get(), work.get(),
-                                                                evict.get(), score_out.get());
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "event");
+  check(cudaEventCreate(&stop), "event");
+  check(cudaEventRecord(start), "event");
+  scorer_kernel<<<static_cast<unsigned>(jobs.size()), kBlock, state_in_shared ? state_bytes : 0>>>(
+      dq.get(), dk.get(), djobs.get(), n, d, tr.attn_scale, prompt_len, paper, state_in_shared, order.get(),
+      score.get(), work.get(), keys.get(), evict.get(), score_out.get());
   check(cudaGetLastError(), "launch");
+  check(cudaEventRecord(stop), "event");
   check(cudaDeviceSynchronize(), "kernel");
+  float kernel_ms = 0.0f;
+  check(cudaEventElapsedTime(&kernel_ms, start, stop), "event time");
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
   std::vector<int> ev(outs);
   std::vector<double> sc(outs);
   evict.copy_to(ev);
   score_out.copy_to(sc);
   ScorerResult r;
-  r.device = std::string("cuda: ") + prop.name;
+  r.device = "cuda: " + dev.name;
+  r.kernel_seconds = kernel_ms * 1e-3;
   r.units.resize(jobs.size());
   for (size_t x = 0; x < jobs.size(); ++x) {
     auto& u = r.units[x];

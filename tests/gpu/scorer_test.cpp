@@ -77,6 +77,21 @@ Trace gqa_trace(std::uint64_t seed) {
   return synthesize(so);
 }
 
+// The CUDA back end against the CPU twin: the same caches, scores to round-off.
+void expect_device_matches_twin(const Trace& tr, ScorerOptions o) {
+  o.device = ScorerDevice::Cuda;
+  const ScorerResult gpu_r = run_scorer(tr, o);
+  EXPECT_GT(gpu_r.kernel_seconds, 0.0);
+  o.device = ScorerDevice::Cpu;
+  const ScorerResult cpu_r = run_scorer(tr, o);
+  ASSERT_EQ(gpu_r.units.size(), cpu_r.units.size());
+  for (size_t x = 0; x < cpu_r.units.size(); ++x) {
+    EXPECT_EQ(gpu_r.units[x].evict_step, cpu_r.units[x].evict_step) << "unit " << x;
+    for (size_t j = 0; j < cpu_r.units[x].score.size(); ++j)
+      EXPECT_NEAR(gpu_r.units[x].score[j], cpu_r.units[x].score[j], 1e-9 * std::max(1.0, cpu_r.units[x].score[j]));
+  }
+}
+
 }  // namespace
 
 TEST(Scorer, CpuTwinEqualsTheReplayEngine) {
@@ -148,23 +163,37 @@ TEST(Scorer, CudaBackEndMatchesTheTwin) {
     EXPECT_THROW(run_scorer(gqa_trace(6), o), Error);  // one clear error, no crash
     GTEST_SKIP() << "no CUDA device: " << why;
   }
-  for (const char* policy : {"h2o", "h2o-paper"}) {
-    const Trace tr = gqa_trace(6);
-    ScorerOptions o;
-    o.run.policy = PolicySpec::named(policy);
-    o.totals = {Amount::parse("10%"), Amount::parse("30%")};
-    o.run.prompt_len = 30;
-    o.device = ScorerDevice::Cuda;
-    const ScorerResult gpu_r = run_scorer(tr, o);
-    o.device = ScorerDevice::Cpu;
-    const ScorerResult cpu_r = run_scorer(tr, o);
-    ASSERT_EQ(gpu_r.units.size(), cpu_r.units.size());
-    for (size_t x = 0; x < cpu_r.units.size(); ++x) {
-      EXPECT_EQ(gpu_r.units[x].evict_step, cpu_r.units[x].evict_step) << policy << " unit " << x;
-      for (size_t j = 0; j < cpu_r.units[x].score.size(); ++j)
-        EXPECT_NEAR(gpu_r.units[x].score[j], cpu_r.units[x].score[j], 1e-9 * std::max(1.0, cpu_r.units[x].score[j]));
+  for (const char* policy : {"h2o", "h2o-paper"})
+    for (const char* recent : {"", "100%"}) {  // 100%: no candidate outside the window, the oldest leaves
+      const Trace tr = gqa_trace(6);
+      ScorerOptions o;
+      o.run.policy = PolicySpec::named(policy);
+      o.run.budget = Budget::parse("10%", recent);
+      o.totals = {Amount::parse("10%"), Amount::parse("30%")};
+      o.run.prompt_len = 30;
+      SCOPED_TRACE(std::string(policy) + " recent " + recent);
+      expect_device_matches_twin(tr, o);
     }
-  }
+}
+
+// A prompt longer than the per-slot state that fits in a block's shared memory (about 11 000
+// slots on current GPUs): the kernel keeps the state in global memory instead.
+TEST(Scorer, CudaBackEndMatchesTheTwinWithStateInGlobalMemory) {
+  std::string why;
+  if (gpu::device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  SynthOptions so;
+  so.layers = 1;
+  so.heads = 1;
+  so.kv_heads = 1;
+  so.tokens = 12300;
+  so.head_dim = 16;
+  so.prompt_len = 12000;
+  so.seed = 2;
+  const Trace tr = synthesize(so);
+  ScorerOptions o;
+  o.totals = {Amount::parse("2%")};
+  o.run.prompt_len = 12000;
+  expect_device_matches_twin(tr, o);
 }
 
 TEST(Scorer, CpuTwinEqualsTheReplayEngineOnTheRealModelTrace) {

@@ -18,6 +18,7 @@ struct ScorerUnit {
 struct ScorerResult {
   std::string device;             // "cpu twin (2 threads)" or the CUDA device's name
   std::vector<ScorerUnit> units;  // ordered by (budget, layer, head)
+  double kernel_seconds = 0.0;    // CUDA: the kernel alone (events), without packing and copies
 };
 
 }  // namespace kvo
