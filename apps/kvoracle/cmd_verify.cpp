@@ -61,7 +61,7 @@ Runner add_verify(CLI::App& app, const Global& g) {
       ->required()
       ->check(CLI::ExistingPath);
   cmd->add_option("--policies", a->policies, "comma-separated policies to replay and check")->capture_default_str();
-  cmd->add_option("--checks", a->checks, "comma-separated check ids (C1..C27, D1..D11); default: all");
+  cmd->add_option("--checks", a->checks, "comma-separated check ids (C1..C27, D1..D11, E1..E3); default: all");
   cmd->add_option("--report", a->report,
                   "write report.json, report.md and the SVG plots into this directory (several traces: a "
                   "sub-directory each and a summary across them)");

@@ -20,6 +20,10 @@ constexpr CheckSizeEntry kSizes[] = {
     {"loss_heads", "--loss-heads", &O::loss_heads,
      "key matrices (first, middle, last layer) of the loss/Hessian checks C23-C26; 0 skips them"},
     {"loss_random", "--loss-random", &O::loss_random, "random instances of the loss/Hessian checks"},
+    {"power_law_bootstrap", "--power-law-bootstrap", &O::power_law_bootstrap,
+     "E2: bootstrap samples of each head's power-law goodness of fit (0: no p-value)"},
+    {"cooccurrence_window", "--cooccurrence-window", &O::cooccurrence_window,
+     "E3: two words co-occur when at most this many tokens apart"},
 };
 
 }  // namespace

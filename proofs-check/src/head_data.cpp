@@ -276,6 +276,7 @@ std::vector<std::unique_ptr<StepCheck>> streaming_checks(const HeadInfo& h, cons
   c.push_back(attention_stats_check(h, o));
   c.push_back(offline_check(h, o));
   c.push_back(algorithm_variants_check(h, o));
+  c.push_back(empirical_check(h, o));
   return c;
 }
 

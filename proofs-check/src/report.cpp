@@ -320,6 +320,29 @@ const std::vector<ClaimInfo>& claim_catalogue() {
        true,
        "check_static_objective",
        {}},
+      {"E1",
+       "attention is over 95% sparse (entries below 1% of their row maximum) in almost all layers",
+       "§3.1, Fig. 2a",
+       "sparsity",
+       false,
+       "empirical_check",
+       {"ClaimCanFail.E1_UniformAttentionIsNotSparse"}},
+      {"E2",
+       "the tokens' accumulated attention follows a power law (CSN fit: bootstrap p >= 0.1, no "
+       "log-normal or exponential significantly better)",
+       "§3.2, Fig. 2b",
+       "bootstrap p-value",
+       false,
+       "empirical_check",
+       {"ClaimCanFail.E2_ALocalHeadIsNotAPowerLaw"}},
+      {"E3",
+       "a word's accumulated attention is highly correlated with its co-occurrences (Spearman rho >= 0.5 "
+       "with its frequency held fixed)",
+       "§3.2, Fig. 2b",
+       "rho given frequency",
+       false,
+       "empirical_check",
+       {"ClaimCanFail.E3_AttentionThatIgnoresCooccurrence"}},
   };
   return c;
 }
@@ -333,7 +356,7 @@ std::string ClaimInfo::doc() const {
 const ClaimInfo& claim_info(const std::string& id) {
   for (const auto& c : claim_catalogue())
     if (c.id == id) return c;
-  throw Error("unknown check id '" + id + "' (expected C1..C27 or D1..D11)");
+  throw Error("unknown check id '" + id + "' (expected C1..C27, D1..D11 or E1..E3)");
 }
 
 void Report::append(std::vector<CheckRecord> rs) {

@@ -46,6 +46,57 @@ std::string verdict(const ClaimSummary& s) {
   return "paper's statement holds on " + of;
 }
 
+double median(std::vector<double> v) {
+  std::erase_if(v, [](double x) { return !std::isfinite(x); });
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// E1-E3 per layer: the paper states E1 of "almost all layers", so the report shows layers.
+void observations_by_layer(std::ostringstream& o, const Report& report) {
+  struct Layer {
+    std::vector<double> sparsity, alpha, tail_share, rho, rho_given_frequency;
+    int sparse = 0, e1 = 0, consistent = 0, e2 = 0;
+  };
+  std::map<int, Layer> layers;
+  for (const auto& r : report.records()) {
+    if (r.id != "E1" && r.id != "E2" && r.id != "E3") continue;
+    Layer& l = layers[r.layer];
+    const auto& d = r.detail;
+    if (r.id == "E1") {
+      l.sparsity.push_back(r.metric);
+      l.sparse += r.holds ? 1 : 0;
+      ++l.e1;
+    } else if (r.id == "E2") {
+      ++l.e2;
+      l.consistent += r.holds ? 1 : 0;
+      if (d.contains("alpha")) {
+        l.alpha.push_back(d["alpha"].get<double>());
+        l.tail_share.push_back(d["n_tail"].get<double>() / d["n"].get<double>());
+      }
+    } else {
+      auto value = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : NAN; };
+      l.rho.push_back(value(d["rho"]));
+      l.rho_given_frequency.push_back(value(d["rho_given_frequency"]));
+    }
+  }
+  if (layers.empty()) return;
+  o << "\n## The paper's observations per layer (E1-E3)\n\n"
+       "| layer | E1 mean sparsity | E1 heads > 95% | E2 heads consistent with a power law | E2 median alpha | "
+       "E2 median tail share | E3 median rho | E3 median rho given frequency |\n"
+       "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& [layer, l] : layers) {
+    double mean = 0.0;
+    for (double s : l.sparsity) mean += s / static_cast<double>(l.sparsity.size());
+    o << "| " << layer << " | " << (l.e1 ? num(mean) : "-") << " | "
+      << (l.e1 ? std::to_string(l.sparse) + " of " + std::to_string(l.e1) : "-") << " | "
+      << (l.e2 ? std::to_string(l.consistent) + " of " + std::to_string(l.e2) : "-") << " | " << num(median(l.alpha))
+      << " | " << num(median(l.tail_share)) << " | " << num(median(l.rho)) << " | "
+      << num(median(l.rho_given_frequency)) << " |\n";
+  }
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> report_plots(const TraceChecksResult& r) {
@@ -160,6 +211,7 @@ std::string report_markdown(const TraceChecksResult& r, const nlohmann::json& me
       o << "\n";
     }
   }
+  observations_by_layer(o, r.report);
   // The constants of D.47/D.48 against what the measurements need, in log space.
   bool header = false;
   for (const auto& rec : r.report.records()) {

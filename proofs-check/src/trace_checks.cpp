@@ -143,6 +143,8 @@ void TraceChecksOptions::validate() const {
   require(offline_tokens >= 2, "offline_tokens must be >= 2");
   require(loss_heads >= 0, "loss_heads must be >= 0");
   require(loss_random >= 0, "loss_random must be >= 0");
+  require(power_law_bootstrap >= 0, "power_law_bootstrap must be >= 0");
+  require(cooccurrence_window >= 1, "cooccurrence_window must be >= 1");
   for (double b : sweep)
     require(b > 0 && b <= 1, "sweep budgets must be fractions of n in (0, 1], not " + std::to_string(b));
   for (const auto& id : checks) claim_info(id);  // unknown ids fail before any work

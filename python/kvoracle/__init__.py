@@ -6,7 +6,8 @@ The C++ library through pybind11 on numpy arrays: trace I/O (``read_trace``, ``w
 trace ``static_oracle``, ``offline_oracle``, ``prefill_oracle`` and ``allocation_oracle`` (budgets
 shared across heads and layers), the calls behind ``kvoracle oracle static|offline|prefill|allocation``),
 the claim
-checks (``verify`` on a Trace, ``verify_traces`` on files with the report of ``kvoracle verify``), the greedy scorer's CPU twin (``score``), kvpress's presses (``run_press``,
+checks (``verify`` on a Trace, ``verify_traces`` on files with the report of ``kvoracle verify``;
+``fit_power_law``, the fit behind check E2), the greedy scorer's CPU twin (``score``), kvpress's presses (``run_press``,
 ``press_names``, ``adakv_kept`` for AdaKVPress around one) with the exact ``prefill_optimum`` and the attention-output error ``output_errors``, and the decoder-facing ``KvEvictionManager``; the real model in kvoracle's C++ (``Model``: tokenizer,
 greedy ``generate``). ``kvoracle.hf`` brings
 Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` of ``generate``
@@ -24,6 +25,7 @@ from ._core import (  # noqa: F401
     allocation_oracle,
     default_model_path,
     facility_location_optimum,
+    fit_power_law,
     greedy_facility_location,
     offline_optimum,
     offline_oracle,

@@ -1,6 +1,7 @@
 // kvoracle._core: the claim checks of kvoracle verify, on a Trace object (verify) and on trace
 // files with their report (verify_traces, the library call behind the CLI's command).
 #include "bindings_support.hpp"
+#include "kvo/proofs_check/power_law.hpp"
 #include "kvo/proofs_check/trace_checks.hpp"
 #include "kvo/proofs_check/verify_run.hpp"
 
@@ -28,6 +29,23 @@ TraceChecksOptions checks_options(const std::vector<std::string>& policies, cons
   return o;
 }
 
+py::dict power_law_dict(const PowerLawFit& f) {
+  py::dict d;
+  d["n"] = f.n;
+  d["n_tail"] = f.n_tail;
+  d["xmin"] = f.xmin;
+  d["alpha"] = f.alpha;
+  d["ks"] = f.ks;
+  d["p_value"] = f.p_value < 0 ? py::object(py::none()) : py::object(py::float_(f.p_value));
+  d["bootstrap"] = f.bootstrap;
+  d["lognormal"] = py::dict(py::arg("R") = f.lognormal.ratio, py::arg("p") = f.lognormal.p_value,
+                            py::arg("mu") = f.lognormal.a, py::arg("sigma") = f.lognormal.b);
+  d["exponential"] = py::dict(py::arg("R") = f.exponential.ratio, py::arg("p") = f.exponential.p_value,
+                              py::arg("lambda") = f.exponential.a);
+  d["verdict"] = f.verdict();
+  return d;
+}
+
 std::string sizes_doc() {
   const TraceChecksOptions defaults;
   std::string s = "Check sizes (keyword arguments, the CLI's verify flags):";
@@ -39,6 +57,29 @@ std::string sizes_doc() {
 }  // namespace
 
 void bind_checks(py::module_& m) {
+  m.def(
+      "fit_power_law",
+      [](const std::vector<double>& values, std::optional<double> xmin, int bootstrap, int max_candidates, int min_tail,
+         std::uint64_t seed) {
+        if (xmin) return power_law_dict(fit_power_law_at(values, *xmin));
+        PowerLawOptions o;
+        o.bootstrap = bootstrap;
+        o.max_candidates = max_candidates;
+        o.min_tail = min_tail;
+        o.seed = seed;
+        PowerLawFit f;
+        {
+          py::gil_scoped_release release;
+          f = fit_power_law(values, o);
+        }
+        return power_law_dict(f);
+      },
+      py::arg("values"), py::arg("xmin") = py::none(), py::arg("bootstrap") = PowerLawOptions{}.bootstrap,
+      py::arg("max_candidates") = PowerLawOptions{}.max_candidates, py::arg("min_tail") = PowerLawOptions{}.min_tail,
+      py::arg("seed") = 0,
+      "the power-law fit of check E2 (Clauset, Shalizi and Newman): x_min by the smallest KS distance, the MLE "
+      "exponent, a bootstrap p-value, Vuong's tests against a log-normal and an exponential; with xmin given, the "
+      "tail above it alone (no search, no bootstrap). Returns a dict.");
   m.def(
       "verify",
       [](const Trace& t, std::vector<std::string> policies, std::vector<std::string> checks,
@@ -54,8 +95,8 @@ void bind_checks(py::module_& m) {
       },
       py::arg("trace"), py::arg("policies") = std::vector<std::string>{},
       py::arg("checks") = std::vector<std::string>{}, py::arg("sweep") = py::none(),
-      ("run the claim checks C1-C27 / D1-D11; returns report.json as a dict (docs/report-format.md).\n" + sizes_doc() +
-       run_options_doc())
+      ("run the claim checks C1-C27, D1-D11 and E1-E3; returns report.json as a dict (docs/report-format.md).\n" +
+       sizes_doc() + run_options_doc())
           .c_str());
 
   m.def(

@@ -63,7 +63,7 @@ TEST(LibraryExample, RunTheClaimChecks) {
   const kvo::Trace trace = kvo::synthesize(so);
   kvo::TraceChecksOptions o;
   o.run.budget = kvo::Budget::parse("25%");
-  o.checks = {"C10", "C11", "C15"};  // empty: all of C1-C27 and D1-D11
+  o.checks = {"C10", "C11", "C15"};  // empty: all of C1-C27, D1-D11 and E1-E3
   const kvo::TraceChecksResult res = kvo::run_trace_checks(trace, o);
   long failing_claims = 0;  // paper claims that fail on this trace (findings, not bugs)
   for (const kvo::ClaimSummary& s : res.report.summaries())  // also s.variant, s.worst, s.where

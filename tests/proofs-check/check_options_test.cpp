@@ -23,7 +23,7 @@ TEST(CheckOptions, EverySizeHasOneNameAndTheFlagSpellsIt) {
     EXPECT_TRUE(names.insert(std::string(e.name)).second) << e.name;
     EXPECT_EQ(find_check_size(e.name), &e);
   }
-  EXPECT_EQ(names.size(), 8u);  // samples .. loss_random
+  EXPECT_EQ(names.size(), 10u);  // samples .. loss_random, power_law_bootstrap, cooccurrence_window
   EXPECT_EQ(find_check_size("sweep"), nullptr);
 }
 

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -513,4 +515,94 @@ TEST(ClaimCanFail, UncorruptedHeadHoldsEveryTheorem) {
     if (r.kind == ClaimKind::Theorem) {
       EXPECT_TRUE(r.holds) << r.id << " " << r.variant << " " << r.detail.dump();
     }
+}
+
+// E1-E3 are findings: each must be able to report that the paper's statement does not hold.
+
+TEST(ClaimCanFail, E1_UniformAttentionIsNotSparse) {
+  Trace tr = synthetic_trace();
+  std::fill(tr.q[0].begin(), tr.q[0].end(), 0.0f);  // every logit 0: uniform attention
+  Head t(std::move(tr), {PolicyId::H2O});
+  const CheckRecord& r = record(t.base.records, "E1", "attention rows");
+  expect_failure(r, -1);
+  EXPECT_EQ(r.metric, 0.0);
+  EXPECT_EQ(r.kind, ClaimKind::Finding);
+}
+
+// A purely local head: every query spreads its attention evenly over its last 8 keys, so every
+// token but the first and last few accumulates exactly 1. A point mass is no power law.
+TEST(ClaimCanFail, E2_ALocalHeadIsNotAPowerLaw) {
+  Head t(synthetic_trace(), {PolicyId::H2O});
+  const int n = t.trace.n_tokens, w = 8;
+  std::vector<double> local(static_cast<size_t>(n), 0.0);
+  for (int i = 0; i < n; ++i) {
+    const int from = std::max(0, i - w + 1);
+    for (int j = from; j <= i; ++j) local[static_cast<size_t>(j)] += 1.0 / (i - from + 1);
+  }
+  const auto out = t.records(
+      [&](StepEdit& e) {
+        if (e.i == n - 1) e.acc = local;
+      },
+      {"E2"});
+  const CheckRecord& r = record(out, "E2", "accumulated attention");
+  expect_failure(r, -1);
+  EXPECT_EQ(r.detail["verdict"].get<std::string>(), "rejected (p < 0.1)") << r.detail.dump();
+  EXPECT_LT(r.metric, 0.1);
+  // The head's own accumulated attention is reported, whatever the verdict.
+  EXPECT_EQ(record(t.base.records, "E2", "accumulated attention").detail["n"].get<int>(), n);
+}
+
+namespace {
+
+// Test-local count of the distinct other words within `window` tokens of any occurrence.
+std::map<std::int32_t, double> distinct_neighbours(const std::vector<std::int32_t>& tokens, int window) {
+  std::map<std::int32_t, std::set<std::int32_t>> s;
+  const int n = static_cast<int>(tokens.size());
+  for (int j = 0; j < n; ++j)
+    for (int i = std::max(0, j - window); i <= std::min(n - 1, j + window); ++i)
+      if (tokens[static_cast<size_t>(i)] != tokens[static_cast<size_t>(j)])
+        s[tokens[static_cast<size_t>(j)]].insert(tokens[static_cast<size_t>(i)]);
+  std::map<std::int32_t, double> out;
+  for (const auto& [w, v] : s) out[w] = static_cast<double>(v.size());
+  return out;
+}
+
+}  // namespace
+
+// Words of uneven frequencies. When every word receives in all exactly its co-occurrence count, rho
+// given frequency is 1; when attention follows the position only, the correlation is weak.
+TEST(ClaimCanFail, E3_AttentionThatIgnoresCooccurrence) {
+  Trace tr = synthetic_trace();
+  const int n = tr.n_tokens;
+  tr.tokens.resize(static_cast<size_t>(n));
+  for (int j = 0; j < n; ++j) tr.tokens[static_cast<size_t>(j)] = (j * j + 3 * j + j / 7) % 17;
+  std::map<std::int32_t, double> freq;
+  for (auto t : tr.tokens) freq[t] += 1.0;
+  const auto count = distinct_neighbours(tr.tokens, 4);
+  Head t(std::move(tr), {PolicyId::H2O});
+  t.o.cooccurrence_window = 4;
+  auto with_final_acc = [&](const std::function<double(int)>& value) {
+    return t.records(
+        [&](StepEdit& e) {
+          if (e.i == n - 1)
+            for (int j = 0; j < n; ++j) e.acc[static_cast<size_t>(j)] = value(j);
+        },
+        {"E3"});
+  };
+  const auto& tokens = t.trace.tokens;
+  std::set<std::int32_t> seen;  // each word's count on its first occurrence, 0 on the others
+  std::vector<double> first_gets_count(static_cast<size_t>(n));
+  for (int j = 0; j < n; ++j) {
+    const auto w = tokens[static_cast<size_t>(j)];
+    first_gets_count[static_cast<size_t>(j)] = seen.insert(w).second ? count.at(w) : 0.0;
+  }
+  const auto follows = with_final_acc([&](int j) { return first_gets_count[static_cast<size_t>(j)]; });
+  const CheckRecord& good = record(follows, "E3", "words");
+  EXPECT_TRUE(good.holds) << good.detail.dump();
+  EXPECT_NEAR(good.metric, 1.0, 1e-12);
+  const auto ignores = with_final_acc([&](int j) { return 1.0 + ((j * 37) % n) / static_cast<double>(n); });
+  const CheckRecord& bad = record(ignores, "E3", "words");
+  expect_failure(bad, -1);
+  EXPECT_LT(bad.metric, 0.5) << bad.detail.dump();
+  EXPECT_EQ(bad.detail["words"].get<size_t>(), freq.size());
 }

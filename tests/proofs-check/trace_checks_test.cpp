@@ -184,6 +184,13 @@ TEST(ReportWriter, WritesEveryFileAndAReadableTable) {
   const std::string md = report_markdown(res, {{"trace", "random"}});
   EXPECT_NE(md.find("| **C1** eviction invariants: \\|S_i\\|"), std::string::npos);
   EXPECT_NE(md.find("every theorem check holds"), std::string::npos);
+  // E1-E3 per layer: one row for the trace's one layer, E1 and E2 over its one head.
+  EXPECT_NE(md.find("## The paper's observations per layer (E1-E3)"), std::string::npos);
+  const size_t row = md.find("\n| 0 | ");
+  ASSERT_NE(row, std::string::npos);
+  const std::string line = md.substr(row + 1, md.find('\n', row + 1) - row - 1);
+  EXPECT_EQ(std::count(line.begin(), line.end(), '|'), 9) << line;
+  EXPECT_NE(line.find(" of 1 |"), std::string::npos) << line;
   const auto j = res.report.to_json({});
   EXPECT_EQ(j["format"], "kvoracle-report");
   EXPECT_EQ(j["records"].size(), res.report.records().size());

@@ -76,7 +76,7 @@ def test_findings_md_analysis_script(tmp_path, kvoracle):
     out = subprocess.run(
         ["python3", "-", str(report / "report.json")], input=body, text=True, capture_output=True, check=True
     ).stdout
-    for line in ("C19 median ratio", "C15 h2o ", "C17 k0 median", "C4 fp16 drift", "C14 eps+"):
+    for line in ("C19 median ratio", "C15 h2o ", "C17 k0 median", "C4 fp16 drift", "C14 eps+", "E2 verdicts"):
         assert line in out, out
     assert json.load(open(report / "report.json"))["theorem_failures"] == 0
 

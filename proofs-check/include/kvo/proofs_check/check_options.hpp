@@ -28,15 +28,17 @@ struct TraceChecksOptions {
   // C19, D10 and the sweep's OPT_dyn solve the offline problem on the first min(n, offline_tokens)
   // steps (its n x n weights and O(n^2 k) time are the only super-linear cost of a head).
   int offline_tokens = 2048;
-  int loss_heads = 3;   // key matrices used as A in C23-C26 (first, middle, last layer)
-  int loss_random = 8;  // random instances for C23-C26
+  int loss_heads = 3;             // key matrices used as A in C23-C26 (first, middle, last layer)
+  int loss_random = 8;            // random instances for C23-C26
+  int power_law_bootstrap = 100;  // E2: synthetic samples of the power-law fit's p-value per head (0: none)
+  int cooccurrence_window = 16;   // E3: tokens either side within which two words co-occur
   int threads = 0;
   std::function<void()> on_tick;  // progress: one tick per unit of work_units()
 
   // Refuses, with one line naming the option, what cannot run: ground outside [2, 16], small_k
   // outside [1, ground), samples, sampled_steps or sweep_heads below 1, offline_tokens below 2,
-  // loss_heads or loss_random below 0, a sweep budget outside (0, 1], an unknown check id, no
-  // policy. TraceChecksPlan calls it.
+  // loss_heads, loss_random or power_law_bootstrap below 0, cooccurrence_window below 1, a sweep
+  // budget outside (0, 1], an unknown check id, no policy. TraceChecksPlan calls it.
   void validate() const;
 };
 

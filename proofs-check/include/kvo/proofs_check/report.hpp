@@ -15,7 +15,7 @@ enum class ClaimKind { Theorem, Finding, Defect };
 std::string to_string(ClaimKind k);
 
 struct ClaimInfo {
-  std::string id;                  // "C1".."C27", "D1".."D11"
+  std::string id;                  // "C1".."C27", "D1".."D11", "E1".."E3" (the paper's observations)
   std::string title;               // what is checked, in one line
   std::string source;              // where in the paper
   std::string metric;              // the headline number of a record
