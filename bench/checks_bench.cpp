@@ -6,10 +6,12 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <random>
 
 #include "bench_inputs.hpp"
 #include "kvo/core/exp_fp64.hpp"
 #include "kvo/core/unit_bytes.hpp"
+#include "kvo/proofs_check/power_law.hpp"
 #include "kvo/proofs_check/trace_checks.hpp"
 
 using namespace kvo;
@@ -57,6 +59,21 @@ void BM_VerifyHead(benchmark::State& st) {
   o.loss_random = 0;
   o.threads = 1;
   for (auto _ : st) benchmark::DoNotOptimize(run_trace_checks(tr, o).report.records().size());
+  st.SetItemsProcessed(st.iterations() * n);
+}
+
+// What E2 adds to a head of verify/head/n: the power-law fit of its n accumulated-attention values
+// with verify's default 100 bootstrap samples (log-normal values here: the cost depends on n, the
+// candidates and the bootstrap, not on the law).
+void BM_PowerLawFit(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  std::mt19937_64 g(1);
+  std::lognormal_distribution<double> law(0.0, 1.0);
+  std::vector<double> x(static_cast<size_t>(n));
+  for (auto& v : x) v = law(g);
+  PowerLawOptions o;
+  o.bootstrap = TraceChecksOptions{}.power_law_bootstrap;
+  for (auto _ : st) benchmark::DoNotOptimize(fit_power_law(x, o).p_value);
   st.SetItemsProcessed(st.iterations() * n);
 }
 
@@ -110,5 +127,6 @@ void long_context_sizes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_DenseAttention)->Name("attention/dense")->Apply(long_context_sizes);
 BENCHMARK(BM_VerifyHead)->Name("verify/head")->Apply(long_context_sizes);
+BENCHMARK(BM_PowerLawFit)->Name("checks/power-law-fit")->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_UnitAssemble)->Name("gather/assemble")->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_UnitEncode)->Name("gather/encode")->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond);

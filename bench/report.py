@@ -26,6 +26,7 @@ BASELINE = {
     "scorer/budget": "replay/h2o-budget",
     "scorer/heads": "replay/h2o-heads",
     "scorer/cuda": "scorer/cpu-all-cores",
+    "checks/power-law-fit": "verify/head",
     "fl-layout": "fl-layout/column-major",
     "allocation": "allocation/per-head",
     "allocation/decoding-layer": "allocation/decoding-per-head",
