@@ -91,10 +91,7 @@ __global__ void scorer_kernel(const float* q_all, const float* k_all, const Devi
     if (scorer::accumulates(paper, sz, job.budget, i, prompt_len)) {
       double local = -INFINITY;
       for (int p = tid; p < sz; p += kBlock) {
-        double dot = 0.0;  // the fp64 dot of scorer_math.hpp, in index order, one fma per element
-        for (int x = 0; x < d; ++x)
-          dot = ::fma(static_cast<double>(qs[x]), static_cast<double>(keys[static_cast<long>(x) * capacity + p]), dot);
-        const double l = scale * dot;
+        const double l = scale * scorer::strided_dot_fp64(qs, keys + p, capacity, d);
         work[p] = l;
         local = fmax(local, l);
       }

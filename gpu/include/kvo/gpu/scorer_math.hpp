@@ -36,6 +36,14 @@ KVO_HD double dot_fp64(const float* q, const float* k, int d) {
   return s;
 }
 
+// The same dot over a strided key (element x at k[x * stride]): the CUDA kernel's dimension-major
+// store, where the threads of a warp read consecutive slots.
+KVO_HD double strided_dot_fp64(const float* q, const float* k, long stride, int d) {
+  double s = 0.0;
+  for (int x = 0; x < d; ++x) s = ::fma(static_cast<double>(q[x]), static_cast<double>(k[x * stride]), s);
+  return s;
+}
+
 // The same dot for one slot of the blocked key store.
 KVO_HD double slot_dot_fp64(const float* q, const float* keys, int slot, int d) {
   double s = 0.0;
