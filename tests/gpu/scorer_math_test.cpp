@@ -30,14 +30,14 @@ TEST(ScorerMath, BlockedDotsGiveTheBaselineBits) {
     // The CUDA kernel's dimension-major store: element x of slot s at x * slots + s.
     std::vector<float> by_dim(static_cast<size_t>(slots) * d);
     for (int s = 0; s < slots; ++s)
-      for (int x = 0; x < d; ++x)
-        by_dim[static_cast<size_t>(x) * slots + s] = k[static_cast<size_t>(s) * d + x];
+      for (int x = 0; x < d; ++x) by_dim[static_cast<size_t>(x) * slots + s] = k[static_cast<size_t>(s) * d + x];
     for (int s = 0; s < slots; ++s) {
       const double want = dot_fp64(q.data(), k.data() + static_cast<size_t>(s) * d, d);
       EXPECT_EQ(std::bit_cast<std::uint64_t>(got[static_cast<size_t>(s)]), std::bit_cast<std::uint64_t>(want))
           << "d " << d << " slot " << s;
       const double strided = strided_dot_fp64(q.data(), by_dim.data() + s, slots, d);
-      EXPECT_EQ(std::bit_cast<std::uint64_t>(strided), std::bit_cast<std::uint64_t>(want)) << "d " << d << " slot " << s;
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(strided), std::bit_cast<std::uint64_t>(want))
+          << "d " << d << " slot " << s;
     }
   }
 }
