@@ -1,5 +1,6 @@
 // C17: attention sparsity (§3.1: entries below 1% of their row maximum) and (alpha, tau, k)-goodness
-// of D.33 with the union bound of D.34 over a fixed key prefix; C18: retained mass bounds the
+// of D.33 with the union bound of D.34 over a fixed key prefix; E1: the same sparsity as the paper's
+// observation, from the same count; C18: retained mass bounds the
 // output error, |o_T - o_full| <= 2 (1 - m_i(T)) max_j |v_j|, for every policy's attended sets.
 #include <algorithm>
 #include <cmath>
@@ -13,7 +14,10 @@ namespace {
 class AttentionStatsCheck final : public StepCheck {
  public:
   AttentionStatsCheck(const HeadInfo& h, const TraceChecksOptions& o)
-      : h_(h), c17_(check_enabled(o, "C17")), c18_(check_enabled(o, "C18") && h.view->has_values()) {
+      : h_(h),
+        c17_(check_enabled(o, "C17")),
+        e1_(check_enabled(o, "E1")),
+        c18_(check_enabled(o, "C18") && h.view->has_values()) {
     const int n = h.n;
     m_ = h.prompt_len > 0 ? h.prompt_len : n / 2;  // goodness over the key prefix [0, m)
     if (c17_) in_all_.assign(static_cast<size_t>(m_), 1), in_any_.assign(static_cast<size_t>(m_), 0);
@@ -31,10 +35,12 @@ class AttentionStatsCheck final : public StepCheck {
 
   void step(const HeadStep& s) override {
     const int i = s.i;
-    if (c17_) {
+    if (c17_ || e1_) {
       const double mx = *std::max_element(s.a.begin(), s.a.end());
       for (double x : s.a) below_ += x < 0.01 * mx ? 1 : 0;
       total_ += i + 1;
+    }
+    if (c17_) {
       // D(x_i) = softmax(K_[m] q_i) for the queries i >= m; y_j >= 0.01 max y <=> logit_j >= max - ln 100.
       if (i >= m_ && m_ > 0) {
         const auto lg = s.logits.first(static_cast<size_t>(m_));
@@ -72,8 +78,13 @@ class AttentionStatsCheck final : public StepCheck {
   }
 
   void finish(const HeadSeries&, std::vector<CheckRecord>& out, HeadExtras&) override {
+    const double sparsity = total_ ? static_cast<double>(below_) / static_cast<double>(total_) : 0.0;
+    if (e1_) {
+      auto r = head_record(h_, "E1", "attention rows", ClaimKind::Finding, sparsity > 0.95, sparsity);
+      r.detail = {{"sparsity", sparsity}, {"tau", "0.01 x row max"}, {"entries", total_}};
+      out.push_back(std::move(r));
+    }
     if (c17_) {
-      const double sparsity = static_cast<double>(below_) / static_cast<double>(total_);
       const long k0 = std::accumulate(in_all_.begin(), in_all_.end(), 0L);
       // Every support contains the intersection, so |supp_i \ S0| = |supp_i| - k0.
       const long worst_extra = queries_ ? max_supp_ - k0 : 0;
@@ -109,7 +120,7 @@ class AttentionStatsCheck final : public StepCheck {
     long at = -1, fails = 0, first_fail = -1;
   };
   const HeadInfo& h_;
-  bool c17_, c18_;
+  bool c17_, e1_, c18_;
   int m_ = 0;
   long below_ = 0, total_ = 0, max_supp_ = 0, queries_ = 0;
   std::vector<int> in_all_, in_any_;

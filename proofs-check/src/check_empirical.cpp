@@ -1,6 +1,6 @@
-// E1-E3: the paper's observations on attention itself (§3.1, §3.2 and Figure 2b), per head and
-// from the same pass as the theory checks. E1: the share of attention entries below 1% of their
-// row's maximum. E2: a power-law fit (kvo/proofs_check/power_law.hpp) of every token's accumulated
+// E2-E3: the paper's observations on attention itself (§3.2 and Figure 2b), per head and from the
+// same pass as the theory checks (E1, the sparsity of §3.1, shares C17's count in
+// check_attention_stats.cpp). E2: a power-law fit (kvo/proofs_check/power_law.hpp) of every token's accumulated
 // attention A_{n-1}(j) at the last step. E3: per vocabulary word (token id), the attention its
 // occurrences received against the number of distinct words it co-occurs with, by Spearman's rho,
 // raw and with the word's frequency (and its exposure, the queries that could see it) held fixed.
@@ -52,26 +52,14 @@ class EmpiricalCheck final : public StepCheck {
   EmpiricalCheck(const HeadInfo& h, const TraceChecksOptions& o)
       : h_(h),
         o_(o),
-        e1_(check_enabled(o, "E1")),
         e2_(check_enabled(o, "E2")),
         e3_(check_enabled(o, "E3") && static_cast<int>(h.trace->tokens.size()) >= h.n) {}
 
   void step(const HeadStep& s) override {
-    if (e1_) {
-      const double mx = *std::max_element(s.a.begin(), s.a.end());
-      for (double x : s.a) below_ += x < 0.01 * mx ? 1 : 0;
-      total_ += s.i + 1;
-    }
     if ((e2_ || e3_) && s.i == h_.n - 1) final_.assign(s.acc.begin(), s.acc.end());
   }
 
   void finish(const HeadSeries&, std::vector<CheckRecord>& out, HeadExtras&) override {
-    if (e1_) {
-      const double sparsity = static_cast<double>(below_) / static_cast<double>(total_);
-      auto r = head_record(h_, "E1", "attention rows", ClaimKind::Finding, sparsity > 0.95, sparsity);
-      r.detail = {{"sparsity", sparsity}, {"tau", "0.01 x row max"}, {"entries", total_}};
-      out.push_back(std::move(r));
-    }
     if (e2_) out.push_back(power_law_record());
     if (e3_) out.push_back(cooccurrence_record());
   }
@@ -86,8 +74,8 @@ class EmpiricalCheck final : public StepCheck {
     po.seed = o_.run.seed + 7919ULL * static_cast<std::uint64_t>(h_.layer * 4096 + h_.head);
     try {
       const PowerLawFit f = fit_power_law(positive, po);
-      auto r = head_record(h_, "E2", "accumulated attention", ClaimKind::Finding, f.consistent(),
-                           f.bootstrap ? f.p_value : NAN);
+      const double p = f.bootstrap ? f.p_value : NAN;
+      auto r = head_record(h_, "E2", "accumulated attention", ClaimKind::Finding, f.consistent(), p);
       r.detail = {
           {"verdict", f.verdict()},
           {"alpha", f.alpha},
@@ -95,7 +83,7 @@ class EmpiricalCheck final : public StepCheck {
           {"n", f.n},
           {"n_tail", f.n_tail},
           {"ks", f.ks},
-          {"p_value", f.bootstrap ? nlohmann::json(f.p_value) : nlohmann::json(nullptr)},
+          {"p_value", number(p)},
           {"bootstrap", f.bootstrap},
           {"lognormal",
            {{"R", f.lognormal.ratio}, {"p", f.lognormal.p_value}, {"mu", f.lognormal.a}, {"sigma", f.lognormal.b}}},
@@ -125,8 +113,7 @@ class EmpiricalCheck final : public StepCheck {
 
   const HeadInfo& h_;
   const TraceChecksOptions& o_;
-  bool e1_, e2_, e3_;
-  long below_ = 0, total_ = 0;
+  bool e2_, e3_;
   std::vector<double> final_;
 };
 

@@ -171,10 +171,10 @@ std::unique_ptr<StepCheck> robustness_check(const HeadInfo& h, const TraceChecks
 std::unique_ptr<StepCheck> ratio_check(const HeadInfo& h, const TraceChecksOptions& o);       // C15
 std::unique_ptr<StepCheck> small_ground_check(const HeadInfo& h, const TraceChecksOptions& o,
                                               const std::vector<int>& steps);  // C6-C8, C16, C20-C22, D11
-std::unique_ptr<StepCheck> attention_stats_check(const HeadInfo& h, const TraceChecksOptions& o);     // C17, C18
+std::unique_ptr<StepCheck> attention_stats_check(const HeadInfo& h, const TraceChecksOptions& o);     // C17, C18, E1
 std::unique_ptr<StepCheck> offline_check(const HeadInfo& h, const TraceChecksOptions& o);             // C19, D10
 std::unique_ptr<StepCheck> algorithm_variants_check(const HeadInfo& h, const TraceChecksOptions& o);  // D1, D3, D4
-std::unique_ptr<StepCheck> empirical_check(const HeadInfo& h, const TraceChecksOptions& o);           // E1-E3
+std::unique_ptr<StepCheck> empirical_check(const HeadInfo& h, const TraceChecksOptions& o);           // E2, E3
 
 // C19 and D10 on a given solution of the head's problem (offline_check solves it first).
 void check_offline_solution(const HeadInfo& h, const OfflineProblem& p, const OfflineSolution& opt,

@@ -325,7 +325,7 @@ const std::vector<ClaimInfo>& claim_catalogue() {
        "§3.1, Fig. 2a",
        "sparsity",
        false,
-       "empirical_check",
+       "attention_stats_check",
        {"ClaimCanFail.E1_UniformAttentionIsNotSparse"}},
       {"E2",
        "the tokens' accumulated attention follows a power law (CSN fit: bootstrap p >= 0.1, no "

@@ -181,15 +181,7 @@ TEST(Scorer, CudaBackEndMatchesTheTwin) {
 TEST(Scorer, CudaBackEndMatchesTheTwinWithStateInGlobalMemory) {
   std::string why;
   if (gpu::device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
-  SynthOptions so;
-  so.layers = 1;
-  so.heads = 1;
-  so.kv_heads = 1;
-  so.tokens = 12300;
-  so.head_dim = 16;
-  so.prompt_len = 12000;
-  so.seed = 2;
-  const Trace tr = synthesize(so);
+  const Trace tr = test::synthetic_layer(1, 1, 12300, 16, 12000, 2);
   ScorerOptions o;
   o.totals = {Amount::parse("2%")};
   o.run.prompt_len = 12000;
