@@ -212,3 +212,11 @@ BENCHMARK_CAPTURE(BM_Replay, h2o_mask, PolicyId::H2OMask)->Name(replay_name(Poli
 BENCHMARK_CAPTURE(BM_Replay, h2o_paper, PolicyId::H2OPaper)->Name(replay_name(PolicyId::H2OPaper))->Apply(ReplayArgs);
 BENCHMARK_CAPTURE(BM_Replay, tova, PolicyId::Tova)->Name(replay_name(PolicyId::Tova))->Apply(ReplayArgs);
 BENCHMARK_CAPTURE(BM_Replay, window, PolicyId::Window)->Name(replay_name(PolicyId::Window))->Apply(ReplayArgs);
+// The paper's ablation policies: the patterns with heavy hitters pick their exempt top per eviction;
+// lookahead reads the dense n x n attention (column sums) once per head.
+BENCHMARK_CAPTURE(BM_Replay, strided, PolicyId::Strided)->Name(replay_name(PolicyId::Strided))->Apply(ReplayArgs);
+BENCHMARK_CAPTURE(BM_Replay, strided_h2o, PolicyId::StridedH2O)
+    ->Name(replay_name(PolicyId::StridedH2O))
+    ->Apply(ReplayArgs);
+BENCHMARK_CAPTURE(BM_Replay, fixed_h2o, PolicyId::FixedH2O)->Name(replay_name(PolicyId::FixedH2O))->Apply(ReplayArgs);
+BENCHMARK_CAPTURE(BM_Replay, lookahead, PolicyId::Lookahead)->Name(replay_name(PolicyId::Lookahead))->Apply(ReplayArgs);

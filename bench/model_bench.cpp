@@ -68,6 +68,9 @@ void BM_DecodeStep(benchmark::State& st) {
 
 // Decoding with real eviction (EvictingDecoder + KvEvictionManager, h2o): 256 tokens token by
 // token at budget k per (layer, KV head); k = 256 is the full cache through the same path.
+// bits > 0: the pools store K/V quantized (eval --kv-bits), against the same decode in fp32
+// (model/evicting-decode/k, its baseline in the same run).
+template <int Bits>
 void BM_EvictingDecode(benchmark::State& st) {
   const model::Llama* m = shared();
   if (!m) return st.SkipWithError("model missing: run scripts/fetch-model");
@@ -83,6 +86,7 @@ void BM_EvictingDecode(benchmark::State& st) {
     o.max_len = n;
     KvEvictionManager mgr(o);
     model::EvictingDecoder dec(*m, mgr, k + 1);
+    dec.set_kv_quantization({Bits, 64});
     for (int t = 0; t < n; ++t) benchmark::DoNotOptimize(dec.step(ids[static_cast<size_t>(t)]));
     bytes = dec.peak_bytes_held();
   }
@@ -230,10 +234,15 @@ BENCHMARK(BM_LongDecode)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PressEval)->Name("model/press-eval/640")->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_EvictingDecode)
+BENCHMARK(BM_EvictingDecode<0>)
     ->Name("model/evicting-decode")
     ->Arg(25)
     ->Arg(256)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_EvictingDecode<4>)
+    ->Name("model/evicting-decode-int4")
+    ->Arg(25)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_Prefill)

@@ -27,6 +27,7 @@ BASELINE = {
     "scorer/heads": "replay/h2o-heads",
     "scorer/cuda": "scorer/cpu-all-cores",
     "checks/power-law-fit": "verify/head",
+    "model/evicting-decode-int4": "model/evicting-decode",
     "fl-layout": "fl-layout/column-major",
     "allocation": "allocation/per-head",
     "allocation/decoding-layer": "allocation/decoding-per-head",

@@ -9,10 +9,12 @@
 #include "kvo/core/policy_registry.hpp"
 #include "kvo/core/progress.hpp"
 #include "kvo/core/text_list.hpp"
+#include "kvo/model/diversity.hpp"
 #include "kvo/model/eval_run.hpp"
 #include "kvo/proofs_check/svg_plot.hpp"
 #include "model_options.hpp"
 #include "options.hpp"
+#include "paper_table.hpp"
 #include "press_eval_report.hpp"
 #include "press_options.hpp"
 #include "table.hpp"
@@ -26,6 +28,7 @@ Runner add_eval(CLI::App& app, const Global& g) {
     std::string policies = join_policy_names(default_policies(PolicyListUse::Eval));
     std::string budgets = join_list(model::EvalRequest{}.budgets);
     int tokens = model::EvalRequest{}.tokens;  // eval prefill's default too (PressEvalRequest's)
+    int kv_bits = model::EvalRequest{}.kv_bits, kv_group = model::EvalRequest{}.kv_group;
     RunArgs run;
     int prefill = 0;
     PressArgs press;
@@ -55,6 +58,12 @@ Runner add_eval(CLI::App& app, const Global& g) {
       ->capture_default_str();
   cmd->add_option("--json", a->json, "write the results as JSON");
   cmd->add_option("--plot", a->plot, "write an SVG plot of perplexity against budget");
+  cmd->add_option("--kv-bits", a->kv_bits,
+                  "also decode every point with its K/V quantized to this many bits (2-8; FlexGen's group-wise "
+                  "asymmetric scheme), and the full cache so quantized: rows <policy>+int<bits> (the paper's Table 5)")
+      ->capture_default_str();
+  cmd->add_option("--kv-group", a->kv_group, "values per quantization group along the head dimension")
+      ->capture_default_str();
   add_run_options(cmd, a->run, {.budget_total = false, .trace_selection = false});
   add_model_option(cmd, a->model);
   cmd->add_option("--prefill", a->prefill,
@@ -83,6 +92,70 @@ Runner add_eval(CLI::App& app, const Global& g) {
   add_press_options(pre_cmd, pre->press);
   add_allocation_options(pre_cmd, *pre);
 
+  // `kvoracle eval diversity`: greedy continuations under eviction, scored by distinct-n (E10).
+  struct DiversityArgs {
+    std::string text, model, json, policies = "h2o,window", budgets = "20%";
+    model::DiversityRequest req;
+    RunArgs run;
+  };
+  auto div = std::make_shared<DiversityArgs>();
+  auto* div_cmd = cmd->add_subcommand(
+      "diversity",
+      "greedy continuations of prompts cut from a text, full cache against each policy and budget: distinct-n and "
+      "4-gram repetition of their words (the paper's claim that H2O increases diversity, E10)");
+  div_cmd->add_option("--text,-t", div->text, "UTF-8 text file")->required()->check(CLI::ExistingFile);
+  div_cmd->add_option("--prompts", div->req.prompts, "prompts, evenly spaced over the text")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  div_cmd->add_option("--prompt-tokens", div->req.prompt_tokens, "tokens per prompt")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  div_cmd->add_option("--new-tokens", div->req.new_tokens, "greedy tokens per continuation")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  div_cmd->add_option("--policies,--policy,-p", div->policies, "comma-separated policies")->capture_default_str();
+  div_cmd
+      ->add_option("--budgets,--budget,-b", div->budgets,
+                   "comma-separated shares of prompt + new tokens kept per (layer, KV head)")
+      ->capture_default_str();
+  div_cmd->add_option("--json", div->json, "write the results (with every continuation) as JSON");
+  add_run_options(div_cmd, div->run, {.budget_total = false, .trace_selection = false});
+  add_model_option(div_cmd, div->model);
+
+  const auto run_diversity = [&g](DiversityArgs& x) {
+    model::DiversityRequest req = x.req;
+    req.policies = parse_policy_list(x.policies);
+    req.budgets.clear();
+    for (const std::string& b : split_list(x.budgets, "budgets")) {
+      const Amount share = Amount::parse(b);
+      require(share.is_ratio, "diversity: --budgets are shares (20% or 0.2), not token counts: '" + b + "'");
+      req.budgets.push_back(share.value);
+    }
+    req.run = x.run.options().build(req.policies.front());
+    req.validate();
+    const std::string text = read_text(x.text);
+    const model::Llama m = load_model(x.model);
+    Progress bar("diversity", model::diversity_units(req), !g.quiet);
+    req.on_token = [&bar] { bar.tick(); };
+    const model::DiversityResult r = model::continuation_diversity(m, text, req);
+    bar.finish();
+    std::cout << "kvoracle eval diversity " << x.text << ": " << r.prompts << " prompts of " << r.prompt_tokens
+              << " tokens, " << r.new_tokens << " greedy tokens each\n";
+    Table t({"row", "budget", "words", "distinct-1", "distinct-2", "distinct-3", "4-gram repetition"});
+    std::vector<const model::DiversityRow*> rows = {&r.full};
+    for (const auto& row : r.rows) rows.push_back(&row);
+    for (const model::DiversityRow* row : rows)
+      t.row({row->row, fmt(row->budget, 3), std::to_string(row->mean.words), fmt(row->mean.distinct1, 3),
+             fmt(row->mean.distinct2, 3), fmt(row->mean.distinct3, 3), fmt(row->mean.repetition4, 3)});
+    t.print(std::cout);
+    print_paper_experiments(model::diversity_paper_experiments(r), std::cout);
+    if (!x.json.empty()) {
+      write_file_atomic(x.json, model::diversity_result_json(r).dump(2) + "\n");
+      std::cout << "results: " << x.json << '\n';
+    }
+    return 0;
+  };
+
   auto run_prefill = [&g](const Args& x, const CLI::App* c) {
     model::PressEvalRequest req;
     req.tokens = x.tokens;
@@ -96,8 +169,9 @@ Runner add_eval(CLI::App& app, const Global& g) {
     req.alpha_safeguard = x.alpha_safeguard;
     return print_press_eval(std::move(req), x.text, x.model, x.json, x.plot, g);
   };
-  return [a, pre, &g, cmd, pre_cmd, run_prefill] {
+  return [a, pre, div, &g, cmd, pre_cmd, div_cmd, run_prefill, run_diversity] {
     if (pre_cmd->parsed()) return run_prefill(*pre, pre_cmd);
+    if (div_cmd->parsed()) return run_diversity(*div);
     require(!a->text.empty(),
             "eval needs --text (kvoracle eval --text FILE, or kvoracle eval prefill --text FILE ...)");
     if (a->prefill > 0) {
@@ -110,6 +184,8 @@ Runner add_eval(CLI::App& app, const Global& g) {
     req.policies = parse_policy_list(a->policies);
     req.budgets = split_list(a->budgets, "budgets");
     req.run = a->run.options();
+    req.kv_bits = a->kv_bits;
+    req.kv_group = a->kv_group;
     req.validate();
     const std::string text = read_text(a->text);
     const model::Llama m = load_model(a->model);
@@ -140,6 +216,7 @@ Runner add_eval(CLI::App& app, const Global& g) {
       plot.add_point(p.policy, static_cast<double>(p.k) / r.tokens, p.ppl, policy_traits(p.id).offline);
     }
     t.print(std::cout);
+    print_paper_experiments(model::eval_paper_experiments(r), std::cout);
     if (!a->json.empty()) {
       write_file_atomic(a->json, model::eval_result_json(r, a->text).dump(2) + "\n");
       std::cout << "results: " << a->json << '\n';

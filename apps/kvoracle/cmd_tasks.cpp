@@ -19,6 +19,7 @@
 #include "kvo/proofs_check/svg_plot.hpp"
 #include "model_options.hpp"
 #include "options.hpp"
+#include "paper_table.hpp"
 #include "press_options.hpp"
 #include "table.hpp"
 
@@ -120,7 +121,7 @@ void write_plots(const model::TaskEvalResult& r, const std::string& dir) {
 }
 
 // The table of cells: accuracy with its Wilson interval, and why rows failed (needles held, mass
-// of the optimum).
+// of the optimum); then the paper's experiments the rows allow.
 void print_cells(const model::TaskEvalResult& r, std::ostream& out) {
   Table t(
       {"task", "length", "row", "budget", "n", "accuracy", "95% interval", "needles held", "mass of optimum", "note"});
@@ -130,6 +131,7 @@ void print_cells(const model::TaskEvalResult& r, std::ostream& out) {
            "[" + fmt(c.low, 3) + ", " + fmt(c.high, 3) + "]", mean(c.needles_held), mean(c.mass_of_optimum),
            c.model_fails ? "full cache fails: left out" : ""});
   t.print(out);
+  print_paper_experiments(model::task_paper_experiments(r), out);
 }
 
 }  // namespace

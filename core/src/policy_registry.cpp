@@ -40,6 +40,21 @@ std::unique_ptr<EvictionPolicy> make_oracle(const PolicySpec& s) {
           "(the offline optimum itself: solve_offline, kvoracle oracle offline)");
   return std::make_unique<ScheduledPolicy>(policy_name(PolicyId::Oracle), s.schedule);
 }
+// Replay gives it the dense attention; a closed loop hands it the schedule its rule gives on the
+// full cache's trace.
+std::unique_ptr<EvictionPolicy> make_lookahead(const PolicySpec& s) {
+  if (s.schedule) return std::make_unique<ScheduledPolicy>(policy_name(PolicyId::Lookahead), s.schedule);
+  return std::make_unique<LookaheadPolicy>();
+}
+template <HeavyHitterAblationPolicy::Mode M>
+std::unique_ptr<EvictionPolicy> make_ablation(const PolicySpec&) {
+  return std::make_unique<HeavyHitterAblationPolicy>(M);
+}
+std::unique_ptr<EvictionPolicy> make_oldest(const PolicySpec&) { return std::make_unique<OldestPolicy>(); }
+template <SparsePatternPolicy::Pattern P, bool Heavy>
+std::unique_ptr<EvictionPolicy> make_pattern(const PolicySpec&) {
+  return std::make_unique<SparsePatternPolicy>(P, Heavy);
+}
 
 using enum PolicyId;
 using enum DenseNeed;
@@ -119,6 +134,54 @@ constexpr std::array<PolicyEntry, kPolicyCount> kTable = {{
      "k",
      {true, true, Never, true, ScorerVariant::None, false, false, false, true, false, false},
      &make_oracle},
+    {Lookahead,
+     "lookahead",
+     "h2o ranked by the attention of every query, future ones included (the paper's global heavy hitters)",
+     "k, r",
+     {true, true, Always, true, ScorerVariant::None, false, false, false, true, false, false},
+     &make_lookahead},
+    {Strided,
+     "strided",
+     "Sparse Transformer's strided pattern under a budget: recent window + an evenly strided lattice",
+     "k, r",
+     {true, true, Never, true, ScorerVariant::None, false, false, false, false, false, false},
+     &make_pattern<SparsePatternPolicy::Pattern::Strided, false>},
+    {Fixed,
+     "fixed",
+     "Sparse Transformer's fixed pattern under a budget: current block + the last tokens of every block",
+     "k, r",
+     {true, true, Never, true, ScorerVariant::None, false, false, false, false, false, false},
+     &make_pattern<SparsePatternPolicy::Pattern::Fixed, false>},
+    {StridedH2O,
+     "strided-h2o",
+     "strided with half of its long-range slots kept for heavy hitters (accumulated attention)",
+     "k, r",
+     {true, true, Never, true, ScorerVariant::None, false, false, false, false, false, false},
+     &make_pattern<SparsePatternPolicy::Pattern::Strided, true>},
+    {FixedH2O,
+     "fixed-h2o",
+     "fixed with half of its long-range slots kept for heavy hitters (accumulated attention)",
+     "k, r",
+     {true, true, Never, true, ScorerVariant::None, false, false, false, false, false, false},
+     &make_pattern<SparsePatternPolicy::Pattern::Fixed, true>},
+    {Heavy,
+     "heavy",
+     "heavy hitters only: h2o's accumulated attention without its recent window (the paper's Table 6)",
+     "k",
+     {true, true, Never, true, ScorerVariant::None, false, false, false, false, false, false},
+     &make_ablation<HeavyHitterAblationPolicy::Mode::HeavyOnly>},
+    {AntiH2O,
+     "anti-h2o",
+     "masks the heavy hitters: evicts the largest accumulated attention outside the recent window",
+     "k, r",
+     {true, true, Never, true, ScorerVariant::None, false, false, false, false, false, false},
+     &make_ablation<HeavyHitterAblationPolicy::Mode::MaskHeavy>},
+    {Oldest,
+     "oldest",
+     "keeps the oldest tokens: the token before the new one leaves (masks the recent tokens)",
+     "k",
+     {true, true, Never, true, ScorerVariant::None, false, false, false, false, false, false},
+     &make_oldest},
 }};
 
 constexpr bool table_complete() {
@@ -198,7 +261,7 @@ bool needs_dense(const PolicySpec& spec) {
     case DenseNeed::Never:
       return false;
     case DenseNeed::Always:
-      return true;
+      return spec.schedule == nullptr;  // a closed loop's schedule replaces the dense attention
     case DenseNeed::ByObjective:
       return objective_needs_dense(spec.objective.name);
   }

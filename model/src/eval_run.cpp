@@ -2,6 +2,7 @@
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/request_json.hpp"
+#include "kvo/proofs_check/paper_experiments.hpp"
 
 namespace kvo::model {
 
@@ -21,6 +22,8 @@ EvalOptions EvalRequest::options() const {
   o.run = run.build(policies.front(), nullptr,
                     SharedBudgets::Allowed);  // evaluate_policies checks every policy's parameters
   for (PolicyId id : policies) o.run.with_policy(id).validate_budget_scope(SharedBudgets::Allowed);
+  o.kv = KvQuantization{kv_bits, kv_group};
+  o.kv.validate();
   o.on_token = on_token;
   return o;
 }
@@ -30,7 +33,10 @@ namespace {
 const JsonForm<EvalRequest>& eval_json() {
   static const JsonForm<EvalRequest> form = [] {
     JsonForm<EvalRequest> f("eval request");
-    f.field("tokens", &EvalRequest::tokens).field("budgets", &EvalRequest::budgets);
+    f.field("tokens", &EvalRequest::tokens)
+        .field("budgets", &EvalRequest::budgets)
+        .field("kv_bits", &EvalRequest::kv_bits)
+        .field("kv_group", &EvalRequest::kv_group);
     policies_field(f, "policies", &EvalRequest::policies);
     run_field(f, "run", &EvalRequest::run);
     return f;
@@ -42,6 +48,19 @@ const JsonForm<EvalRequest>& eval_json() {
 
 nlohmann::json EvalRequest::to_json() const { return eval_json().write(*this); }
 EvalRequest EvalRequest::from_json(const nlohmann::json& j) { return eval_json().read(j); }
+
+std::vector<CheckRecord> eval_paper_experiments(const EvalResult& r) {
+  LoopMeasurements m;
+  m.metric = LoopMetric::Perplexity;
+  m.full = r.full_ppl;
+  m.quantized_suffix = r.kv_suffix;
+  for (const EvalPoint& p : r.points) {
+    if (!r.kv_suffix.empty() && p.policy == policy_name(PolicyId::Full) + r.kv_suffix) m.full_quantized = p.ppl;
+    const Amount a = Amount::parse(p.budget);
+    m.rows.push_back({p.policy, a.is_ratio ? a.value : a.value / r.tokens, p.ppl});
+  }
+  return paper_experiment_records(m);
+}
 
 nlohmann::json eval_result_json(const EvalResult& r, const std::string& text_name) {
   nlohmann::json points = nlohmann::json::array();
@@ -57,7 +76,8 @@ nlohmann::json eval_result_json(const EvalResult& r, const std::string& text_nam
           {"full_ppl", r.full_ppl},
           {"full_bytes", r.full_bytes},
           {"budget_scope", budget_scope_name(r.budget_scope)},
-          {"points", points}};
+          {"points", points},
+          {"paper_experiments", paper_experiments_json(eval_paper_experiments(r))}};
 }
 
 EvalResult run_eval(const Llama& model, const std::string& text, const EvalRequest& request) {

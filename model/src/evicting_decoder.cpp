@@ -74,6 +74,11 @@ MatrixRM EvictingDecoder::prefill(std::span<const int> tokens, bool all_logits) 
   return logits;
 }
 
+void EvictingDecoder::set_kv_quantization(const KvQuantization& q) {
+  q.validate();
+  quant_ = q;
+}
+
 size_t EvictingDecoder::bytes_allocated() const {
   return pools_.size() * static_cast<size_t>(slots_) * static_cast<size_t>(hd_) * 2 * sizeof(float);
 }
@@ -129,6 +134,10 @@ void EvictingDecoder::attend_unit(int layer, int kv, int pos, const float* q, co
   P.pos[static_cast<size_t>(row)] = pos;
   P.k.row(row) = Eigen::Map<const Eigen::RowVectorXf>(k + kv * hd_, hd_);
   P.v.row(row) = Eigen::Map<const Eigen::RowVectorXf>(v + kv * hd_, hd_);
+  if (quant_.on()) {
+    quantize_dequantize(std::span<float>(P.k.row(row).data(), static_cast<size_t>(hd_)), quant_);
+    quantize_dequantize(std::span<float>(P.v.row(row).data(), static_cast<size_t>(hd_)), quant_);
+  }
   P.rows.push_back(row);  // the newest position is the largest: rows stay in position order
   const int m = static_cast<int>(P.rows.size());
   s.positions.resize(static_cast<size_t>(m));
@@ -201,6 +210,25 @@ void EvictingDecoder::attend_layer(int layer, int pos0, const MatrixRM& q, const
     }
   }
   if (!failure.empty()) throw Error(failure);
+}
+
+CacheManagerOptions closed_loop_manager(const LlamaConfig& c, const RunConfig& run, PolicyId id, const Budget& budget,
+                                        int max_len) {
+  CacheManagerOptions mo;
+  mo.run = run.with_policy(id);
+  mo.run.budget = budget;
+  mo.run.prompt_len = 0;
+  mo.n_layers = c.n_layers;
+  mo.n_kv_heads = c.n_kv_heads;
+  mo.max_len = max_len;
+  return mo;
+}
+
+int decoder_slots(const KvEvictionManager& mgr, const LlamaConfig& c) {
+  int slots = 0;
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int kv = 0; kv < c.n_kv_heads; ++kv) slots = std::max(slots, mgr.max_held(l, kv) + 1);
+  return slots;
 }
 
 }  // namespace kvo::model

@@ -18,7 +18,7 @@
 #include "kvo/model/topk_decoder.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
 #include "kvo/oracle/shared_prefill.hpp"
-#include "oracle_schedule.hpp"
+#include "offline_schedule.hpp"
 
 namespace kvo::model {
 namespace {
@@ -91,6 +91,7 @@ TaskOutcome outcome_of(const Prepared& p, std::string row, double budget) {
   o.task = p.inst->task;
   o.length = p.inst->length;
   o.depth = p.inst->depth;
+  o.shots = p.inst->shots;
   o.input_tokens = p.tokens.size();
   o.row = std::move(row);
   o.budget = budget;
@@ -163,19 +164,11 @@ void streaming_row(const Llama& m, const Prepared& p, const TaskEvalRequest& r, 
   const LlamaConfig& c = m.config();
   const int n = p.tokens.size();
   const int k = streaming_budget(share, n);
-  CacheManagerOptions mo;
-  mo.run = r.run.with_policy(id);
-  mo.run.budget = r.run.budget.with_total(Amount{false, static_cast<double>(k)});
-  mo.run.prompt_len = 0;
-  mo.n_layers = c.n_layers;
-  mo.n_kv_heads = c.n_kv_heads;
-  mo.max_len = n + p.inst->max_new_tokens;
-  if (policy_traits(id).offline) mo.run.policy.schedule = oracle_schedules(full->trace, mo.run.budget);
+  CacheManagerOptions mo = closed_loop_manager(
+      c, r.run, id, r.run.budget.with_total(Amount{false, static_cast<double>(k)}), n + p.inst->max_new_tokens);
+  if (policy_traits(id).offline) mo.run.policy.schedule = offline_schedules(id, full->trace, mo.run.budget);
   KvEvictionManager mgr(mo);
-  int slots = 0;
-  for (int l = 0; l < c.n_layers; ++l)
-    for (int kv = 0; kv < c.n_kv_heads; ++kv) slots = std::max(slots, mgr.max_held(l, kv) + 1);
-  EvictingDecoder dec(m, mgr, slots);
+  EvictingDecoder dec(m, mgr, decoder_slots(mgr, c));
   dec.prefill(p.tokens.context);
   UnitSets held;
   for (int l = 0; l < c.n_layers; ++l)

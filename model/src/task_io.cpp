@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/proofs_check/paper_experiments.hpp"
 
 namespace kvo::model {
 
@@ -23,6 +25,10 @@ nlohmann::json task_instance_json(const TaskInstance& in) {
   nlohmann::json needles = nlohmann::json::array();
   for (const auto& [a, b] : in.needles) needles.push_back({a, b});
   j["needles"] = needles;
+  if (in.shots > 0) {
+    j["examples"] = in.examples;
+    j["shots"] = in.shots;
+  }
   return j;
 }
 
@@ -65,6 +71,12 @@ TaskInstance task_instance_from_json(const nlohmann::json& j, const std::string&
   if (j.contains("depth")) {
     require(j["depth"].is_number(), where + ": \"depth\" is not a number");
     in.depth = j["depth"].get<double>();
+  }
+  in.shots = integer("shots", 0);
+  require(in.shots >= 0, where + ": \"shots\" must be >= 0");
+  if (j.contains("examples")) {
+    require(j["examples"].is_string(), where + ": \"examples\" is not a string");
+    in.examples = j["examples"].get<std::string>();
   }
   if (j.contains("needles")) {
     require(j["needles"].is_array(), where + ": \"needles\" is not a list of [first, last) pairs");
@@ -119,6 +131,7 @@ nlohmann::json task_outcomes_json(std::span<const TaskOutcome> outcomes) {
                  {"task", o.task},
                  {"length", o.length},
                  {"depth", o.depth},
+                 {"shots", o.shots},
                  {"input_tokens", o.input_tokens},
                  {"row", o.row},
                  {"budget", o.budget},
@@ -128,6 +141,30 @@ nlohmann::json task_outcomes_json(std::span<const TaskOutcome> outcomes) {
                  {"needles_held", number_or_null(o.needles_held)},
                  {"mass_of_optimum", number_or_null(o.mass_of_optimum)}});
   return a;
+}
+
+std::vector<CheckRecord> task_paper_experiments(const TaskEvalResult& r) {
+  if (r.protocol != TaskProtocol::Streaming) return {};
+  // Per shot count: (row, budget) -> score sum, count.
+  std::map<int, std::map<std::pair<std::string, double>, std::pair<double, int>>> sums;
+  for (const TaskOutcome& o : r.outcomes) {
+    auto& [sum, count] = sums[o.shots][{o.row, o.row == kFullCacheRow ? 1.0 : o.budget}];
+    sum += o.score;
+    ++count;
+  }
+  std::vector<CheckRecord> out;
+  for (const auto& [shots, cell] : sums) {
+    const auto full = cell.find({std::string(kFullCacheRow), 1.0});
+    if (full == cell.end()) continue;
+    LoopMeasurements m;
+    m.metric = LoopMetric::Accuracy;
+    m.shots = shots;
+    m.full = full->second.first / full->second.second;
+    for (const auto& [key, value] : cell)
+      if (key.first != kFullCacheRow) m.rows.push_back({key.first, key.second, value.first / value.second});
+    for (auto& rec : paper_experiment_records(m)) out.push_back(std::move(rec));
+  }
+  return out;
 }
 
 nlohmann::json task_result_json(const TaskEvalResult& r) {
@@ -151,7 +188,8 @@ nlohmann::json task_result_json(const TaskEvalResult& r) {
   return {{"protocol", std::string(to_string(r.protocol))},
           {"outcomes", task_outcomes_json(r.outcomes)},
           {"cells", cells_json(false)},
-          {"cells_by_depth", cells_json(true)}};
+          {"cells_by_depth", cells_json(true)},
+          {"paper_experiments", paper_experiments_json(task_paper_experiments(r))}};
 }
 
 TaskEvalResult task_result_from_json(const nlohmann::json& j, const std::string& where) {
@@ -191,6 +229,7 @@ TaskEvalResult task_result_from_json(const nlohmann::json& j, const std::string&
     t.task = text("task");
     t.length = integer("length");
     t.depth = number("depth", false);
+    t.shots = o.contains("shots") ? integer("shots") : 0;
     t.input_tokens = integer("input_tokens");
     t.row = text("row");
     t.budget = number("budget", false);

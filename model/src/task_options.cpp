@@ -25,7 +25,7 @@ std::string ints_text(const std::vector<int>& v) {
 using O = TaskOptions;
 using U = TaskOptionUse;
 
-const std::array<TaskOptionEntry, 16> kTaskOptions{{
+const std::array<TaskOptionEntry, 17> kTaskOptions{{
     {"tasks", "--tasks", "", "comma-separated tasks, or all", U::Suite, "",
      [](O& o, std::string_view t) { o.suite.tasks = parse_task_list(t); },
      [](const O& o) {
@@ -42,6 +42,10 @@ const std::array<TaskOptionEntry, 16> kTaskOptions{{
     {"per_cell", "--per-cell", "", "instances per task x length x depth", U::Suite, "",
      [](O& o, std::string_view t) { o.suite.per_cell = parse_int(t, "per_cell"); },
      [](const O& o) { return std::to_string(o.suite.per_cell); }},
+    {"shots", "--shots", "",
+     "worked examples of the same task (256 tokens each, with their answers) opening every instance (few-shot)",
+     U::Suite, "", [](O& o, std::string_view t) { o.suite.shots = parse_int(t, "shots"); },
+     [](const O& o) { return std::to_string(o.suite.shots); }},
     {"task_seed", "--task-seed", "", "the seed the instances are generated from", U::Suite, "",
      [](O& o, std::string_view t) {
        const int s = parse_int(t, "task_seed");

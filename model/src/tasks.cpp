@@ -344,6 +344,21 @@ TaskInstance make_instance(const Tokenizer& tok, TaskId id, int length, double d
   return in;
 }
 
+// Few-shot: `shots` worked examples of the task, each an instance of kShotLength tokens (its needle
+// at a seeded depth) followed by its answer, drawn from seeds no suite instance uses.
+void add_examples(const Tokenizer& tok, TaskId id, int shots, int index, const Haystack& hay, std::uint64_t seed,
+                  TaskInstance& in) {
+  Rng rng{mix(mix(seed, 0x5407ULL), mix(static_cast<std::uint64_t>(id), static_cast<std::uint64_t>(index)))};
+  for (int s = 0; s < shots; ++s) {
+    const TaskInstance ex =
+        make_instance(tok, id, kShotLength, std::round(rng.unit() * 4) / 4, 1000000 + index * 64 + s, hay, seed);
+    in.examples +=
+        ex.context + "\n\n" + ex.question + " " + ex.answer_prefix + " " + join_answers(ex.answers) + ".\n\n";
+  }
+  in.shots = shots;
+  in.id += "-s" + std::to_string(shots);
+}
+
 }  // namespace
 
 std::span<const TaskEntry> task_table() { return kTasks; }
@@ -416,6 +431,10 @@ TaskTokens task_tokens(const Tokenizer& tok, const TaskInstance& in, bool questi
         "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
         "<|im_start|>user\n",
         true);
+  if (!in.examples.empty()) {
+    const std::vector<int> e = tok.encode(in.examples);
+    t.context.insert(t.context.end(), e.begin(), e.end());
+  }
   if (question_first) {
     const std::vector<int> q = tok.encode(in.question + "\n\n");
     t.context.insert(t.context.end(), q.begin(), q.end());
@@ -436,6 +455,12 @@ void TaskSuiteRequest::validate() const {
                                                 std::to_string(max_positions) + "] (the model's positions)");
   for (double d : depths) require(d >= 0 && d <= 1, "tasks: depth " + std::to_string(d) + " is outside [0, 1]");
   require(per_cell >= 1, "tasks: per_cell must be >= 1");
+  require(shots >= 0, "tasks: shots must be >= 0");
+  for (int n : lengths)
+    require(n + shots * kShotLength <= max_positions, "tasks: length " + std::to_string(n) + " with " +
+                                                          std::to_string(shots) + " shots of " +
+                                                          std::to_string(kShotLength) + " tokens exceeds the model's " +
+                                                          std::to_string(max_positions) + " positions");
 }
 
 std::vector<TaskInstance> generate_tasks(const Tokenizer& tok, const TaskSuiteRequest& r) {
@@ -446,7 +471,11 @@ std::vector<TaskInstance> generate_tasks(const Tokenizer& tok, const TaskSuiteRe
     for (int n : r.lengths) {
       const std::vector<double> depths = task_entry(id).has_depth ? r.depths : std::vector<double>{-1.0};
       for (double d : depths)
-        for (int i = 0; i < r.per_cell; ++i) out.push_back(make_instance(tok, id, n, d, i, hay, r.seed));
+        for (int i = 0; i < r.per_cell; ++i) {
+          TaskInstance in = make_instance(tok, id, n, d, i, hay, r.seed);
+          if (r.shots > 0) add_examples(tok, id, r.shots, i, hay, r.seed, in);
+          out.push_back(std::move(in));
+        }
     }
   return out;
 }

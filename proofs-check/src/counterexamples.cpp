@@ -22,13 +22,7 @@ double topk(std::vector<double> w, int k) {
   return t;
 }
 CheckRecord constructed(const std::string& id, const std::string& variant, bool holds, double metric) {
-  CheckRecord r;
-  r.id = id;
-  r.variant = variant;
-  r.kind = ClaimKind::Defect;
-  r.holds = holds;
-  r.metric = metric;
-  return r;
+  return make_record(id, variant, ClaimKind::Defect, holds, metric);
 }
 
 }  // namespace

@@ -27,6 +27,16 @@ ClaimKind claim_kind(const std::string& name) {
   throw Error("unknown claim kind '" + name + "'");
 }
 
+CheckRecord make_record(const std::string& id, const std::string& variant, ClaimKind kind, bool holds, double metric) {
+  CheckRecord r;
+  r.id = id;
+  r.variant = variant;
+  r.kind = kind;
+  r.holds = holds;
+  r.metric = metric;
+  return r;
+}
+
 nlohmann::json record_to_json(const CheckRecord& r) {
   return {{"id", r.id},         {"variant", r.variant}, {"kind", to_string(r.kind)},
           {"layer", r.layer},   {"head", r.head},       {"holds", r.holds},
@@ -343,6 +353,63 @@ const std::vector<ClaimInfo>& claim_catalogue() {
        false,
        "empirical_check",
        {"ClaimCanFail.E3_AttentionThatIgnoresCooccurrence"}},
+      {"E4",
+       "masking the heavy hitters drops quality drastically, far more than masking as many random tokens",
+       "§3.2, Fig. 2c",
+       "loss of anti-h2o - loss of random",
+       false,
+       "paper_experiment_records",
+       {"ClaimCanFail.E4_MaskingHeavyHittersNoWorseThanRandom"},
+       true},
+      {"E5",
+       "local heavy hitters (attention so far) are as effective as global ones (every query, future included)",
+       "§4.1, Fig. 2d",
+       "loss of h2o - loss of lookahead",
+       true,
+       "paper_experiment_records",
+       {"ClaimCanFail.E5_LookAheadFarBetterThanLocal"},
+       true},
+      {"E6",
+       "the sparse-transformer patterns fall short at a small budget and recover once heavy hitters are added",
+       "§5.1, Table 1",
+       "loss of the pattern - loss with heavy hitters",
+       false,
+       "paper_experiment_records",
+       {"ClaimCanFail.E6_HeavyHittersDoNotRescueAPattern"},
+       true},
+      {"E7",
+       "H2O stays comparable to the full cache with few-shot prompts (5 and 10 shots)",
+       "§5.3, Table 4",
+       "loss of h2o",
+       true,
+       "paper_experiment_records",
+       {"ClaimCanFail.E7_FewShotInputsBreakEviction"},
+       true},
+      {"E8",
+       "H2O is compatible with 4-bit quantization: H2O with a quantized KV cache is no worse than either alone",
+       "§5.3, Table 5",
+       "loss of h2o quantized - the worse of h2o and the quantized full cache",
+       true,
+       "paper_experiment_records",
+       {"ClaimCanFail.E8_QuantizationAndEvictionCompound"},
+       true},
+      {"E9",
+       "heavy hitters alone and recent tokens alone fall short, both together match the full cache, heavy "
+       "hitters alone beat recent tokens alone",
+       "§5.3, Table 6",
+       "loss of h2o (both together)",
+       true,
+       "paper_experiment_records",
+       {"ClaimCanFail.E9_RecentTokensAloneBeatHeavyHitters"},
+       true},
+      {"E10",
+       "H2O increases the diversity of generated text (fewer repeated words) over the full cache",
+       "§5.3 Q4, App. C",
+       "h2o distinct-2 - full distinct-2",
+       false,
+       "diversity_record",
+       {"ClaimCanFail.E10_EvictionThatRepeatsItself"},
+       true},
   };
   return c;
 }
@@ -356,7 +423,7 @@ std::string ClaimInfo::doc() const {
 const ClaimInfo& claim_info(const std::string& id) {
   for (const auto& c : claim_catalogue())
     if (c.id == id) return c;
-  throw Error("unknown check id '" + id + "' (expected C1..C27, D1..D11 or E1..E3)");
+  throw Error("unknown check id '" + id + "' (expected C1..C27, D1..D11 or E1..E10)");
 }
 
 void Report::append(std::vector<CheckRecord> rs) {
@@ -437,11 +504,12 @@ std::vector<ClaimSummary> Report::summaries() const {
 nlohmann::json Report::to_json(const nlohmann::json& meta) const {
   nlohmann::json claims = nlohmann::json::array();
   for (const auto& c : claim_catalogue())
-    claims.push_back({{"id", c.id},
-                      {"title", c.title},
-                      {"source", c.source},
-                      {"metric", c.metric},
-                      {"higher_is_worse", c.higher_is_worse}});
+    if (!c.closed_loop)  // the closed loops' findings are in their own JSON, not verify's report
+      claims.push_back({{"id", c.id},
+                        {"title", c.title},
+                        {"source", c.source},
+                        {"metric", c.metric},
+                        {"higher_is_worse", c.higher_is_worse}});
   nlohmann::json sums = nlohmann::json::array();
   for (const auto& s : summaries())
     sums.push_back({{"id", s.id},

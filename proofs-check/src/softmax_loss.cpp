@@ -76,15 +76,6 @@ VectorXd random_direction(int d, std::mt19937_64& rng) {
   for (int t = 0; t < d; ++t) v(t) = g(rng);
   return v / v.norm();
 }
-CheckRecord record(const std::string& id, const std::string& variant, ClaimKind kind, bool holds, double metric) {
-  CheckRecord r;
-  r.id = id;
-  r.variant = variant;
-  r.kind = kind;
-  r.holds = holds;
-  r.metric = metric;
-  return r;
-}
 }  // namespace
 
 VectorXd fd_gradient(const std::function<double(const VectorXd&)>& fn, const VectorXd& x) {
@@ -192,12 +183,12 @@ std::vector<CheckRecord> check_loss_formulas(const LossInstance& in, const std::
   double worst = 0.0;
   for (auto& [k, v] : errs.items()) worst = std::max(worst, v.get<double>());
   std::vector<CheckRecord> out;
-  auto c23 = record("C23", variant, ClaimKind::Theorem, worst <= 1e-6, worst);
+  auto c23 = make_record("C23", variant, ClaimKind::Theorem, worst <= 1e-6, worst);
   c23.detail = {{"relative_errors", errs}, {"tolerance", 1e-6}, {"n", A.rows()}, {"d", A.cols()}, {"R", in.R}};
   out.push_back(c23);
   const double published = rel_err(L.grad_exp(x, true), fd_exp);
   // The published '+' is wrong unless <f, c> = 0; the corrected '-' must match.
-  auto d9 = record("D9", variant + " gradient sign", ClaimKind::Defect, published <= 1e-6, published);
+  auto d9 = make_record("D9", variant + " gradient sign", ClaimKind::Defect, published <= 1e-6, published);
   d9.detail = {
       {"published_plus_error", published}, {"corrected_minus_error", errs["grad_exp"]}, {"f_dot_c", f.dot(f - L.b)}};
   out.push_back(d9);
@@ -211,7 +202,7 @@ std::vector<CheckRecord> check_hessian_pd(const MatrixXd& A0, double R, double l
   LossInstance p1 = make_loss_instance(A0, R, l, part1_floor, seed);
   const MatrixXd B1 = p1.loss.B(p1.x);
   const double lam_b = lambda_min(B1), lam_h = lambda_min(p1.loss.hessian(p1.x));
-  auto r1 = record("C24", variant + " part 1", ClaimKind::Theorem, lam_h >= l * (1 - 1e-9), lam_h / l);
+  auto r1 = make_record("C24", variant + " part 1", ClaimKind::Theorem, lam_h >= l * (1 - 1e-9), lam_h / l);
   const double needed1 = std::max(0.0, -lam_b);  // the part of "20" the proof actually uses
   r1.detail = {{"lambda_min_hessian", lam_h},
                {"lambda_min_B", lam_b},
@@ -234,8 +225,8 @@ std::vector<CheckRecord> check_hessian_pd(const MatrixXd& A0, double R, double l
   const double tol = 1e-9 * w2.maxCoeff();
   // Smallest uniform floor that would make the sandwich hold: w^2 >= 9 lambda_max(B), >= -11 lambda_min(B).
   const double needed2 = std::max({0.0, 9.0 * lambda_max(B2), -11.0 * lambda_min(B2)});
-  auto r2 = record("C24", variant + " part 2", ClaimKind::Theorem, lo >= -tol && hi >= -tol,
-                   std::min(lo, hi) / w2.minCoeff());
+  auto r2 = make_record("C24", variant + " part 2", ClaimKind::Theorem, lo >= -tol && hi >= -tol,
+                        std::min(lo, hi) / w2.minCoeff());
   r2.detail = {{"lambda_min_lower_side", lo},
                {"lambda_min_upper_side", hi},
                {"constant", floor2},
@@ -268,7 +259,7 @@ std::vector<CheckRecord> check_lipschitz(const LossInstance& in, int pairs, std:
   }
   const double ln10 = std::log(10.0);
   const double margin = std::max(worst_h - log_h_bound, worst_u - log_u_bound) / ln10;
-  auto r = record("C25", variant, ClaimKind::Theorem, margin <= 1e-9, margin);
+  auto r = make_record("C25", variant, ClaimKind::Theorem, margin <= 1e-9, margin);
   r.detail = {{"log10_hessian_ratio", worst_h / ln10},
               {"log10_hessian_bound", log_h_bound / ln10},
               {"log10_u_ratio", worst_u / ln10},
@@ -360,8 +351,8 @@ std::vector<CheckRecord> check_newton(const LossInstance& in, int trials, std::u
     published_growth = std::max(published_growth, (x - xs).norm() / (x0 - xs).norm());
   }
   const double rate = static_cast<double>(sub_ok) / trials;
-  auto r = record("C26", variant, ClaimKind::Finding, worst_exact <= allowed && monotone && rate >= 1 - delta,
-                  static_cast<double>(std::max(worst_exact, worst_sub)) / allowed);
+  auto r = make_record("C26", variant, ClaimKind::Finding, worst_exact <= allowed && monotone && rate >= 1 - delta,
+                       static_cast<double>(std::max(worst_exact, worst_sub)) / allowed);
   r.detail = {{"allowed_iterations", allowed},
               {"exact_newton_max_iterations", worst_exact},
               {"subsampled_max_iterations", worst_sub},
@@ -374,7 +365,7 @@ std::vector<CheckRecord> check_newton(const LossInstance& in, int trials, std::u
               {"x_star_norm", xs.norm()},
               {"R", in.R},
               {"outside_theorem_regime", in.R <= 10}};
-  auto s = record("D9", variant + " Newton sign", ClaimKind::Defect, published_growth < 1.0, published_growth);
+  auto s = make_record("D9", variant + " Newton sign", ClaimKind::Defect, published_growth < 1.0, published_growth);
   s.detail = {{"distance_ratio_after_5_published_steps", published_growth}};
   return {r, s};
 }

@@ -3,6 +3,7 @@
 // `eval prefill`, `tasks generate`, `tasks run` and `tasks report`.
 #include "bindings_support.hpp"
 #include "kvo/core/press_parameters.hpp"
+#include "kvo/model/diversity.hpp"
 #include "kvo/model/eval_run.hpp"
 #include "kvo/model/generate.hpp"
 #include "kvo/model/llama.hpp"
@@ -160,9 +161,11 @@ void bind_model(py::module_& m) {
       .def(
           "eval",
           [](const model::Llama& self, const std::string& text, const std::optional<std::vector<std::string>>& policies,
-             const std::optional<py::list>& budgets, int tokens, const py::kwargs& kwargs) {
+             const std::optional<py::list>& budgets, int tokens, int kv_bits, int kv_group, const py::kwargs& kwargs) {
             model::EvalRequest req;
             req.tokens = tokens;
+            req.kv_bits = kv_bits;
+            req.kv_group = kv_group;
             if (policies) req.policies = parse_policy_names(*policies);
             if (budgets) {  // ratios ("20%", 0.2) or token counts (64), as the CLI's --budgets items
               req.budgets.clear();
@@ -177,10 +180,41 @@ void bind_model(py::module_& m) {
             return without_text(model::eval_result_json(r, ""));
           },
           py::arg("text"), py::arg("policies") = py::none(), py::arg("budgets") = py::none(),
-          py::arg("tokens") = model::EvalRequest{}.tokens,
+          py::arg("tokens") = model::EvalRequest{}.tokens, py::arg("kv_bits") = model::EvalRequest{}.kv_bits,
+          py::arg("kv_group") = model::EvalRequest{}.kv_group,
           ("eviction policies in closed loop with real eviction, teacher-forced over the text's first `tokens` tokens, "
            "against the full cache (kvoracle eval): {tokens, full_ppl, full_bytes, points: [{policy, budget, k, ppl, "
-           "mean_kl, peak_bytes}]}. policies and budgets default to the CLI's.\n" +
+           "mean_kl, peak_bytes}], paper_experiments: [finding records]}. policies and budgets default to the CLI's; "
+           "kv_bits > 0 adds every point with its K/V quantized (rows <policy>+int<bits>, and full+int<bits>).\n" +
+           run_options_doc())
+              .c_str())
+      .def(
+          "diversity",
+          [](const model::Llama& self, const std::string& text, const std::vector<std::string>& policies,
+             std::vector<double> budgets, int prompts, int prompt_tokens, int new_tokens, const py::kwargs& kwargs) {
+            model::DiversityRequest req;
+            req.policies = parse_policy_names(policies);
+            req.budgets = std::move(budgets);
+            req.prompts = prompts;
+            req.prompt_tokens = prompt_tokens;
+            req.new_tokens = new_tokens;
+            require(!req.policies.empty(), "diversity: at least one policy");
+            req.run = run_options(kwargs, "diversity").build(req.policies.front());
+            model::DiversityResult r;
+            {
+              py::gil_scoped_release release;
+              r = model::continuation_diversity(self, text, req);
+            }
+            return json_to_python(model::diversity_result_json(r));
+          },
+          py::arg("text"), py::arg("policies") = policy_name_list(model::DiversityRequest{}.policies),
+          py::arg("budgets") = model::DiversityRequest{}.budgets,
+          py::arg("prompts") = model::DiversityRequest{}.prompts,
+          py::arg("prompt_tokens") = model::DiversityRequest{}.prompt_tokens,
+          py::arg("new_tokens") = model::DiversityRequest{}.new_tokens,
+          ("greedy continuations of prompts cut from the text, full cache against each policy and budget (kvoracle "
+           "eval diversity): {prompts, prompt_tokens, new_tokens, full, rows: [{row, budget, words, distinct1, "
+           "distinct2, distinct3, repetition4, continuations}], paper_experiments: [E10 records]}.\n" +
            run_options_doc())
               .c_str())
       .def(

@@ -9,6 +9,7 @@
 
 #include "kvo/core/error.hpp"
 #include "kvo/model/eval.hpp"
+#include "kvo/model/eval_run.hpp"
 #include "model_fixture.hpp"
 
 using namespace kvo;
@@ -205,4 +206,36 @@ TEST(EvictingDecoder, LayeredPrefillLastRowIsTheLastLogits) {
   ASSERT_EQ(last.rows(), 1);
   EXPECT_LT((all.row(23) - last.row(0)).cwiseAbs().maxCoeff(),
             1e-4f * std::max(1.0f, all.row(23).cwiseAbs().maxCoeff()));
+}
+
+// --kv-bits: every point beside its quantized twin, and the full cache quantized; 8 bits barely move
+// the perplexity, 2 bits move it more, and E8's record judges the h2o pair.
+TEST(Eval, QuantizedKvPointsSitBesideTheirFp32Twins) {
+  const auto& m = test::shared_model();
+  const std::string text = test::gpl3_text();
+  model::EvalOptions o;
+  o.tokens = 24;
+  o.policies = {PolicyId::H2O};
+  o.budgets = {Amount::parse("8")};
+  double moved[2] = {0, 0};
+  for (int x = 0; x < 2; ++x) {
+    o.kv = {x == 0 ? 8 : 2, 64};
+    long ticks = 0;
+    o.on_token = [&] { ++ticks; };
+    const model::EvalResult r = model::evaluate_policies(m, text, o);
+    EXPECT_EQ(ticks, model::eval_units(o));
+    ASSERT_EQ(r.points.size(), 3u);
+    const std::string suffix = x == 0 ? "+int8" : "+int2";
+    EXPECT_EQ(r.points[0].policy, "full" + suffix);
+    EXPECT_EQ(r.points[1].policy, "h2o");
+    EXPECT_EQ(r.points[2].policy, "h2o" + suffix);
+    EXPECT_EQ(r.points[2].k, 8);
+    moved[x] = std::abs(std::log(r.points[0].ppl / r.full_ppl));
+    const auto records = model::eval_paper_experiments(r);
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_EQ(records[0].id, "E8");
+    EXPECT_EQ(records[0].detail.at("full" + suffix).get<double>(), r.points[0].ppl);
+  }
+  EXPECT_LT(moved[0], 0.02);
+  EXPECT_GT(moved[1], moved[0]);
 }

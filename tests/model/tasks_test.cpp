@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "kvo/core/error.hpp"
+#include "kvo/model/task_io.hpp"
 #include "kvo/model/task_options.hpp"
 #include "model_fixture.hpp"
 
@@ -98,6 +101,50 @@ TEST(Tasks, BadRequestsAreRefusedInOneLine) {
 
 // The one option table of `tasks`: every option's text round-trips through its setter, a bad text
 // names the option, and the JSON form lists every option once.
+// Few-shot: the examples open the input, each a worked instance with its answer written out; the
+// instance itself is the 0-shot one, its needle found past the examples at needle_shift; the JSON
+// row carries them, and a length plus its shots beyond the model's positions is refused.
+TEST(Tasks, ShotsOpenTheInputAndTheNeedleSitsPastThem) {
+  const auto& tok = test::shared_model().tokenizer();
+  TaskSuiteRequest r = small_suite();
+  r.tasks = {TaskId::Passkey, TaskId::MultiKey};
+  r.depths = {0.5};
+  r.per_cell = 1;
+  const auto plain = generate_tasks(tok, r);
+  r.shots = 2;
+  const auto shot = generate_tasks(tok, r);
+  ASSERT_EQ(shot.size(), plain.size());
+  for (size_t i = 0; i < shot.size(); ++i) {
+    SCOPED_TRACE(shot[i].id);
+    EXPECT_EQ(shot[i].id, plain[i].id + "-s2");
+    EXPECT_EQ(shot[i].shots, 2);
+    EXPECT_EQ(shot[i].context, plain[i].context);
+    EXPECT_EQ(shot[i].answers, plain[i].answers);
+    // Two worked answers, neither the instance's own.
+    size_t answered = 0;
+    for (size_t at = shot[i].examples.find(shot[i].answer_prefix.substr(0, 10)); at != std::string::npos;
+         at = shot[i].examples.find(shot[i].answer_prefix.substr(0, 10), at + 1))
+      ++answered;
+    EXPECT_GE(answered, 2u);
+    EXPECT_EQ(shot[i].examples.find(shot[i].answers[0]), std::string::npos);
+    const TaskTokens t = task_tokens(tok, shot[i]);
+    EXPECT_EQ(t.needle_shift, static_cast<int>(tok.encode(shot[i].examples).size()));
+    EXPECT_LE(t.needle_shift, 2 * (kShotLength + 16));  // each example: 256 tokens and its written answer
+    std::vector<std::string> values;                    // the needles' values (multikey's distractors too), by depth
+    for (const auto& [a, b] : shot[i].needles)
+      values.push_back(
+          tok.decode(std::vector<int>(t.context.begin() + t.needle_shift + a, t.context.begin() + t.needle_shift + b)));
+    EXPECT_NE(std::find(values.begin(), values.end(), shot[i].answers[0]), values.end());
+    const TaskInstance back = task_instance_from_json(task_instance_json(shot[i]), "row");
+    EXPECT_EQ(back.examples, shot[i].examples);
+    EXPECT_EQ(back.shots, 2);
+  }
+  r.lengths = {8192 - kShotLength};
+  EXPECT_THROW(r.validate(), Error);  // 2 shots push it past the model's 8192 positions
+  r.shots = -1;
+  EXPECT_THROW(r.validate(), Error);
+}
+
 TEST(TaskOptions, EveryOptionRoundTripsThroughItsText) {
   const TaskOptions defaults;
   TaskOptions o;

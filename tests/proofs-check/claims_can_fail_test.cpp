@@ -15,6 +15,7 @@
 #include "head_data.hpp"
 #include "kvo/core/synth.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/proofs_check/paper_experiments.hpp"
 #include "kvo/proofs_check/softmax_loss.hpp"
 #include "test_support.hpp"
 
@@ -605,4 +606,119 @@ TEST(ClaimCanFail, E3_AttentionThatIgnoresCooccurrence) {
   expect_failure(bad, -1);
   EXPECT_LT(bad.metric, 0.5) << bad.detail.dump();
   EXPECT_EQ(bad.detail["words"].get<size_t>(), freq.size());
+}
+
+// E4, E5, E6, E9 judge a closed loop's rows (paper_experiments.hpp). Each is fed measurements on
+// which the paper's statement does not hold, beside the same rows where it does.
+namespace {
+
+LoopMeasurements perplexities(std::vector<LoopRow> rows) {
+  LoopMeasurements m;
+  m.full = 20.0;
+  m.rows = std::move(rows);
+  return m;
+}
+
+const CheckRecord& only(const std::vector<CheckRecord>& rs, const std::string& id, const std::string& variant) {
+  const auto it =
+      std::find_if(rs.begin(), rs.end(), [&](const CheckRecord& r) { return r.id == id && r.variant == variant; });
+  EXPECT_NE(it, rs.end()) << id << " " << variant;
+  EXPECT_EQ(
+      std::count_if(rs.begin(), rs.end(), [&](const CheckRecord& r) { return r.id == id && r.variant == variant; }), 1);
+  return *it;
+}
+
+}  // namespace
+
+TEST(ClaimCanFail, E4_MaskingHeavyHittersNoWorseThanRandom) {
+  // Masking the heavy hitters (anti-h2o) costs 6% of perplexity, random masking 4%: no drastic drop.
+  const auto fails = paper_experiment_records(perplexities({{"anti-h2o", 0.9, 21.2}, {"random", 0.9, 20.8}}));
+  const auto& r = only(fails, "E4", "perplexity");
+  EXPECT_FALSE(r.holds);
+  EXPECT_NEAR(r.metric, 0.02, 1e-12);
+  EXPECT_TRUE(
+      only(paper_experiment_records(perplexities({{"anti-h2o", 0.9, 40.0}, {"random", 0.9, 20.8}})), "E4", "perplexity")
+          .holds);
+}
+
+TEST(ClaimCanFail, E5_LookAheadFarBetterThanLocal) {
+  LoopMeasurements m;
+  m.metric = LoopMetric::Accuracy;
+  m.full = 0.8;
+  m.rows = {{"h2o", 0.2, 0.3}, {"lookahead", 0.2, 0.7}};
+  const auto rs = paper_experiment_records(m);
+  const auto& r = only(rs, "E5", "accuracy");
+  EXPECT_FALSE(r.holds);
+  EXPECT_NEAR(r.metric, 0.4, 1e-12);
+  EXPECT_DOUBLE_EQ(r.detail.at("budget").get<double>(), 0.2);
+  m.rows[0].value = 0.68;  // within 5 points of look-ahead
+  EXPECT_TRUE(only(paper_experiment_records(m), "E5", "accuracy").holds);
+}
+
+TEST(ClaimCanFail, E6_HeavyHittersDoNotRescueAPattern) {
+  // strided falls 50% short and stays 40% short with heavy hitters: no recovery. fixed recovers.
+  const auto rs = paper_experiment_records(perplexities(
+      {{"strided", 0.2, 30.0}, {"strided-h2o", 0.2, 28.0}, {"fixed", 0.2, 30.0}, {"fixed-h2o", 0.2, 20.5}}));
+  const auto& strided = only(rs, "E6", "strided, perplexity");
+  EXPECT_FALSE(strided.holds);
+  EXPECT_TRUE(strided.detail.at("pattern_falls_short").get<bool>());
+  EXPECT_FALSE(strided.detail.at("heavy_hitters_recover").get<bool>());
+  EXPECT_TRUE(only(rs, "E6", "fixed, perplexity").holds);
+}
+
+TEST(ClaimCanFail, E9_RecentTokensAloneBeatHeavyHitters) {
+  // Both parts alone fall short and together match the full cache, but the window beats heavy hitters.
+  const auto rs =
+      paper_experiment_records(perplexities({{"heavy", 0.2, 60.0}, {"window", 0.2, 30.0}, {"h2o", 0.2, 20.4}}));
+  const auto& r = only(rs, "E9", "perplexity");
+  EXPECT_FALSE(r.holds);
+  EXPECT_FALSE(r.detail.at("heavy_beats_local").get<bool>());
+  EXPECT_TRUE(r.detail.at("together_comparable").get<bool>());
+  EXPECT_TRUE(
+      only(paper_experiment_records(perplexities({{"heavy", 0.2, 25.0}, {"window", 0.2, 30.0}, {"h2o", 0.2, 20.4}})),
+           "E9", "perplexity")
+          .holds);
+}
+
+TEST(ClaimCanFail, E10_EvictionThatRepeatsItself) {
+  // h2o's continuations repeat more than the full cache's: fewer distinct bigrams, more repeated 4-grams.
+  const CheckRecord r = diversity_record({0.2, 0.9, 0.05, 0.6, 0.3});
+  EXPECT_EQ(r.id, "E10");
+  EXPECT_FALSE(r.holds);
+  EXPECT_NEAR(r.metric, -0.3, 1e-12);
+  EXPECT_FALSE(r.detail.at("less_repeated").get<bool>());
+  EXPECT_TRUE(diversity_record({0.2, 0.8, 0.1, 0.85, 0.05}).holds);
+  EXPECT_FALSE(diversity_record({0.2, 0.8, 0.1, 0.85, 0.2}).holds);  // more distinct but more repeated
+}
+
+TEST(ClaimCanFail, E8_QuantizationAndEvictionCompound) {
+  // h2o costs 5%, a 4-bit full cache 2%, together 30%: the two compound instead of staying within either.
+  LoopMeasurements m = perplexities({{"h2o", 0.2, 21.0}, {"h2o+int4", 0.2, 26.0}});
+  m.quantized_suffix = "+int4";
+  m.full_quantized = 20.4;
+  const auto rs = paper_experiment_records(m);
+  const auto& r = only(rs, "E8", "perplexity");
+  EXPECT_FALSE(r.holds);
+  EXPECT_NEAR(r.metric, 0.3 - 0.05, 1e-12);
+  m.rows[1].value = 21.3;
+  EXPECT_TRUE(only(paper_experiment_records(m), "E8", "perplexity").holds);
+  m.quantized_suffix.clear();  // no quantized rows: no record
+  const auto none = paper_experiment_records(m);
+  EXPECT_TRUE(std::none_of(none.begin(), none.end(), [](const CheckRecord& x) { return x.id == "E8"; }));
+}
+
+TEST(ClaimCanFail, E7_FewShotInputsBreakEviction) {
+  // With 5 shots h2o answers 0.30 where the full cache answers 0.80: not comparable.
+  LoopMeasurements m;
+  m.metric = LoopMetric::Accuracy;
+  m.full = 0.8;
+  m.shots = 5;
+  m.rows = {{"h2o", 0.2, 0.3}, {"anti-h2o", 0.2, 0.1}, {"random", 0.2, 0.7}};
+  const auto rs = paper_experiment_records(m);
+  ASSERT_EQ(rs.size(), 1u);  // few-shot measurements judge E7 only
+  const auto& r = only(rs, "E7", "accuracy, 5 shots");
+  EXPECT_FALSE(r.holds);
+  EXPECT_NEAR(r.metric, 0.5, 1e-12);
+  m.rows[0].value = 0.78;
+  EXPECT_TRUE(only(paper_experiment_records(m), "E7", "accuracy, 5 shots").holds);
 }

@@ -52,6 +52,8 @@ def test_python_md_whole_commands_example(tmp_path, model_path):
     assert [p["policy"] for p in scope["off"]["summary"]["policies"]] == ["h2o", "tova"]
     assert [p["policy"] for p in scope["ev"]["points"]] == ["h2o", "window"]
     assert [r["set"] for r in scope["pre"]["rows"]][:2] == ["knorm", "snapkv"]
+    assert [r["row"] for r in scope["div"]["rows"]] == ["h2o"]
+    assert [r["id"] for r in scope["div"]["paper_experiments"]] == ["E10"]
 
 
 def test_trace_format_reading_example(tmp_path):

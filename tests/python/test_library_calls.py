@@ -277,6 +277,36 @@ def test_model_calls_give_what_the_cli_gives(kvoracle, model_path, tmp_path, sam
         m.eval_prefill(body, 28, tokens=40, presses="knorm", alpha_safeguard=[2.0])
 
 
+def test_paper_experiments_from_python_are_the_clis(kvoracle, model_path, tmp_path, same_build):
+    """eval --kv-bits with an offline policy, and eval diversity, through kvoracle.Model: the CLI's
+    rows and the same findings (E5, E8, E10)."""
+    text = "/usr/share/common-licenses/GPL-3"
+    body = open(text, encoding="utf-8").read()
+    m = kvo.Model(model_path)
+    run(kvoracle, "eval", "--text", text, "--tokens", 24, "--policies", "h2o,lookahead", "--budgets", 8,
+        "--kv-bits", 4, "--model", model_path, "--json", tmp_path / "eval.json")  # fmt: skip
+    cli = json.load(open(tmp_path / "eval.json"))
+    py = m.eval(body, policies=["h2o", "lookahead"], budgets=[8], tokens=24, kv_bits=4)
+    labels = ["full+int4", "h2o", "h2o+int4", "lookahead", "lookahead+int4"]
+    assert [p["policy"] for p in py["points"]] == [p["policy"] for p in cli["points"]] == labels
+    assert [r["id"] for r in py["paper_experiments"]] == [r["id"] for r in cli["paper_experiments"]] == ["E5", "E8"]
+    if same_build:
+        assert same_records(py["points"], cli["points"], rel=1e-4)
+    run(kvoracle, "eval", "diversity", "--text", text, "--prompts", 2, "--prompt-tokens", 24, "--new-tokens", 6,
+        "--policies", "h2o", "--budgets", 0.5, "--model", model_path, "--json", tmp_path / "div.json")  # fmt: skip
+    cli = json.load(open(tmp_path / "div.json"))
+    py = m.diversity(body, policies=["h2o"], budgets=[0.5], prompts=2, prompt_tokens=24, new_tokens=6)
+    assert [r["row"] for r in py["rows"]] == [r["row"] for r in cli["rows"]] == ["h2o"]
+    assert [r["id"] for r in py["paper_experiments"]] == ["E10"]
+    if same_build:
+        assert py["full"]["continuations"] == cli["full"]["continuations"]
+        assert py["rows"][0]["continuations"] == cli["rows"][0]["continuations"]
+    with pytest.raises(ValueError, match="diversity: policy lookahead"):
+        m.diversity(body, policies=["lookahead"], prompts=1, prompt_tokens=24, new_tokens=2)
+    with pytest.raises(ValueError, match="bits must be 0"):
+        m.eval(body, tokens=24, kv_bits=1)
+
+
 def test_replay_and_score_same_sets_from_cli_and_python(kvoracle, trace_file, tmp_path):
     run(kvoracle, "replay", trace_file, "--policy", "tova", "--budget", "10", "--out", tmp_path / "r.jsonl")
     cli = [json.loads(line) for line in open(tmp_path / "r.jsonl")]

@@ -118,6 +118,83 @@ class H2OPolicy final : public NestedPolicy {
   std::vector<double> score_;  // accumulated attention, by token
 };
 
+// The paper's ablations of h2o's two parts (Table 6, Figure 2c), on h2o's accumulated attention.
+// HeavyOnly (`heavy`): heavy hitters alone, the recent window ignored: the smallest score over the
+// whole cache leaves, the new token included. MaskHeavy (`anti-h2o`): outside the recent window the
+// largest score leaves (ties: the oldest), so the cache holds everything but the heavy hitters.
+class HeavyHitterAblationPolicy final : public NestedPolicy {
+ public:
+  enum class Mode { HeavyOnly, MaskHeavy };
+  explicit HeavyHitterAblationPolicy(Mode mode) : mode_(mode) {}
+  std::string name() const override;
+
+ protected:
+  void on_begin() override { score_.assign(static_cast<size_t>(setup().n), 0.0); }
+  void on_attend(int i, std::span<const int> attended, std::span<const double> probs) override;
+  size_t victim(int) override;
+
+ private:
+  Mode mode_;
+  std::vector<double> score_;  // accumulated attention, by token
+};
+
+// Keeps the oldest tokens: once the cache is full the token before the new one leaves, so the cache
+// is the first k - 1 tokens and the current one (Figure 2c's control that masks the recent tokens).
+class OldestPolicy final : public NestedPolicy {
+ public:
+  std::string name() const override { return policy_name(PolicyId::Oldest); }
+
+ protected:
+  size_t victim(int) override { return cache().size() >= 2 ? cache().size() - 2 : 0; }
+};
+
+// Look-ahead heavy hitters (the paper's "global" H2, §4.1 and Figure 2d): h2o's rule with every
+// token ranked by the attention it receives from all n queries of the unit's dense attention,
+// future ones included (column sums); needs the dense attention, so in a decoder it follows the
+// schedule this rule gives on the full cache's trace (offline_schedules in the closed loops).
+class LookaheadPolicy final : public NestedPolicy {
+ public:
+  std::string name() const override { return policy_name(PolicyId::Lookahead); }
+  bool needs_dense() const override { return true; }
+  std::vector<double> eviction_scores() const override { return with_recent_window(score_, setup().budget.recent); }
+
+ protected:
+  void on_begin() override;
+  size_t victim(int) override { return argmin_score(score_, candidates(setup().budget.recent)); }
+
+ private:
+  std::vector<double> score_;  // column sums of the dense attention, by token
+};
+
+// The Sparse Transformer's patterns (Child et al. 2019) as nested eviction under a budget k = h + r
+// (docs/policies.md, "Sparse-transformer patterns"). Strided: the recent window of r tokens plus a
+// lattice of every s-th token, s = ceil(n / p) so that the lattice over the whole sequence fits its
+// p long-range slots. Fixed: the current block of l = max(r, 1) tokens plus the last c tokens of
+// every block, c = clamp(floor(p l / n), 1, l). With heavy hitters, h / 2 of the h long-range slots
+// keep the highest accumulated attention (h2o's score) and p = h - h / 2; otherwise p = h. Victim:
+// outside the local part and the heavy hitters, the oldest token off the pattern, else the oldest
+// on it.
+class SparsePatternPolicy final : public NestedPolicy {
+ public:
+  enum class Pattern { Strided, Fixed };
+  SparsePatternPolicy(Pattern pattern, bool heavy_hitters) : pattern_(pattern), heavy_(heavy_hitters) {}
+  std::string name() const override;
+  // Whether token j lies on the pattern's long-range part (after begin()).
+  bool on_pattern(int j) const;
+
+ protected:
+  void on_begin() override;
+  void on_attend(int i, std::span<const int> attended, std::span<const double> probs) override;
+  size_t victim(int i) override;
+
+ private:
+  Pattern pattern_;
+  bool heavy_;
+  int heavy_slots_ = 0, period_ = 1, summary_ = 1;  // strided: period_ = s; fixed: period_ = l, summary_ = c
+  std::vector<double> score_;                       // accumulated attention, by token (heavy hitters only)
+  std::vector<size_t> order_;                       // scratch: candidate positions
+};
+
 // H2O as in the masking code (h2o_hf/utils_hh): the query attends the last r positions plus the
 // top-h accumulated scores over [0, L - r); the token leaving the window is masked for one step
 // and keeps its score, so it can re-enter; with r = 0 no score is ever zeroed. Not nested.

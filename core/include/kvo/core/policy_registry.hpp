@@ -34,6 +34,14 @@ enum class PolicyId : int {
   Random,
   Full,
   Oracle,
+  Lookahead,
+  Strided,
+  Fixed,
+  StridedH2O,
+  FixedH2O,
+  Heavy,
+  AntiH2O,
+  Oldest,
   Count
 };
 inline constexpr std::size_t kPolicyCount = static_cast<std::size_t>(PolicyId::Count);
@@ -84,7 +92,7 @@ struct PolicySpec {
   int sinks = 4;                                   // streaming: attention sinks kept forever
   int history = 32;                                // scissorhands: steps of history
   ObjectiveSpec objective;                         // greedy: the set function F_i; h2o-paper: its h
-  std::shared_ptr<const ScheduleSource> schedule;  // offline policies (oracle) only
+  std::shared_ptr<const ScheduleSource> schedule;  // offline policies (oracle, lookahead) in closed loops
 
   // The spec of a policy by name with default parameters (kvo::Error naming the known ones).
   static PolicySpec named(std::string_view name);
@@ -107,7 +115,8 @@ std::vector<PolicyId> parse_policy_names(const std::vector<std::string>& names);
 // Names of the policies with a trait, for messages ("h2o, h2o-realdrop, h2o-paper").
 std::string policy_names_where(bool (*pred)(const PolicyTraits&));
 
-// Whether this spec needs the dense attention (greedy: depends on its objective).
+// Whether this spec needs the dense attention (greedy: depends on its objective; lookahead: unless a
+// closed loop gave it a schedule).
 bool needs_dense(const PolicySpec& spec);
 
 // The default policy lists of the commands, one place each.

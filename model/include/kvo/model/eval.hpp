@@ -1,7 +1,7 @@
 // Closed-loop evaluation of eviction policies on the real model: teacher-forced decoding of a text
 // with real eviction (EvictingDecoder) for each policy and budget, against the full cache:
 // perplexity, mean KL divergence KL(full || evicted) of the next-token distribution, and the
-// peak K/V bytes held. Offline policies (the registry's `oracle`) evict along the offline
+// peak K/V bytes held (at fp32, quantized or not). Offline policies (the registry's `oracle`) evict along the offline
 // optimum (min-cost flow, retained attention mass) of the full-attention trace of the same text:
 // the what-if reference no online policy can beat on that objective.
 #pragma once
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kvo/core/run_config.hpp"
+#include "kvo/model/kv_quant.hpp"
 #include "kvo/model/llama.hpp"
 
 namespace kvo::model {
@@ -20,7 +21,10 @@ struct EvalOptions {
   // seed; run.policy.id is set per policy and the budget's total per point of `budgets`.
   RunConfig run;
   std::vector<PolicyId> policies = default_policies(PolicyListUse::Eval);
-  std::vector<Amount> budgets;     // totals: fractions or token counts; >= tokens means the full cache
+  std::vector<Amount> budgets;  // totals: fractions or token counts; >= tokens means the full cache
+  // bits > 0: every point also decoded with its K/V stored quantized (kv_quant.hpp), labelled
+  // "<policy>+int<bits>", and the full cache so stored, labelled "full+int<bits>" (budget 100%).
+  KvQuantization kv;
   std::function<void()> on_token;  // progress: one call per decoded token
 };
 
@@ -37,8 +41,12 @@ struct EvalResult {
   double full_ppl = 0.0;
   size_t full_bytes = 0;
   BudgetScope budget_scope = BudgetScope::Head;  // who shared each budget (k: a cache unit's share)
+  std::string kv_suffix;                         // the quantized points' label suffix ("+int4"); empty: none
   std::vector<EvalPoint> points;                 // policies x budgets, in option order
 };
+
+// The label a quantized point's policy name takes ("+int4").
+std::string kv_quantized_suffix(const KvQuantization& q);
 
 // Work units for a progress bar (decoded tokens, the full pass included).
 long eval_units(const EvalOptions& options);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kvo/core/cache_manager.hpp"
+#include "kvo/model/kv_quant.hpp"
 #include "kvo/model/llama.hpp"
 
 namespace kvo::model {
@@ -26,6 +27,9 @@ class EvictingDecoder final : public StepAttention, public LayerAttention {
   // Feeds tokens at the next positions layer by layer; returns the logits [T, vocab], or of the
   // last token only [1, vocab].
   MatrixRM prefill(std::span<const int> tokens, bool all_logits = false);
+
+  // Stores every later key and value row quantized (kv_quant.hpp); off by default.
+  void set_kv_quantization(const KvQuantization& q);
 
   int position() const { return pos_; }
   size_t bytes_allocated() const;  // the K/V pools
@@ -68,9 +72,18 @@ class EvictingDecoder final : public StepAttention, public LayerAttention {
   KvEvictionManager& manager_;
   int seq_, slots_, n_kv_, hd_, group_;
   int pos_ = 0;
+  KvQuantization quant_;
   size_t held_rows_ = 0, peak_ = 0;
   std::vector<Pool> pools_;
   std::vector<std::vector<size_t>> span_rows_;  // layered prefill, shared budgets: rows per layer after each step
 };
+
+// The closed loops' manager (eval, tasks, diversity): the run's parameters with policy `id`, the
+// budget given (its total per (layer, KV head), its recent part and overrides), every step an
+// eviction step (no prompt held whole), the model's units, sequences of up to max_len tokens.
+CacheManagerOptions closed_loop_manager(const LlamaConfig& config, const RunConfig& run, PolicyId id,
+                                        const Budget& budget, int max_len);
+// The pool rows a decoder needs under a manager: its largest unit budget plus the new token.
+int decoder_slots(const KvEvictionManager& manager, const LlamaConfig& config);
 
 }  // namespace kvo::model

@@ -64,7 +64,8 @@ struct TaskOutcome {
   std::string instance, task;
   int length = 0;
   double depth = -1.0;
-  int input_tokens = 0;  // context + question block
+  int shots = 0;         // worked examples opening the input (TaskInstance::shots)
+  int input_tokens = 0;  // examples + context + question block
   std::string row;       // kFullCacheRow, a policy's or press's name, kPrefillOptimumRow or "optimum@<scope>"
   double budget = 1.0;   // the share kept (1: the full cache)
   double kept = 0.0;     // mean tokens held per (layer, KV head) when the question is read

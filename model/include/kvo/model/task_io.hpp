@@ -9,6 +9,7 @@
 
 #include "kvo/model/task_eval.hpp"
 #include "kvo/model/tasks.hpp"
+#include "kvo/proofs_check/report.hpp"
 
 namespace kvo::model {
 
@@ -25,8 +26,14 @@ void write_task_jsonl(const std::string& path, const std::vector<TaskInstance>& 
 
 // Outcomes as the JSON array of the run's "outcomes" (what an MPI unit or a checkpoint carries).
 nlohmann::json task_outcomes_json(std::span<const TaskOutcome> outcomes);
-// The run's JSON: the request's protocol and budgets, every outcome, and the cells (per task x
-// length x row x budget, and per depth) with their Wilson intervals.
+// The paper's closed-loop experiments (E4, E5, E6, E9; kvo/proofs_check/paper_experiments.hpp) on
+// the mean score over all instances of each row and budget against the full cache's, under the
+// dynamic protocol (none under prefill, whose rows are presses), per shot count: E7 for few-shot
+// instances, the others for instances without examples.
+std::vector<CheckRecord> task_paper_experiments(const TaskEvalResult& result);
+// The run's JSON: the request's protocol and budgets, every outcome, the cells (per task x
+// length x row x budget, and per depth) with their Wilson intervals, and the records of
+// task_paper_experiments ("paper_experiments").
 nlohmann::json task_result_json(const TaskEvalResult& result);
 // The outcomes of that JSON back (cells are recomputed from them): kvo::Error "WHERE: ..." naming
 // the first field that is missing or of the wrong type.

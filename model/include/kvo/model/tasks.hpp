@@ -52,6 +52,10 @@ struct TaskInstance {
   std::vector<std::string> answers;  // the expected items
   ScoreRule rule = ScoreRule::All;
   int max_new_tokens = 16;
+  // Few-shot: worked examples of the task (context, question, answer prefix and answer each) that
+  // open the input before the context, encoded on their own ("" and 0: none).
+  std::string examples;
+  int shots = 0;
   // Token ranges [first, last) of the needles' values in the context's ids (generated instances).
   std::vector<std::pair<int, int>> needles;
 };
@@ -69,8 +73,9 @@ std::string_view to_string(PromptFormat f);
 PromptFormat parse_prompt_format(std::string_view name);  // "plain", "chat"
 
 // The token ids the model reads: the context, then the question block (question and answer
-// prefix), each encoded on its own as kvpress's pipeline does. With question_first the question
-// also opens the context. The needles' token ranges sit at context offset `needle_shift`.
+// prefix), each encoded on its own as kvpress's pipeline does. Few-shot examples open the context
+// (encoded on their own); with question_first the question follows them. The needles' token ranges
+// sit at context offset `needle_shift`.
 struct TaskTokens {
   std::vector<int> context, question;
   int needle_shift = 0;
@@ -80,16 +85,21 @@ TaskTokens task_tokens(const Tokenizer& tokenizer, const TaskInstance& instance,
                        PromptFormat format = PromptFormat::Plain);
 
 // The grid the generator fills: every task x length x depth, `per_cell` instances each.
+inline constexpr int kShotLength = 256;  // tokens of one few-shot example (its context and question block)
+
 struct TaskSuiteRequest {
   std::vector<TaskId> tasks = {TaskId::Passkey, TaskId::Niah, TaskId::MultiKey};
   std::vector<int> lengths = {512, 1024, 2048};
   std::vector<double> depths = {0.0, 0.25, 0.5, 0.75, 1.0};
   int per_cell = 4;
+  // Worked examples of the same task opening every instance (the paper's Table 4), each a generated
+  // instance of kShotLength tokens with its answer written out; the cell's length is the rest.
+  int shots = 0;
   std::uint64_t seed = 0;
   std::string haystack_dir = "/usr/share/common-licenses";  // the real texts of niah and its kin
   int max_positions = 8192;                                 // the model's context (lengths above are refused)
   // kvo::Error naming the option: no task, a length outside [256, max_positions], a depth outside
-  // [0, 1], per_cell below 1.
+  // [0, 1], per_cell below 1, shots below 0 or a length plus its shots beyond max_positions.
   void validate() const;
 };
 

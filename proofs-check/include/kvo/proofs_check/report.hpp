@@ -15,14 +15,17 @@ enum class ClaimKind { Theorem, Finding, Defect };
 std::string to_string(ClaimKind k);
 
 struct ClaimInfo {
-  std::string id;                  // "C1".."C27", "D1".."D11", "E1".."E3" (the paper's observations)
+  std::string id;                  // "C1".."C27", "D1".."D11", "E1".."E10" (the paper's observations)
   std::string title;               // what is checked, in one line
   std::string source;              // where in the paper
   std::string metric;              // the headline number of a record
   bool higher_is_worse = true;     // direction of the metric's worst case
   std::string function;            // the function in proofs-check/src that checks it
   std::vector<std::string> tests;  // tests (Suite.Name) feeding it an input on which it must fail
-  std::string doc() const;         // its row in docs/checks.md ("docs/checks.md#c1")
+  // Judged by the closed loops on the real model (eval, tasks run, eval diversity; E4-E10), not by
+  // verify's pass over a trace: verify's --checks refuses it and its report leaves it out.
+  bool closed_loop = false;
+  std::string doc() const;  // its row in docs/checks.md ("docs/checks.md#c1")
 };
 const std::vector<ClaimInfo>& claim_catalogue();
 const ClaimInfo& claim_info(const std::string& id);  // kvo::Error for an unknown id
@@ -37,6 +40,9 @@ struct CheckRecord {
   long step = -1;             // where the worst case occurs (-1: not a step)
   nlohmann::json detail = nlohmann::json::object();
 };
+
+// A record not tied to a head or a step (layer, head, step -1; an empty detail).
+CheckRecord make_record(const std::string& id, const std::string& variant, ClaimKind kind, bool holds, double metric);
 
 // A record as the object report.json lists (and back; kvo::Error when malformed). The unit
 // results `verify` exchanges between ranks and stores in checkpoints carry records this way.

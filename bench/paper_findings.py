@@ -1,0 +1,136 @@
+"""The tables of docs/findings.md section 12 ("The paper's experiments on a small real model") from
+bench/paper-study's output: OUTDIR/eval.json and eval-int4.json (kvoracle eval --json: perplexity
+per policy and budget), OUTDIR/tasks.json and tasks-shots.json (kvoracle tasks run --json: outcomes
+per instance) and OUTDIR/diversity.json (kvoracle eval diversity --json), with the findings every
+run computed (their "paper_experiments" records, docs/checks.md#e4).
+
+Usage: paper_findings.py OUTDIR"""
+
+import collections
+import json
+import os
+import sys
+
+TABLES = [
+    ("Figure 2c (E4): masking heavy hitters, random tokens, recent tokens", ["anti-h2o", "random", "oldest", "h2o"]),
+    ("Figure 2d (E5): local against look-ahead heavy hitters", ["h2o", "lookahead"]),
+    (
+        "Table 1 (E6): sparse-transformer patterns without and with heavy hitters",
+        ["h2o", "window", "strided", "strided-h2o", "fixed", "fixed-h2o"],
+    ),
+    ("Table 6 (E9): heavy hitters only, recent tokens only, both", ["heavy", "window", "h2o"]),
+]
+
+
+def load(path):
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def percent(b):
+    return f"{100 * b:g}%"
+
+
+def eval_values(ev):
+    """{(policy, budget share): perplexity}, the budgets in order, the full cache's perplexity."""
+    values, budgets = {}, []
+    for p in ev["points"]:
+        b = p["budget"]
+        share = float(b[:-1]) / 100 if b.endswith("%") else float(b)
+        share = share if share <= 1 else share / ev["tokens"]
+        values[(p["policy"], share)] = p["ppl"]
+        if share not in budgets:
+            budgets.append(share)
+    return values, [b for b in budgets if b < 1], ev["full_ppl"]
+
+
+def task_values(tr):
+    """{(row, budget): mean score}, the budgets, the full cache's mean score and instance count."""
+    sums = collections.defaultdict(lambda: [0.0, 0])
+    for o in tr["outcomes"]:
+        key = (o["row"], 1.0 if o["row"] == "full-cache" else o["budget"])
+        sums[key][0] += o["score"]
+        sums[key][1] += 1
+    values = {key: s / n for key, (s, n) in sums.items()}
+    budgets = sorted({b for (row, b) in values if row != "full-cache"})
+    return values, budgets, values[("full-cache", 1.0)], sums[("full-cache", 1.0)][1]
+
+
+def main(out):
+    ev, tr = load(os.path.join(out, "eval.json")), load(os.path.join(out, "tasks.json"))
+    if ev:
+        e_values, e_budgets, full_ppl = eval_values(ev)
+        print(f"Perplexity: `kvoracle eval`, {ev['tokens']} GPL-3 tokens, full cache {full_ppl:.2f}.")
+    if tr:
+        t_values, t_budgets, full_acc, n = task_values(tr)
+        print(f"Accuracy: `kvoracle tasks run`, {n} instances, dynamic protocol, full cache {full_acc:.3f}.")
+    for title, rows in TABLES:
+        print(f"\n**{title}**\n")
+        head = ["row"]
+        if ev:
+            head += [f"ppl {percent(b)}" for b in e_budgets]
+        if tr:
+            head += [f"accuracy {percent(b)}" for b in t_budgets]
+        print("| " + " | ".join(head) + " |")
+        print("|---|" + "---:|" * (len(head) - 1))
+        cells = ["full cache"]
+        if ev:
+            cells += [f"{full_ppl:.2f}"] * len(e_budgets)
+        if tr:
+            cells += [f"{full_acc:.3f}"] * len(t_budgets)
+        print("| " + " | ".join(cells) + " |")
+        for row in rows:
+            cells = [f"`{row}`"]
+            if ev:
+                cells += [f"{e_values[(row, b)]:.2f}" if (row, b) in e_values else "–" for b in e_budgets]
+            if tr:
+                cells += [f"{t_values[(row, b)]:.3f}" if (row, b) in t_values else "–" for b in t_budgets]
+            print("| " + " | ".join(cells) + " |")
+    q = load(os.path.join(out, "eval-int4.json"))
+    if q:
+        values, budgets, full_ppl = eval_values(q)
+        full_q = next(p["ppl"] for p in q["points"] if p["policy"].startswith("full+"))
+        print("\n**Table 5 (E8): h2o with a 4-bit KV cache** (perplexity)\n")
+        print("| row | " + " | ".join(percent(b) for b in budgets) + " |")
+        print("|---|" + "---:|" * len(budgets))
+        print("| full cache | " + " | ".join(f"{full_ppl:.2f}" for _ in budgets) + " |")
+        print("| full cache, 4-bit K/V | " + " | ".join(f"{full_q:.2f}" for _ in budgets) + " |")
+        for row in ["h2o", "h2o+int4"]:
+            print(f"| `{row}` | " + " | ".join(f"{values[(row, b)]:.2f}" for b in budgets) + " |")
+    shots = load(os.path.join(out, "tasks-shots.json"))
+    if shots:
+        values, budgets, full_acc, n = task_values(shots)
+        k = shots["outcomes"][0].get("shots", 0)
+        print(f"\n**Table 4 (E7): {k}-shot inputs** ({n} instances, accuracy)\n")
+        print("| row | " + " | ".join(percent(b) for b in budgets) + " |")
+        print("|---|" + "---:|" * len(budgets))
+        print("| full cache | " + " | ".join(f"{full_acc:.3f}" for _ in budgets) + " |")
+        print("| `h2o` | " + " | ".join(f"{values[('h2o', b)]:.3f}" for b in budgets) + " |")
+    div = load(os.path.join(out, "diversity.json"))
+    if div:
+        print(
+            f"\n**Appendix C (E10): diversity of greedy continuations** ({div['prompts']} prompts of "
+            f"{div['prompt_tokens']} tokens, {div['new_tokens']} new tokens each)\n"
+        )
+        print("| row | budget | distinct-1 | distinct-2 | distinct-3 | 4-gram repetition |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for r in [div["full"]] + div["rows"]:
+            name = "full cache" if r["row"] == "full-cache" else f"`{r['row']}`"
+            print(
+                f"| {name} | {percent(r['budget'])} | {r['distinct1']:.3f} | {r['distinct2']:.3f} | "
+                f"{r['distinct3']:.3f} | {r['repetition4']:.3f} |"
+            )
+    print("\n**Findings** (docs/checks.md#e4; loss: ppl / full − 1, or full accuracy − accuracy)\n")
+    print("| claim | variant | budget | the paper's statement holds | metric |")
+    print("|---|---|---:|---|---:|")
+    for result in (ev, q, tr, shots, div):
+        for r in (result or {}).get("paper_experiments", []):
+            d = r["detail"]
+            holds = "yes" if r["holds"] else "no"
+            print(f"| {r['id']} | {r['variant']} | {d['budget_label']} | {holds} | {r['metric']:.3f} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

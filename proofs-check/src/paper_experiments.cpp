@@ -1,0 +1,162 @@
+#include "kvo/proofs_check/paper_experiments.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "kvo/core/error.hpp"
+
+namespace kvo {
+namespace {
+
+// Measured values at one budget, by row.
+using Cell = std::map<std::string, double>;
+
+std::string percent(double budget) {
+  const double p = budget * 100.0;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, std::abs(p - std::round(p)) < 1e-9 ? "%.0f%%" : "%.3g%%", p);
+  return buf;
+}
+
+CheckRecord finding(const std::string& id, const std::string& variant, bool holds, double metric) {
+  return make_record(id, variant, ClaimKind::Finding, holds, metric);
+}
+
+}  // namespace
+
+std::string_view to_string(LoopMetric m) { return m == LoopMetric::Perplexity ? "perplexity" : "accuracy"; }
+
+double loop_loss(const LoopMeasurements& m, double value) {
+  return m.metric == LoopMetric::Perplexity ? value / m.full - 1.0 : m.full - value;
+}
+
+std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
+  require(m.metric == LoopMetric::Accuracy || (std::isfinite(m.full) && m.full > 0),
+          "the paper's experiments: the full cache's perplexity must be positive");
+  require(m.tolerance >= 0, "the paper's experiments: the tolerance must be >= 0");
+  std::map<double, Cell> cells;
+  for (const auto& r : m.rows)
+    if (r.budget < 1.0) cells[r.budget][r.row] = r.value;
+  const std::string metric(to_string(m.metric));
+  const double tol = m.tolerance;
+  const auto loss = [&](double v) { return loop_loss(m, v); };
+
+  std::vector<CheckRecord> out;
+  const auto each = [&](auto&& judge) {
+    for (const auto& [budget, cell] : cells) {
+      const auto has = [&](std::initializer_list<const char*> rows) {
+        for (const char* r : rows)
+          if (!cell.contains(r)) return false;
+        return true;
+      };
+      judge(budget, cell, has);
+    }
+  };
+  const auto base = [&](double budget, nlohmann::json detail) {
+    detail["budget"] = budget;
+    detail["budget_label"] = percent(budget);
+    detail["metric"] = metric;
+    detail["full"] = m.full;
+    detail["tolerance"] = tol;
+    return detail;
+  };
+
+  // E7: on few-shot inputs h2o stays comparable to the full cache (loss <= tol).
+  if (m.shots > 0) {
+    each([&](double b, const Cell& c, auto) {
+      if (!c.contains("h2o")) return;
+      const double l = loss(c.at("h2o"));
+      auto r = finding("E7", metric + ", " + std::to_string(m.shots) + " shots", l <= tol, l);
+      r.detail = base(b, {{"h2o", c.at("h2o")}, {"shots", m.shots}});
+      out.push_back(std::move(r));
+    });
+    return out;
+  }
+  // E4: masking the heavy hitters hurts more than masking as many random tokens (by > tol).
+  each([&](double b, const Cell& c, auto has) {
+    if (!has({"anti-h2o", "random"})) return;
+    const double anti = loss(c.at("anti-h2o")), rnd = loss(c.at("random"));
+    auto r = finding("E4", metric, anti - rnd > tol, anti - rnd);
+    r.detail = base(b, {{"anti-h2o", c.at("anti-h2o")}, {"random", c.at("random")}});
+    if (c.contains("oldest")) r.detail["oldest"] = c.at("oldest");
+    out.push_back(std::move(r));
+  });
+  // E5: local heavy hitters are as good as look-ahead ones (h2o no worse by more than tol).
+  each([&](double b, const Cell& c, auto has) {
+    if (!has({"h2o", "lookahead"})) return;
+    const double gap = loss(c.at("h2o")) - loss(c.at("lookahead"));
+    auto r = finding("E5", metric, gap <= tol, gap);
+    r.detail = base(b, {{"h2o", c.at("h2o")}, {"lookahead", c.at("lookahead")}});
+    out.push_back(std::move(r));
+  });
+  // E6: each pattern falls short of the full cache (loss > tol) and is comparable to it once heavy
+  // hitters take half of its long-range slots (loss <= tol).
+  for (const std::string pattern : {"strided", "fixed"}) {
+    const std::string mixed = pattern + "-h2o";
+    each([&](double b, const Cell& c, auto) {
+      if (!c.contains(pattern) || !c.contains(mixed)) return;
+      const double plain = loss(c.at(pattern)), with = loss(c.at(mixed));
+      auto r = finding("E6", pattern + ", " + metric, plain > tol && with <= tol, plain - with);
+      r.detail = base(b, {{pattern, c.at(pattern)},
+                          {mixed, c.at(mixed)},
+                          {"pattern_falls_short", plain > tol},
+                          {"heavy_hitters_recover", with <= tol}});
+      out.push_back(std::move(r));
+    });
+  }
+  // E8: h2o with quantized K/V is no worse than either alone (h2o in fp32, the full cache quantized)
+  // by more than tol.
+  if (!m.quantized_suffix.empty()) {
+    const std::string h2o_q = "h2o" + m.quantized_suffix;
+    each([&](double b, const Cell& c, auto) {
+      if (!c.contains("h2o") || !c.contains(h2o_q)) return;
+      const double both = loss(c.at(h2o_q)), worst_alone = std::max(loss(c.at("h2o")), loss(m.full_quantized));
+      auto r = finding("E8", metric, both <= worst_alone + tol, both - worst_alone);
+      r.detail = base(b, {{"h2o", c.at("h2o")}, {h2o_q, c.at(h2o_q)}, {"full" + m.quantized_suffix, m.full_quantized}});
+      out.push_back(std::move(r));
+    });
+  }
+  // E9: heavy hitters alone and recent tokens alone each fall short, both together (h2o) are
+  // comparable to the full cache, and heavy hitters alone beat recent tokens alone.
+  each([&](double b, const Cell& c, auto has) {
+    if (!has({"heavy", "window", "h2o"})) return;
+    const double heavy = loss(c.at("heavy")), local = loss(c.at("window")), both = loss(c.at("h2o"));
+    const bool alone_short = heavy > tol && local > tol, together = both <= tol, heavy_first = heavy < local;
+    auto r = finding("E9", metric, alone_short && together && heavy_first, both);
+    r.detail = base(b, {{"heavy", c.at("heavy")},
+                        {"window", c.at("window")},
+                        {"h2o", c.at("h2o")},
+                        {"each_alone_falls_short", alone_short},
+                        {"together_comparable", together},
+                        {"heavy_beats_local", heavy_first}});
+    out.push_back(std::move(r));
+  });
+  return out;
+}
+
+CheckRecord diversity_record(const DiversityComparison& c) {
+  const bool more_distinct = c.h2o_distinct2 >= c.full_distinct2,
+             less_repeated = c.h2o_repetition4 <= c.full_repetition4;
+  auto r = finding("E10", "distinct-2 and 4-gram repetition", more_distinct && less_repeated,
+                   c.h2o_distinct2 - c.full_distinct2);
+  r.detail = {{"budget", c.budget},
+              {"budget_label", percent(c.budget)},
+              {"metric", "distinct-2"},
+              {"full_distinct2", c.full_distinct2},
+              {"h2o_distinct2", c.h2o_distinct2},
+              {"full_repetition4", c.full_repetition4},
+              {"h2o_repetition4", c.h2o_repetition4},
+              {"more_distinct", more_distinct},
+              {"less_repeated", less_repeated}};
+  return r;
+}
+
+nlohmann::json paper_experiments_json(const std::vector<CheckRecord>& records) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& r : records) a.push_back(record_to_json(r));
+  return a;
+}
+
+}  // namespace kvo
