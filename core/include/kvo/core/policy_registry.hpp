@@ -61,7 +61,7 @@ struct PolicyTraits {
   bool seeded;           // randomised: deterministic given the seed
   bool exposes_scores;   // its per-token score array is snapshotted for the checks (PolicyScores)
   bool h2o_code;         // obeys the H2O code's invariants (C27): window, argmin, prefill top-h
-  bool offline;          // follows a schedule computed from the whole trace (PolicySpec::schedule)
+  bool offline;          // closed loops run it along a schedule from the full cache's trace (PolicySpec::schedule)
   // Its budget counts the slot of the token about to arrive: after step i its cache holds k - 1 of
   // the tokens seen (the masking code's recent window ends at the next token).
   bool budget_counts_next;
