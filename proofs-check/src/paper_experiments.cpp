@@ -6,6 +6,7 @@
 #include <map>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/policy_registry.hpp"
 
 namespace kvo {
 namespace {
@@ -23,6 +24,9 @@ std::string percent(double budget) {
 CheckRecord finding(const std::string& id, const std::string& variant, bool holds, double metric) {
   return make_record(id, variant, ClaimKind::Finding, holds, metric);
 }
+
+// Rows are named by the policy registry.
+std::string name(PolicyId id) { return policy_name(id); }
 
 }  // namespace
 
@@ -46,8 +50,8 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
   std::vector<CheckRecord> out;
   const auto each = [&](auto&& judge) {
     for (const auto& [budget, cell] : cells) {
-      const auto has = [&](std::initializer_list<const char*> rows) {
-        for (const char* r : rows)
+      const auto has = [&](std::initializer_list<std::string> rows) {
+        for (const std::string& r : rows)
           if (!cell.contains(r)) return false;
         return true;
       };
@@ -66,35 +70,38 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
   // E7: on few-shot inputs h2o stays comparable to the full cache (loss <= tol).
   if (m.shots > 0) {
     each([&](double b, const Cell& c, auto) {
-      if (!c.contains("h2o")) return;
-      const double l = loss(c.at("h2o"));
+      if (!c.contains(name(PolicyId::H2O))) return;
+      const double l = loss(c.at(name(PolicyId::H2O)));
       auto r = finding("E7", metric + ", " + std::to_string(m.shots) + " shots", l <= tol, l);
-      r.detail = base(b, {{"h2o", c.at("h2o")}, {"shots", m.shots}});
+      r.detail = base(b, {{name(PolicyId::H2O), c.at(name(PolicyId::H2O))}, {"shots", m.shots}});
       out.push_back(std::move(r));
     });
     return out;
   }
   // E4: masking the heavy hitters hurts more than masking as many random tokens (by > tol).
   each([&](double b, const Cell& c, auto has) {
-    if (!has({"anti-h2o", "random"})) return;
-    const double anti = loss(c.at("anti-h2o")), rnd = loss(c.at("random"));
+    if (!has({name(PolicyId::AntiH2O), name(PolicyId::Random)})) return;
+    const double anti = loss(c.at(name(PolicyId::AntiH2O))), rnd = loss(c.at(name(PolicyId::Random)));
     auto r = finding("E4", metric, anti - rnd > tol, anti - rnd);
-    r.detail = base(b, {{"anti-h2o", c.at("anti-h2o")}, {"random", c.at("random")}});
-    if (c.contains("oldest")) r.detail["oldest"] = c.at("oldest");
+    r.detail = base(b, {{name(PolicyId::AntiH2O), c.at(name(PolicyId::AntiH2O))},
+                        {name(PolicyId::Random), c.at(name(PolicyId::Random))}});
+    if (c.contains(name(PolicyId::Oldest))) r.detail[name(PolicyId::Oldest)] = c.at(name(PolicyId::Oldest));
     out.push_back(std::move(r));
   });
   // E5: local heavy hitters are as good as look-ahead ones (h2o no worse by more than tol).
   each([&](double b, const Cell& c, auto has) {
-    if (!has({"h2o", "lookahead"})) return;
-    const double gap = loss(c.at("h2o")) - loss(c.at("lookahead"));
+    if (!has({name(PolicyId::H2O), name(PolicyId::Lookahead)})) return;
+    const double gap = loss(c.at(name(PolicyId::H2O))) - loss(c.at(name(PolicyId::Lookahead)));
     auto r = finding("E5", metric, gap <= tol, gap);
-    r.detail = base(b, {{"h2o", c.at("h2o")}, {"lookahead", c.at("lookahead")}});
+    r.detail = base(b, {{name(PolicyId::H2O), c.at(name(PolicyId::H2O))},
+                        {name(PolicyId::Lookahead), c.at(name(PolicyId::Lookahead))}});
     out.push_back(std::move(r));
   });
   // E6: each pattern falls short of the full cache (loss > tol) and is comparable to it once heavy
   // hitters take half of its long-range slots (loss <= tol).
-  for (const std::string pattern : {"strided", "fixed"}) {
-    const std::string mixed = pattern + "-h2o";
+  for (const auto& [plain_id, mixed_id] :
+       {std::pair{PolicyId::Strided, PolicyId::StridedH2O}, std::pair{PolicyId::Fixed, PolicyId::FixedH2O}}) {
+    const std::string pattern = name(plain_id), mixed = name(mixed_id);
     each([&](double b, const Cell& c, auto) {
       if (!c.contains(pattern) || !c.contains(mixed)) return;
       const double plain = loss(c.at(pattern)), with = loss(c.at(mixed));
@@ -109,25 +116,29 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
   // E8: h2o with quantized K/V is no worse than either alone (h2o in fp32, the full cache quantized)
   // by more than tol.
   if (!m.quantized_suffix.empty()) {
-    const std::string h2o_q = "h2o" + m.quantized_suffix;
+    const std::string h2o_q = name(PolicyId::H2O) + m.quantized_suffix;
     each([&](double b, const Cell& c, auto) {
-      if (!c.contains("h2o") || !c.contains(h2o_q)) return;
-      const double both = loss(c.at(h2o_q)), worst_alone = std::max(loss(c.at("h2o")), loss(m.full_quantized));
+      if (!c.contains(name(PolicyId::H2O)) || !c.contains(h2o_q)) return;
+      const double both = loss(c.at(h2o_q)),
+                   worst_alone = std::max(loss(c.at(name(PolicyId::H2O))), loss(m.full_quantized));
       auto r = finding("E8", metric, both <= worst_alone + tol, both - worst_alone);
-      r.detail = base(b, {{"h2o", c.at("h2o")}, {h2o_q, c.at(h2o_q)}, {"full" + m.quantized_suffix, m.full_quantized}});
+      r.detail = base(b, {{name(PolicyId::H2O), c.at(name(PolicyId::H2O))},
+                          {h2o_q, c.at(h2o_q)},
+                          {name(PolicyId::Full) + m.quantized_suffix, m.full_quantized}});
       out.push_back(std::move(r));
     });
   }
   // E9: heavy hitters alone and recent tokens alone each fall short, both together (h2o) are
   // comparable to the full cache, and heavy hitters alone beat recent tokens alone.
   each([&](double b, const Cell& c, auto has) {
-    if (!has({"heavy", "window", "h2o"})) return;
-    const double heavy = loss(c.at("heavy")), local = loss(c.at("window")), both = loss(c.at("h2o"));
+    if (!has({name(PolicyId::Heavy), name(PolicyId::Window), name(PolicyId::H2O)})) return;
+    const double heavy = loss(c.at(name(PolicyId::Heavy))), local = loss(c.at(name(PolicyId::Window))),
+                 both = loss(c.at(name(PolicyId::H2O)));
     const bool alone_short = heavy > tol && local > tol, together = both <= tol, heavy_first = heavy < local;
     auto r = finding("E9", metric, alone_short && together && heavy_first, both);
-    r.detail = base(b, {{"heavy", c.at("heavy")},
-                        {"window", c.at("window")},
-                        {"h2o", c.at("h2o")},
+    r.detail = base(b, {{name(PolicyId::Heavy), c.at(name(PolicyId::Heavy))},
+                        {name(PolicyId::Window), c.at(name(PolicyId::Window))},
+                        {name(PolicyId::H2O), c.at(name(PolicyId::H2O))},
                         {"each_alone_falls_short", alone_short},
                         {"together_comparable", together},
                         {"heavy_beats_local", heavy_first}});
