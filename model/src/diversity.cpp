@@ -10,6 +10,7 @@
 #include "kvo/core/cache_manager.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/model/evicting_decoder.hpp"
+#include "kvo/model/task_eval.hpp"
 #include "kvo/proofs_check/paper_experiments.hpp"
 
 namespace kvo::model {
@@ -141,7 +142,7 @@ DiversityResult continuation_diversity(const Llama& m, const std::string& text, 
   res.prompts = r.prompts;
   res.prompt_tokens = r.prompt_tokens;
   res.new_tokens = r.new_tokens;
-  res.full.row = "full-cache";
+  res.full.row = std::string(kFullCacheRow);
   for (const auto& prompt : prompts) res.full.continuations.push_back(continue_with(prompt, PolicyId::Full, total));
   res.full.mean = mean_of(res.full.continuations);
   for (PolicyId id : r.policies)
