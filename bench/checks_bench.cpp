@@ -125,7 +125,11 @@ void long_context_sizes(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
-BENCHMARK(BM_DenseAttention)->Name("attention/dense")->Apply(long_context_sizes);
+// Up to 32 768: the floor of offline/streaming (oracle_bench) at every size it runs.
+BENCHMARK(BM_DenseAttention)->Name("attention/dense")->Apply([](auto* b) {
+  long_context_sizes(b);
+  b->Arg(16384)->Arg(32768);
+});
 BENCHMARK(BM_VerifyHead)->Name("verify/head")->Apply(long_context_sizes);
 BENCHMARK(BM_PowerLawFit)->Name("checks/power-law-fit")->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_UnitAssemble)->Name("gather/assemble")->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond);

@@ -105,18 +105,22 @@ void offline_sizes(benchmark::internal::Benchmark* b, int largest) {
   b->Unit(benchmark::kMillisecond);
 }
 
-// Column generation from rows recomputed out of q and k (attention included, no n x n matrix).
+// Column generation from rows recomputed out of q and k (attention included, no n x n matrix),
+// pricing on the float cost table (docs/oracle.md §3d) or, with Table = false, on the rows.
+template <bool Table>
 void BM_OfflineStreaming(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
   const HeadView head(bench::trace(n, 64), 0, 0);
   StreamingOfflineOptions o;
-  o.threads = static_cast<int>(st.range(1));
+  o.threads = st.range(1) > 0 ? static_cast<int>(st.range(1)) : 1;
+  if (!Table) o.table_bytes = 0;
   OfflineSolution s;
   bench::reset_peak_rss();
   const auto before = bench::rss_bytes();
   for (auto _ : st) s = solve_offline_streaming(AttentionWeightRows(head), n / 5, 0, o);
   st.counters["value"] = s.value;
   st.counters["rounds"] = s.rounds;
+  st.counters["passes"] = s.passes;
   st.counters["pairs_per_step"] = static_cast<double>(s.pairs) / std::max(1, n - n / 5);
   st.counters["extra_MiB"] =
       static_cast<double>(bench::peak_rss_bytes() - std::min(before, bench::peak_rss_bytes())) / 1048576.0;
@@ -124,11 +128,18 @@ void BM_OfflineStreaming(benchmark::State& st) {
 
 }  // namespace
 
-BENCHMARK(BM_OfflineStreaming)
+// One thread, n = 256 .. 32 768 (the baseline: attention/dense/n of checks_bench, the same head).
+BENCHMARK(BM_OfflineStreaming<true>)
     ->Name("offline/streaming")
-    ->ArgsProduct({{256, 512, 1024, 2048, 4096, 8192}, {1}})
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_OfflineStreaming)
+    ->Apply([](auto* b) {
+      for (int n = 256; n <= 32768; n *= 2) b->Args({n});
+    }) -> Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OfflineStreaming<false>)
+    ->Name("offline/streaming-rows")
+    ->Apply([](auto* b) {
+      for (int n = 1024; n <= 8192; n *= 2) b->Args({n});
+    }) -> Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OfflineStreaming<true>)
     ->Name("offline/streaming-2threads")
     ->ArgsProduct({{2048, 8192}, {2}})
     ->Unit(benchmark::kMillisecond);

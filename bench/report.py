@@ -20,6 +20,8 @@ BASELINE = {
     "greedy": "greedy/naive",
     "replay": "replay/full",
     "verify": "attention/dense",
+    "offline/streaming": "attention/dense",
+    "offline/streaming-rows": "attention/dense",
     "offline/assignment": "offline/ssp",
     "offline/bgl": "offline/ssp",
     "scorer/cpu": "replay/h2o",

@@ -223,6 +223,7 @@ def plot_scaling(run, path):
         "replay/full",
         "replay/h2o",
         "scorer/cpu",
+        "offline/streaming",
         "offline/assignment",
         "offline/ssp",
         "offline/bgl",

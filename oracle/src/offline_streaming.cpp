@@ -25,64 +25,128 @@ struct Candidate {
   double cost;  // L_token(t)
 };
 
-// The restricted assignment: rows = eviction steps, columns = tokens, each row's candidate list,
-// solved from scratch by solve(): rows in time order, each matched by a shortest augmenting path
+// The restricted assignment: rows = eviction steps, columns = tokens, each row's candidate list.
+// solve() matches the rows from scratch: rows in time order, each by a shortest augmenting path
 // (Dijkstra on reduced costs c - u_t - v_j, which stay >= 0 on every listed pair, tight on matched
-// ones; v_j <= 0, and 0 on unmatched columns). Repairing the previous round's potentials instead
-// releases every row here (each new pair's column cascades), so no warm start is attempted.
+// ones; v_j <= 0, and 0 on unmatched columns). resolve() starts from the last solution instead
+// (docs/oracle.md §3d): the unmatched columns are one more row E of capacity h with cost 0 on every
+// column (their potential is E's, 0), which makes the problem square; a row whose list changed
+// takes the largest potential its list allows, gives up its column unless that pair is still tight,
+// and is matched again by a shortest path that may pass through E (E gives up one column and takes
+// the freed one).
 class RestrictedAssignment {
  public:
   // `steps` lists, each shared by `per` interchangeable rows (the H slots a shared step frees).
   RestrictedAssignment(int steps, int cols, int per)
-      : lists_(static_cast<size_t>(steps)), cols_(static_cast<size_t>(cols)), per_(static_cast<size_t>(per)) {}
+      : lists_(static_cast<size_t>(steps)),
+        dirty_(static_cast<size_t>(steps), 0),
+        cols_(static_cast<size_t>(cols)),
+        per_(static_cast<size_t>(per)) {}
 
   const std::vector<Candidate>& list(int step) const { return lists_[static_cast<size_t>(step)]; }
+  std::vector<Candidate>& list_for_update(int step) {
+    dirty_[static_cast<size_t>(step)] = 1;
+    return lists_[static_cast<size_t>(step)];
+  }
   // The largest potential of the step's rows: a pair that prices out against it does against all.
   double step_potential(int step) const {
     const auto first = u_.begin() + static_cast<long>(static_cast<size_t>(step) * per_);
     return *std::max_element(first, first + static_cast<long>(per_));
   }
   double v(int col) const { return v_[static_cast<size_t>(col)]; }
+  const std::vector<double>& column_potentials() const { return v_; }
   const std::vector<int>& matching() const { return col_of_; }  // the token each step evicts
   const std::vector<double>& row_potentials() const { return u_; }
   long long augmentations() const { return augmentations_; }
-  void add(int step, Candidate c) { lists_[static_cast<size_t>(step)].push_back(c); }
+  void add(int step, Candidate c) {
+    lists_[static_cast<size_t>(step)].push_back(c);
+    dirty_[static_cast<size_t>(step)] = 1;
+  }
 
   void solve() {
     const size_t R = lists_.size() * per_, C = cols_;
-    u_.assign(R, 0.0);
+    u_.assign(R + 1, 0.0);  // the last is E's (resolve)
     v_.assign(C, 0.0);
     col_of_.assign(R, -1);
-    row_of_.assign(C, -1);
+    row_of_.assign(C, kCovered);
     key_.assign(C, inf_);
     dist_.assign(C, inf_);
     pred_.assign(C, -1);
     settled_.assign(C, 0);
     block_min_.assign(C / kBlock + 1, inf_);
-    for (size_t row = 0; row < R; ++row) augment(static_cast<int>(row));
+    for (size_t row = 0; row < R; ++row) augment(static_cast<int>(row), false);
+    u_.pop_back();
+    std::fill(dirty_.begin(), dirty_.end(), 0);
+  }
+
+  // Re-solves after pairs were added or costs changed since the last solve; falls back to solve()
+  // when more than `max_share` of the rows lose their column. A row keeps its column while that
+  // pair's reduced cost stays within `tight` of the row's lowest.
+  void resolve(double max_share, double tight) {
+    const size_t R = lists_.size() * per_;
+    if (col_of_.size() != R) return solve();
+    std::vector<int> freed;
+    for (size_t s = 0; s < lists_.size(); ++s) {
+      if (!dirty_[s]) continue;
+      double lowest = inf_;
+      for (const Candidate& c : lists_[s]) lowest = std::min(lowest, c.cost - v_[static_cast<size_t>(c.token)]);
+      for (size_t row = s * per_; row < (s + 1) * per_; ++row) {
+        const int col = col_of_[row];
+        const auto held =
+            std::find_if(lists_[s].begin(), lists_[s].end(), [&](const Candidate& c) { return c.token == col; });
+        u_[row] = lowest;
+        if (held->cost - v_[static_cast<size_t>(col)] - lowest > tight) {
+          row_of_[static_cast<size_t>(col)] = kFree;
+          col_of_[row] = -1;
+          freed.push_back(static_cast<int>(row));
+        }
+      }
+    }
+    if (static_cast<double>(freed.size()) > max_share * static_cast<double>(R)) return solve();
+    std::fill(dirty_.begin(), dirty_.end(), 0);
+    if (freed.empty()) return;
+    u_.push_back(0.0);  // E's potential
+    for (int row : freed) augment(row, true);
+    const double shift = u_.back();  // back to E's potential 0 (u + v on every pair is unchanged)
+    u_.pop_back();
+    for (double& x : u_) x -= shift;
+    for (double& x : v_) x += shift;
   }
 
  private:
-  // Dijkstra from `cur` until an unmatched column is settled; the lowest key goes first (ties: the
-  // lowest token), found through per-block minima.
-  void augment(int cur) {
+  static constexpr int kCovered = -1;  // a column no row holds (held by E in resolve)
+  static constexpr int kFree = -2;     // a column resolve took from its row
+
+  // Dijkstra from `cur` until a column it may take is settled: one no row holds (solve), or one a
+  // row gave up (warm: resolve, where reaching any column E holds reaches E, which then offers every
+  // other column at cost 0). The lowest key goes first (ties: the lowest token), found through
+  // per-block minima.
+  void augment(int cur, bool warm) {
     touched_.clear();
     settled_cols_.clear();
     rows_seen_.clear();
+    const int E = static_cast<int>(col_of_.size());
     const size_t blocks = block_min_.size();
     double reach = 0.0;  // distance to the row being scanned
-    int i = cur, sink = -1;
+    int i = cur, sink = -1, entry = -1;
+    auto relax = [&](size_t j, double d, int from) {
+      if (d < dist_[j] && !settled_[j]) {
+        if (dist_[j] == inf_) touched_.push_back(static_cast<int>(j));
+        dist_[j] = key_[j] = d;
+        pred_[j] = from;
+        block_min_[j / kBlock] = std::min(block_min_[j / kBlock], d);
+      }
+    };
     while (sink < 0) {
       rows_seen_.push_back(i);
-      const double base = reach - u_[static_cast<size_t>(i)];
-      for (const Candidate& c : lists_[static_cast<size_t>(i) / per_]) {
-        const size_t j = static_cast<size_t>(c.token);
-        const double d = std::max(base + c.cost - v_[j], reach);  // reduced costs are >= 0 up to rounding
-        if (d < dist_[j] && !settled_[j]) {
-          if (dist_[j] == inf_) touched_.push_back(c.token);
-          dist_[j] = key_[j] = d;
-          pred_[j] = i;
-          block_min_[j / kBlock] = std::min(block_min_[j / kBlock], d);
+      if (i == E) {  // every column E does not hold, at its reduced cost -u_E - v_j
+        for (size_t j = 0; j < cols_; ++j)
+          if (row_of_[j] != kCovered) relax(j, std::max(reach - u_[static_cast<size_t>(E)] - v_[j], reach), E);
+      } else {
+        const double base = reach - u_[static_cast<size_t>(i)];
+        for (const Candidate& c : lists_[static_cast<size_t>(i) / per_]) {
+          const size_t j = static_cast<size_t>(c.token);
+          relax(j, std::max(base + c.cost - v_[j], reach), i);  // reduced costs are >= 0 up to rounding
         }
       }
       size_t best = 0;
@@ -98,12 +162,50 @@ class RestrictedAssignment {
       settled_[pick] = 1;
       settled_cols_.push_back(static_cast<int>(pick));
       reach = dist_[pick];
-      if (row_of_[pick] < 0)
+      const int holder = row_of_[pick];
+      if (holder >= 0) {
+        i = holder;
+      } else if (!warm || holder == kFree) {
         sink = static_cast<int>(pick);
-      else
-        i = row_of_[pick];
+      } else {  // E reached through `pick`: each column E holds is reached at the same distance
+        entry = static_cast<int>(pick);
+        for (size_t j = 0; j < cols_; ++j)
+          if (row_of_[j] == kCovered && !settled_[j]) {
+            if (dist_[j] == inf_) touched_.push_back(static_cast<int>(j));
+            dist_[j] = reach;
+            key_[j] = inf_;
+            settled_[j] = 1;
+            settled_cols_.push_back(static_cast<int>(j));
+          }
+        for (size_t b = 0; b < blocks; ++b) {
+          double m = inf_;
+          for (size_t j = b * kBlock; j < std::min(key_.size(), (b + 1) * kBlock); ++j) m = std::min(m, key_[j]);
+          block_min_[b] = m;
+        }
+        i = E;
+      }
     }
-    detail::settle_augmentation(cur, sink, reach, rows_seen_, settled_cols_, dist_, pred_, u_, v_, col_of_, row_of_);
+    // Potentials: the new row's grows by the path length, every other row reached (E through its
+    // entry column) by how much shorter its path was, each settled column's falls by the same.
+    u_[static_cast<size_t>(cur)] += reach;
+    for (int x : rows_seen_) {
+      if (x == cur) continue;
+      const int held = x == E ? entry : col_of_[static_cast<size_t>(x)];
+      u_[static_cast<size_t>(x)] += reach - dist_[static_cast<size_t>(held)];
+    }
+    for (int j : settled_cols_) v_[static_cast<size_t>(j)] -= reach - dist_[static_cast<size_t>(j)];
+    // Flip the path; through E, the column reached from E joins it and E's entry column leaves.
+    for (int j = sink;;) {
+      const int x = pred_[static_cast<size_t>(j)];
+      if (x == E) {
+        row_of_[static_cast<size_t>(j)] = kCovered;
+        j = entry;
+        continue;
+      }
+      row_of_[static_cast<size_t>(j)] = x;
+      std::swap(col_of_[static_cast<size_t>(x)], j);
+      if (x == cur) break;
+    }
     for (int j : settled_cols_) settled_[static_cast<size_t>(j)] = 0;
     for (int j : touched_) {
       dist_[static_cast<size_t>(j)] = key_[static_cast<size_t>(j)] = inf_;
@@ -115,6 +217,7 @@ class RestrictedAssignment {
   static constexpr size_t kBlock = 64;
   static constexpr double inf_ = std::numeric_limits<double>::infinity();
   std::vector<std::vector<Candidate>> lists_;
+  std::vector<char> dirty_;  // per step: pairs added or costs changed since the last solve
   size_t cols_, per_;
   std::vector<double> u_, v_;
   std::vector<int> col_of_, row_of_;
@@ -130,6 +233,7 @@ namespace detail {
 
 ColumnGeneration column_generation(std::span<const WeightRows* const> units, int budget, int recent,
                                    const StreamingOfflineOptions& o) {
+  constexpr double kWarmShare = 0.9;  // beyond this share of rows to match again, solve from scratch
   const int H = static_cast<int>(units.size()), n = units[0]->n(), r = recent;
   const int h = budget - recent, m = n - r, first = h + r, steps = n - first;
   // Columns: unit u's token j is column j H + u (arrival-major), so a step sees a prefix of them.
@@ -147,39 +251,104 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
   std::vector<Best> col_best(cols);
   double tolerance = 0.0;
   const size_t c = static_cast<size_t>(o.candidates) * static_cast<size_t>(H);
-  // One backwards pass: the suffix sums L(t) of every unit's row; per step the (at most c)
-  // unlisted pairs that price in best, and per column its best pair over the pass (a column's
-  // pairs otherwise crowd out of every step's few). The first pass (no potentials yet) lists the c
-  // cheapest.
-  auto price_pass = [&](bool seed) {
-    std::fill(suffix.begin(), suffix.end(), 0.0);
+  auto arrived_at = [&](int t) { return static_cast<size_t>(t - r + 1) * static_cast<size_t>(H); };
+  // The cost table (docs/oracle.md §3d): every pair's L_j(t) rounded to float, step by step, filled
+  // by the first pass when it fits in options.table_bytes.
+  std::vector<size_t> table_offset;
+  std::vector<float> table;
+  if (steps > 0 && o.table_bytes > 0) {
+    table_offset.resize(static_cast<size_t>(steps) + 1, 0);
+    for (int s = 0; s < steps; ++s)
+      table_offset[static_cast<size_t>(s) + 1] = table_offset[static_cast<size_t>(s)] + arrived_at(first + s);
+    if (static_cast<double>(table_offset.back()) * sizeof(float) <= static_cast<double>(o.table_bytes))
+      table.resize(table_offset.back());
+    else
+      table_offset.clear();
+  }
+  // Prices step t's unlisted pairs (cost(x) = L_x(t)) against the restricted potentials: the (at
+  // most c) most negative join its list, and each column remembers its most negative pair (a
+  // column's pairs otherwise crowd out of every step's few). Pairs within `slack(cost)` above zero
+  // count as negative (the last exact pass lists the nearly tight pairs the table cannot judge).
+  // Returns how many pairs priced below -tolerance.
+  auto price_step = [&](int t, auto cost, auto slack) {
+    const int step = t - first;
+    const size_t arrived = arrived_at(t);
+    for (const Candidate& x : ra.list(step)) listed[static_cast<size_t>(x.token)] = t;
+    pool.clear();
+    const double ut = ra.step_potential(step);
+    long long negative = 0;
+    for (size_t x = 0; x < arrived; ++x) {
+      const double cx = cost(x), reduced = cx - ut - ra.v(static_cast<int>(x));
+      if (reduced < slack(cx) && listed[x] != t) {
+        if (reduced < -tolerance) ++negative;
+        pool.push_back({reduced, static_cast<int>(x)});
+        auto& b = col_best[x];
+        if (reduced < b.reduced) b = {reduced, t, cx};
+      }
+    }
+    const size_t take = std::min(c, pool.size());
+    std::partial_sort(pool.begin(), pool.begin() + static_cast<long>(take), pool.end());
+    for (size_t x = 0; x < take; ++x) {
+      const int col = pool[x].second;
+      ra.add(step, {col, cost(static_cast<size_t>(col))});
+      listed[static_cast<size_t>(col)] = t;
+    }
+    return std::pair<long long, long long>{static_cast<long long>(take), negative};
+  };
+  // Each column's best pair of the pass joins its step's list unless listed there already.
+  auto add_column_bests = [&]() {
     long long added = 0;
+    for (size_t x = 0; x < cols; ++x) {
+      auto& b = col_best[x];
+      if (b.step >= 0) {
+        const auto& list = ra.list(b.step - first);
+        if (std::none_of(list.begin(), list.end(),
+                         [&](const Candidate& y) { return y.token == static_cast<int>(x); })) {
+          ra.add(b.step - first, {static_cast<int>(x), b.cost});
+          ++added;
+        }
+      }
+      b = {0.0, -1, 0.0};
+    }
+    return added;
+  };
+  struct PassResult {
+    long long added = 0, negative = 0;
+  };
+  // One backwards pass over the rows: the exact suffix sums L(t) of every unit's row. seed: list
+  // the newcomers and the c cheapest pairs per step and fill the table; otherwise price every pair
+  // exactly (refresh: first set every listed pair's cost to its exact L, replacing the table's).
+  auto exact_pass = [&](bool seed, bool refresh, double relative_slack) {
+    std::fill(suffix.begin(), suffix.end(), 0.0);
+    PassResult res;
+    auto exact = [&](size_t x) { return suffix[x]; };
+    auto slack = [&](double cx) { return relative_slack * cx - tolerance; };
     for_each_unit_row(units, first, n, true, o.threads, [&](int t, int u, std::span<const double> row) {
       const int width = t - r + 1;
       for (int j = 0; j < width; ++j)
         suffix[static_cast<size_t>(j) * static_cast<size_t>(H) + static_cast<size_t>(u)] += row[static_cast<size_t>(j)];
       if (u + 1 < H) return;  // the step is priced once every unit's row is in
-      const int step = t - first, arrived = width * H, newcomers = (t - r) * H;
-      for (const Candidate& x : ra.list(step)) listed[static_cast<size_t>(x.token)] = t;
-      pool.clear();
-      if (seed) {
-        for (int x = newcomers; x < arrived; ++x) {  // the newcomers keep every restricted problem feasible
-          ra.add(step, {x, suffix[static_cast<size_t>(x)]});
-          listed[static_cast<size_t>(x)] = t;
-          ++added;
-        }
-        for (int x = 0; x < newcomers; ++x) pool.push_back({suffix[static_cast<size_t>(x)], x});
-      } else {
-        const double ut = ra.step_potential(step);
-        for (int x = 0; x < arrived; ++x) {
-          const double reduced = suffix[static_cast<size_t>(x)] - ut - ra.v(x);
-          if (reduced < -tolerance && listed[static_cast<size_t>(x)] != t) {
-            pool.push_back({reduced, x});
-            auto& b = col_best[static_cast<size_t>(x)];
-            if (reduced < b.reduced) b = {reduced, t, suffix[static_cast<size_t>(x)]};
-          }
-        }
+      const int step = t - first;
+      const size_t arrived = arrived_at(t), newcomers = arrived - static_cast<size_t>(H);
+      if (!table.empty() && seed) {
+        float* dst = table.data() + table_offset[static_cast<size_t>(step)];
+        for (size_t x = 0; x < arrived; ++x) dst[x] = static_cast<float>(suffix[x]);
       }
+      if (refresh)
+        for (Candidate& x : ra.list_for_update(step)) x.cost = suffix[static_cast<size_t>(x.token)];
+      if (!seed) {
+        const auto [added, negative] = price_step(t, exact, slack);
+        res.added += added;
+        res.negative += negative;
+        return;
+      }
+      pool.clear();
+      for (size_t x = newcomers; x < arrived; ++x) {  // the newcomers keep every restricted problem feasible
+        ra.add(step, {static_cast<int>(x), suffix[x]});
+        listed[x] = t;
+        ++res.added;
+      }
+      for (size_t x = 0; x < newcomers; ++x) pool.push_back({suffix[x], static_cast<int>(x)});
       const size_t take = std::min(c, pool.size());
       std::partial_sort(pool.begin(), pool.begin() + static_cast<long>(take), pool.end());
       for (size_t x = 0; x < take; ++x) {
@@ -187,37 +356,84 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
         ra.add(step, {col, suffix[static_cast<size_t>(col)]});
         listed[static_cast<size_t>(col)] = t;
       }
-      added += static_cast<long long>(take);
+      res.added += static_cast<long long>(take);
     });
-    if (!seed)
-      for (size_t x = 0; x < cols; ++x) {
-        auto& b = col_best[x];
-        if (b.step >= 0) {
-          const auto& list = ra.list(b.step - first);
-          if (std::none_of(list.begin(), list.end(),
-                           [&](const Candidate& y) { return y.token == static_cast<int>(x); })) {
-            ra.add(b.step - first, {static_cast<int>(x), b.cost});
-            ++added;
-          }
-        }
-        b = {0.0, -1, 0.0};
-      }
+    if (!seed) res.added += add_column_bests();
     ++out.passes;
-    return added;
+    return res;
+  };
+  // A pricing round on the table instead of the rows (steps in the same backwards order); its
+  // pairs carry the table's costs until the next exact pass refreshes them.
+  auto table_pass = [&]() {
+    PassResult res;
+    for (int t = n - 1; t >= first; --t) {
+      const float* L = table.data() + table_offset[static_cast<size_t>(t - first)];
+      const auto [added, negative] = price_step(
+          t, [&](size_t x) { return static_cast<double>(L[x]); }, [&](double) { return -tolerance; });
+      res.added += added;
+      res.negative += negative;
+    }
+    res.added += add_column_bests();
+    return res;
+  };
+  // Whether the table proves the restricted potentials feasible for every unlisted pair: a float
+  // L_f of an exact L satisfies L >= L_f - (2^-22 L_f + 2^-126) (round to nearest, with room for the
+  // double arithmetic), so a pair whose bound prices at >= -tolerance needs no exact look.
+  auto table_certifies = [&]() {
+    const std::vector<double>& v = ra.column_potentials();
+    for (int t = first; t < n; ++t) {
+      const int step = t - first;
+      const float* L = table.data() + table_offset[static_cast<size_t>(step)];
+      for (const Candidate& x : ra.list(step)) listed[static_cast<size_t>(x.token)] = t;
+      const double ut = ra.step_potential(step);
+      const size_t arrived = arrived_at(t);
+      for (size_t x = 0; x < arrived; ++x) {
+        const double lf = static_cast<double>(L[x]);
+        if (lf - (0x1p-22 * lf + 0x1p-126) - ut - v[x] < -tolerance && listed[x] != t) return false;
+      }
+    }
+    return true;
   };
   long long pairs = 0;
+  auto solve = [&]() {
+    ra.resolve(kWarmShare, tolerance);
+    ++out.rounds;
+    if (o.on_round) o.on_round(out.rounds, pairs);
+  };
   if (steps > 0) {
-    pairs = price_pass(true);
+    pairs = exact_pass(true, false, 0.0).added;
     double largest = 0.0;  // suffix now holds L(first), each column's largest cost
     for (double x : suffix) largest = std::max(largest, x);
     tolerance = 1e-13 * std::max(1.0, largest);
-    for (;;) {
-      ra.solve();
-      ++out.rounds;
-      if (o.on_round) o.on_round(out.rounds, pairs);
-      const long long added = price_pass(false);
-      if (added == 0) break;
-      pairs += added;
+    if (largest > 1e30) {  // beyond what a float table can bound: price on the rows
+      table.clear();
+      table.shrink_to_fit();
+    }
+    if (table.empty()) {
+      for (;;) {  // price on recomputed rows until no pair prices below -tolerance
+        solve();
+        const PassResult p = exact_pass(false, false, 0.0);
+        if (p.added == 0) break;
+        pairs += p.added;
+      }
+    } else {
+      for (;;) {  // rounds on the table until it finds no negative pair
+        solve();
+        const PassResult p = table_pass();
+        if (p.negative == 0) break;
+        pairs += p.added;
+      }
+      // The exact costs of every listed pair, and the pairs the table misjudged or cannot judge;
+      // then the table certifies the new potentials, or another exact pass prices every pair.
+      bool refreshed = false;
+      for (;;) {
+        const PassResult p = exact_pass(false, !refreshed, 0x1p-20);
+        pairs += p.added;
+        if (refreshed && p.negative == 0) break;  // exact pricing proves the current potentials feasible
+        refreshed = true;
+        solve();
+        if (table_certifies()) break;
+      }
     }
   }
   out.pairs = pairs;

@@ -18,10 +18,11 @@ namespace {
 
 using test::random_offline_problem;
 
-OfflineSolution streaming(const OfflineProblem& p, int candidates, int threads = 1) {
+OfflineSolution streaming(const OfflineProblem& p, int candidates, int threads = 1, bool table = true) {
   StreamingOfflineOptions o;
   o.candidates = candidates;
   o.threads = threads;
+  if (!table) o.table_bytes = 0;
   return solve_offline_streaming(DenseWeightRows(p.w), p.budget, p.recent, o);
 }
 
@@ -40,24 +41,50 @@ TEST(StreamingOracle, EqualsEnumerationOnSmallProblems) {
   }
 }
 
-// One candidate per step forces many rounds; 16 few. Both reach the dense solver's optimum.
+// One candidate per step forces many rounds; 16 few. Both reach the dense solver's optimum, pricing
+// on the cost table or on recomputed rows, each round re-solved from the last (warm) or from scratch.
 TEST(StreamingOracle, EqualsTheDenseAssignmentSolver) {
   std::mt19937_64 g(82);
-  int rounds_seen = 0;
+  int rounds_seen = 0, table_retries = 0;
   for (int t = 0; t < 300; ++t) {
     const OfflineProblem p = random_offline_problem(g, 1 + static_cast<int>(g() % 80), t % 4 == 0);
     const OfflineSolution dense = solve_offline(p);
-    for (const int c : {1, 16}) {
-      const OfflineSolution s = streaming(p, c);
-      const double tol = 1e-9 * std::max(1.0, dense.value);
-      ASSERT_EQ(s.method, "column-generation");
-      ASSERT_NEAR(s.value, dense.value, tol) << "n=" << p.n() << " k=" << p.budget << " r=" << p.recent << " c=" << c;
-      ASSERT_NEAR(s.upper, s.value, tol);
-      ASSERT_EQ(s.passes, s.rounds > 0 ? s.rounds + 2 : 1);  // the seed, a pricing pass per round, the evaluation
-      rounds_seen = std::max(rounds_seen, s.rounds);
-    }
+    for (const int c : {1, 16})
+      for (const bool table : {true, false}) {
+        const OfflineSolution s = streaming(p, c, 1, table);
+        const double tol = 1e-9 * std::max(1.0, dense.value);
+        ASSERT_EQ(s.method, "column-generation");
+        ASSERT_NEAR(s.value, dense.value, tol)
+            << "n=" << p.n() << " k=" << p.budget << " r=" << p.recent << " c=" << c << " table " << table;
+        ASSERT_NEAR(s.upper, s.value, tol);
+        if (s.rounds == 0) {
+          ASSERT_EQ(s.passes, 1);  // nothing to evict: the evaluation only
+        } else if (!table) {
+          ASSERT_EQ(s.passes, s.rounds + 2);  // the seed, a pricing pass per round, the evaluation
+        } else {
+          // The seed, one exact pass per certification attempt, the evaluation; rounds on the table
+          // recompute nothing.
+          ASSERT_GE(s.passes, 3);
+          ASSERT_LE(s.passes, s.rounds + 2);
+          table_retries = std::max(table_retries, s.passes - 3);
+        }
+        rounds_seen = std::max(rounds_seen, s.rounds);
+      }
   }
   EXPECT_GT(rounds_seen, 1);  // pricing did add pairs somewhere
+  RecordProperty("table_retries", table_retries);
+}
+
+// Costs a float cannot bound (beyond 1e30) turn the table off: every round prices on the rows, and
+// the optimum is the dense solver's.
+TEST(StreamingOracle, CostsBeyondAFloatPriceOnTheRows) {
+  std::mt19937_64 g(84);
+  OfflineProblem p = random_offline_problem(g, 40, false);
+  p.w *= 1e32;
+  const OfflineSolution dense = solve_offline(p), s = streaming(p, 2);
+  EXPECT_NEAR(s.value, dense.value, 1e-9 * dense.value);
+  EXPECT_NEAR(s.upper, s.value, 1e-9 * dense.value);
+  EXPECT_EQ(s.passes, s.rounds + 2);
 }
 
 // On attention the optimum is unique: the same schedule and the same bits as the dense solver, from
@@ -72,15 +99,22 @@ TEST(StreamingOracle, RecomputedAttentionGivesTheDenseSolversBits) {
     p.recent = r;
     const OfflineSolution dense = solve_offline(p);
     const AttentionWeightRows rows(head);
-    for (const int threads : {1, 2}) {
-      StreamingOfflineOptions o;
-      o.threads = threads;
-      const OfflineSolution s = solve_offline_streaming(rows, p.budget, p.recent, o);
-      EXPECT_EQ(s.end, dense.end) << "r=" << r;
-      EXPECT_EQ(s.value, dense.value) << "r=" << r;
-      EXPECT_NEAR(s.upper, s.value, 1e-9 * s.value) << "r=" << r;
-      EXPECT_EQ(dual_bound(p, s.end, s.price), s.upper);
-    }
+    int recomputed_passes = 0;
+    for (const int threads : {1, 2})
+      for (const bool table : {false, true}) {
+        StreamingOfflineOptions o;
+        o.threads = threads;
+        if (!table) o.table_bytes = 0;
+        const OfflineSolution s = solve_offline_streaming(rows, p.budget, p.recent, o);
+        EXPECT_EQ(s.end, dense.end) << "r=" << r;
+        EXPECT_EQ(s.value, dense.value) << "r=" << r;
+        EXPECT_NEAR(s.upper, s.value, 1e-9 * s.value) << "r=" << r;
+        EXPECT_EQ(dual_bound(p, s.end, s.price), s.upper);
+        if (!table) recomputed_passes = s.passes;
+        if (table) {
+          EXPECT_LT(s.passes, recomputed_passes) << "r=" << r;  // the table saves passes over the rows
+        }
+      }
   }
 }
 

@@ -47,6 +47,10 @@ ScheduleCheck evaluate_schedule(const WeightRows& w, int budget, int recent, con
 struct StreamingOfflineOptions {
   int candidates = 8;  // per round, the most negative pairs added to each step's list (and each token's best)
   int threads = 1;     // threads producing rows (<= 0: all cores)
+  // Memory for a float copy of every pair's cost, taken from the first pass, so that the pricing
+  // rounds read it instead of recomputing the rows (docs/oracle.md §3d); 0, or a table larger than
+  // this, prices every round on recomputed rows.
+  long long table_bytes = 4LL << 30;
   std::function<void(int round, long long pairs)> on_round;  // after each restricted solve
 };
 
