@@ -1,7 +1,7 @@
 """The tables of docs/findings.md section 12 ("The paper's experiments on a small real model") from
 bench/paper-study's output: OUTDIR/eval.json and eval-int4.json (kvoracle eval --json: perplexity
-per policy and budget), OUTDIR/tasks.json and tasks-shots.json (kvoracle tasks run --json: outcomes
-per instance) and OUTDIR/diversity.json (kvoracle eval diversity --json), with the findings every
+per policy and budget), OUTDIR/tasks.json (or several tasks-*.json, merged) and tasks-shotsN.json
+(kvoracle tasks run --json: outcomes per instance) and OUTDIR/diversity.json (kvoracle eval diversity --json), with the findings every
 run computed (their "paper_experiments" records, docs/checks.md#e4).
 
 Usage: paper_findings.py OUTDIR"""
@@ -47,10 +47,15 @@ def eval_values(ev):
 
 
 def task_values(tr):
-    """{(row, budget): mean score}, the budgets, the full cache's mean score and instance count."""
+    """{(row, budget): mean score}, the budgets, the full cache's mean score and instance count
+    (an instance answered by the same row in several runs counts once)."""
     sums = collections.defaultdict(lambda: [0.0, 0])
+    seen = set()
     for o in tr["outcomes"]:
         key = (o["row"], 1.0 if o["row"] == "full-cache" else o["budget"])
+        if (key, o["instance"]) in seen:
+            continue
+        seen.add((key, o["instance"]))
         sums[key][0] += o["score"]
         sums[key][1] += 1
     values = {key: s / n for key, (s, n) in sums.items()}
@@ -58,8 +63,27 @@ def task_values(tr):
     return values, budgets, values[("full-cache", 1.0)], sums[("full-cache", 1.0)][1]
 
 
+def merged(paths):
+    """The outcomes and findings of several `tasks run --json` files (one run per budget, say)."""
+    runs = [load(p) for p in paths]
+    runs = [r for r in runs if r]
+    if not runs:
+        return None
+    return {
+        "outcomes": [o for r in runs for o in r["outcomes"]],
+        "paper_experiments": [e for r in runs for e in r.get("paper_experiments", [])],
+    }
+
+
 def main(out):
-    ev, tr = load(os.path.join(out, "eval.json")), load(os.path.join(out, "tasks.json"))
+    ev = load(os.path.join(out, "eval.json"))
+    # tasks.json, or one file per run: tasks-*.json (the few-shot runs are tasks-shots*.json)
+    task_files = [
+        os.path.join(out, f)
+        for f in sorted(os.listdir(out))
+        if f.startswith("tasks") and f.endswith(".json") and not f.startswith("tasks-shots")
+    ]
+    tr = merged(task_files)
     if ev:
         e_values, e_budgets, full_ppl = eval_values(ev)
         print(f"Perplexity: `kvoracle eval`, {ev['tokens']} GPL-3 tokens, full cache {full_ppl:.2f}.")
@@ -99,15 +123,18 @@ def main(out):
         print("| full cache, 4-bit K/V | " + " | ".join(f"{full_q:.2f}" for _ in budgets) + " |")
         for row in ["h2o", "h2o+int4"]:
             print(f"| `{row}` | " + " | ".join(f"{values[(row, b)]:.2f}" for b in budgets) + " |")
-    shots = load(os.path.join(out, "tasks-shots.json"))
-    if shots:
-        values, budgets, full_acc, n = task_values(shots)
-        k = shots["outcomes"][0].get("shots", 0)
-        print(f"\n**Table 4 (E7): {k}-shot inputs** ({n} instances, accuracy)\n")
-        print("| row | " + " | ".join(percent(b) for b in budgets) + " |")
-        print("|---|" + "---:|" * len(budgets))
-        print("| full cache | " + " | ".join(f"{full_acc:.3f}" for _ in budgets) + " |")
-        print("| `h2o` | " + " | ".join(f"{values[('h2o', b)]:.3f}" for b in budgets) + " |")
+    shot_runs = [load(os.path.join(out, f)) for f in sorted(os.listdir(out)) if f.startswith("tasks-shots")]
+    shot_runs = sorted((r for r in shot_runs if r), key=lambda r: r["outcomes"][0].get("shots", 0))
+    if shot_runs:
+        print("\n**Table 4 (E7): few-shot inputs** (accuracy)\n")
+        budgets = task_values(shot_runs[0])[1]
+        print("| shots | instances | full cache | " + " | ".join(f"`h2o` {percent(b)}" for b in budgets) + " |")
+        print("|---:|---:|---:|" + "---:|" * len(budgets))
+        for run in shot_runs:
+            values, _, full_acc, n = task_values(run)
+            k = run["outcomes"][0].get("shots", 0)
+            cells = [f"{values.get(('h2o', b), float('nan')):.3f}" for b in budgets]
+            print(f"| {k} | {n} | {full_acc:.3f} | " + " | ".join(cells) + " |")
     div = load(os.path.join(out, "diversity.json"))
     if div:
         print(
@@ -125,7 +152,7 @@ def main(out):
     print("\n**Findings** (docs/checks.md#e4; loss: ppl / full − 1, or full accuracy − accuracy)\n")
     print("| claim | variant | budget | the paper's statement holds | metric |")
     print("|---|---|---:|---|---:|")
-    for result in (ev, q, tr, shots, div):
+    for result in (ev, q, tr, *shot_runs, div):
         for r in (result or {}).get("paper_experiments", []):
             d = r["detail"]
             holds = "yes" if r["holds"] else "no"
@@ -133,4 +160,6 @@ def main(out):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
+        sys.exit(print(__doc__.strip().splitlines()[-1], file=sys.stderr) or 2)
     main(sys.argv[1])

@@ -1,0 +1,60 @@
+"""bench/paper_findings.py (the tables of docs/findings.md section 12) on a hand-made study whose
+every figure is known: task runs split by budget are merged (an instance the full cache answered in
+both runs counts once), the few-shot runs make one table ordered by shots, and every run's findings
+are listed."""
+
+import json
+import os
+import subprocess
+import sys
+
+import kvoracle as kvo
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "paper_findings.py")
+H2O = next(p["name"] for p in kvo.policies() if p["name"] == "h2o")
+
+
+def outcome(instance, row, budget, score, shots=0):
+    return {"instance": instance, "row": row, "budget": budget, "score": score, "shots": shots}
+
+
+def finding(claim, budget_label, holds, metric):
+    return {
+        "id": claim,
+        "variant": "accuracy",
+        "holds": holds,
+        "metric": metric,
+        "detail": {"budget_label": budget_label},
+    }
+
+
+def write(path, outcomes, findings=()):
+    path.write_text(json.dumps({"outcomes": outcomes, "paper_experiments": list(findings)}))
+
+
+def test_tables_of_a_known_study(tmp_path):
+    full = [outcome(f"i{x}", "full-cache", 1.0, 1.0) for x in range(4)]  # 4 of 4
+    # Two runs, one budget each, both with the full cache's row: 4 instances, not 8.
+    write(tmp_path / "tasks.json", full + [outcome(f"i{x}", H2O, 0.2, float(x == 0)) for x in range(4)])
+    write(
+        tmp_path / "tasks-50.json",
+        full + [outcome(f"i{x}", H2O, 0.5, float(x < 3)) for x in range(4)],
+        [finding("E5", "50%", False, 0.25)],
+    )
+    for shots, right in ((10, 2), (5, 1)):
+        outs = [outcome(f"s{x}", "full-cache", 1.0, 1.0, shots) for x in range(2)]
+        outs += [outcome(f"s{x}", H2O, b, float(x < right), shots) for x in range(2) for b in (0.2, 0.5)]
+        write(tmp_path / f"tasks-shots{shots}.json", outs, [finding("E7", "20%", right == 2, 0.5 * (2 - right))])
+    out = subprocess.run([sys.executable, SCRIPT, str(tmp_path)], check=True, capture_output=True, text=True).stdout
+    assert "Accuracy: `kvoracle tasks run`, 4 instances, dynamic protocol, full cache 1.000." in out
+    assert f"| `{H2O}` | 0.250 | 0.750 |" in out
+    # Few shots: 5 before 10, each with its own instance count and h2o at both budgets.
+    assert "| 5 | 2 | 1.000 | 0.500 | 0.500 |" in out and "| 10 | 2 | 1.000 | 1.000 | 1.000 |" in out
+    assert out.index("| 5 | 2 |") < out.index("| 10 | 2 |")
+    assert "| E5 | accuracy | 50% | no | 0.250 |" in out
+    assert "| E7 | accuracy | 20% | yes | 0.000 |" in out and "| E7 | accuracy | 20% | no | 0.500 |" in out
+
+
+def test_usage_without_a_directory():
+    r = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True)
+    assert r.returncode == 2 and "Usage: paper_findings.py OUTDIR" in r.stderr
