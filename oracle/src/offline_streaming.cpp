@@ -81,7 +81,8 @@ class RestrictedAssignment {
 
   // Re-solves after pairs were added or costs changed since the last solve; falls back to solve()
   // when more than `max_share` of the rows lose their column. A row keeps its column while that
-  // pair's reduced cost stays within `tight` of the row's lowest.
+  // pair's reduced cost stays within `tight` of the row's lowest (0: exactly tight; a looser test
+  // lets the rounds settle on another vertex within the tolerance).
   void resolve(double max_share, double tight) {
     const size_t R = lists_.size() * per_;
     if (col_of_.size() != R) return solve();
@@ -396,7 +397,7 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
   };
   long long pairs = 0;
   auto solve = [&]() {
-    ra.resolve(kWarmShare, tolerance);
+    ra.resolve(kWarmShare, 0.0);
     ++out.rounds;
     if (o.on_round) o.on_round(out.rounds, pairs);
   };
@@ -404,7 +405,7 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
     pairs = exact_pass(true, false, 0.0).added;
     double largest = 0.0;  // suffix now holds L(first), each column's largest cost
     for (double x : suffix) largest = std::max(largest, x);
-    tolerance = 1e-13 * std::max(1.0, largest);
+    tolerance = 1e-16 * std::max(1.0, largest);
     if (largest > 1e30) {  // beyond what a float table can bound: price on the rows
       table.clear();
       table.shrink_to_fit();

@@ -85,6 +85,11 @@ void GroupMeanWeightRows::row(int i, std::span<double> out) const {
   for (double& x : out) x /= static_cast<double>(heads_.size());
 }
 
+PrefixWeightRows::PrefixWeightRows(const WeightRows& rows, int m) : rows_(rows), m_(m) {
+  require(m >= 1 && m <= rows.n(),
+          "offline problem: a prefix of " + std::to_string(m) + " steps of a problem of " + std::to_string(rows.n()));
+}
+
 PagedWeightRows::PagedWeightRows(const WeightRows& tokens, int page_size) : tokens_(tokens), b_(page_size) {
   require(page_size >= 1, "offline problem: a page holds at least one position");
 }

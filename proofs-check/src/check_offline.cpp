@@ -1,4 +1,4 @@
-// C19: the offline optimum of the nested problem (min-cost flow, certified) orders every nested
+// C19: the offline optimum of the nested problem (column generation, certified) orders every nested
 // policy: value <= OPT_dyn <= sum_i opt_i, and the flow equals brute force on a small prefix;
 // D10: how far the D.27 benchmark sum_i opt_i (unreachable caches allowed) sits above OPT_dyn.
 // Both on the first min(n, offline_tokens) steps (detail offline_steps when that is fewer than n).
@@ -8,42 +8,45 @@
 
 #include "head_data.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/oracle/offline_streaming.hpp"
 #include "kvo/proofs_check/competitive.hpp"
 
 namespace kvo::detail {
 
 namespace {
 
-// Collects the dense prefix w = a on the first m = min(n, o.offline_tokens) steps and each budgeted
-// run's caches there; solves the offline problem once the pass is over.
+// Collects each budgeted run's caches on the first m = min(n, o.offline_tokens) steps; once the
+// pass is over, solves the offline problem there by column generation on the head's attention rows,
+// recomputed (never an m x m matrix).
 class OfflineCheck final : public StepCheck {
  public:
-  OfflineCheck(const HeadInfo& h, const TraceChecksOptions& o) : h_(h), o_(o) {
+  OfflineCheck(const HeadInfo& h, const TraceChecksOptions& o) : h_(h), o_(o), m_(offline_steps(h, o)) {
     if (!check_enabled(o, "C19") && !check_enabled(o, "D10")) return;
-    prefix_.emplace(h, o);
+    enabled_ = true;
     for (const RunInfo& ri : h.runs)
       if (policy_traits(ri.id).budgeted) runs_.push_back({ri.name, ri.nested, {}, {}});
   }
 
   void step(const HeadStep& s) override {
-    if (!prefix_ || s.i >= prefix_->steps()) return;
-    prefix_->add(s);
+    if (!enabled_ || s.i >= m_) return;
     size_t x = 0;
     for (size_t r = 0; r < h_.runs.size(); ++r)
       if (policy_traits(h_.runs[r].id).budgeted) runs_[x++].kept.push_back(s.runs[r].cur->kept);
   }
 
   void finish(const HeadSeries&, std::vector<CheckRecord>& out, HeadExtras&) override {
-    if (!prefix_) return;
-    const OfflineProblem p = prefix_->take();
-    const OfflineSolution opt = solve_offline(p);
-    check_offline_solution(h_, p, opt, runs_, o_, out);
+    if (!enabled_) return;
+    const AttentionWeightRows head(*h_.view);
+    const PrefixWeightRows rows(head, m_);
+    const int budget = std::min(h_.k(), m_);
+    check_offline_solution(h_, rows, budget, solve_offline_streaming(rows, budget, 0), runs_, o_, out);
   }
 
  private:
   const HeadInfo& h_;
   const TraceChecksOptions& o_;
-  std::optional<OfflinePrefix> prefix_;  // absent when neither C19 nor D10 is asked for
+  int m_;
+  bool enabled_ = false;  // C19 or D10 asked for
   std::vector<ScheduleRun> runs_;
 };
 
@@ -53,10 +56,10 @@ std::unique_ptr<StepCheck> offline_check(const HeadInfo& h, const TraceChecksOpt
   return std::make_unique<OfflineCheck>(h, o);
 }
 
-void check_offline_solution(const HeadInfo& h, const OfflineProblem& p, const OfflineSolution& opt,
+void check_offline_solution(const HeadInfo& h, const WeightRows& w, int budget, const OfflineSolution& opt,
                             const std::vector<ScheduleRun>& runs, const TraceChecksOptions& o,
                             std::vector<CheckRecord>& out) {
-  const OfflineOrdering ord = order_against_optimum(p, opt, runs);
+  const OfflineOrdering ord = order_against_optimum(w, budget, 0, opt, runs);
   if (check_enabled(o, "C19")) {
     std::vector<std::string> violations = ord.violations;
     double worst = 1.0;
@@ -68,8 +71,13 @@ void check_offline_solution(const HeadInfo& h, const OfflineProblem& p, const Of
     }
     // Flow = brute force on the first 10 tokens with k = 3.
     OfflineProblem small;
-    const int m = std::min(10, p.n());
-    small.w = p.w.topLeftCorner(m, m);
+    const int m = std::min(10, w.n());
+    small.w = Eigen::MatrixXd::Zero(m, m);
+    std::vector<double> row(static_cast<size_t>(m));
+    for (int i = 0; i < m; ++i) {
+      w.row(i, std::span<double>(row.data(), static_cast<size_t>(i) + 1));
+      for (int j = 0; j <= i; ++j) small.w(i, j) = row[static_cast<size_t>(j)];
+    }
     small.budget = std::min(3, m);
     const double flow = solve_offline(small).value, brute = solve_offline_brute(small).value;
     if (std::fabs(flow - brute) > 1e-9 * (1.0 + brute)) violations.push_back("flow != brute force on the prefix");
@@ -77,7 +85,7 @@ void check_offline_solution(const HeadInfo& h, const OfflineProblem& p, const Of
     r.detail = {{"opt_dyn", ord.opt},           {"dual_bound", ord.certificate}, {"static_sum", ord.static_sum},
                 {"competitive_ratios", ratios}, {"violations", violations},      {"small_flow", flow},
                 {"small_brute", brute}};
-    if (p.n() < h.n) r.detail["offline_steps"] = p.n();
+    if (w.n() < h.n) r.detail["offline_steps"] = w.n();
     if (!outside.empty()) r.detail["outside_problem"] = outside;
     out.push_back(std::move(r));
   }
@@ -85,7 +93,7 @@ void check_offline_solution(const HeadInfo& h, const OfflineProblem& p, const Of
     const double ratio = ord.static_sum > 0 ? ord.opt / ord.static_sum : 1.0;
     auto r = head_record(h, "D10", "retained mass", ClaimKind::Defect, ratio >= 1.0 - 1e-12, ratio);
     r.detail = {{"opt_dyn", ord.opt}, {"static_sum", ord.static_sum}};
-    if (p.n() < h.n) r.detail["offline_steps"] = p.n();
+    if (w.n() < h.n) r.detail["offline_steps"] = w.n();
     out.push_back(std::move(r));
   }
 }

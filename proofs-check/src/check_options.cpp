@@ -16,7 +16,7 @@ constexpr CheckSizeEntry kSizes[] = {
     {"small_k", "--small-k", &O::small_k, "budget of the brute-force checks"},
     {"sweep_heads", "--sweep-heads", &O::sweep_heads, "heads per layer in the budget sweep"},
     {"offline_tokens", "--offline-tokens", &O::offline_tokens,
-     "C19, D10 and the sweep's OPT_dyn solve the offline optimum on the first N steps"},
+     "C19, D10 and the sweep's OPT_dyn solve the offline optimum on the first N steps (0: every step)"},
     {"loss_heads", "--loss-heads", &O::loss_heads,
      "key matrices (first, middle, last layer) of the loss/Hessian checks C23-C26; 0 skips them"},
     {"loss_random", "--loss-random", &O::loss_random, "random instances of the loss/Hessian checks"},

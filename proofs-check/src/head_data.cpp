@@ -11,6 +11,7 @@
 #include "kvo/core/policies.hpp"
 #include "kvo/core/unit_stepper.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/oracle/offline_streaming.hpp"
 
 namespace kvo::detail {
 
@@ -98,19 +99,8 @@ CheckRecord head_record(const HeadInfo& h, const std::string& id, const std::str
   return r;
 }
 
-OfflinePrefix::OfflinePrefix(const HeadInfo& h, const TraceChecksOptions& o)
-    : m_(std::min(h.n, o.offline_tokens)), budget_(std::min(h.k(), m_)), w_(Eigen::MatrixXd::Zero(m_, m_)) {}
-
-void OfflinePrefix::add(const HeadStep& s) {
-  if (s.i < m_)
-    for (int j = 0; j <= s.i; ++j) w_(s.i, j) = s.a[static_cast<size_t>(j)];
-}
-
-OfflineProblem OfflinePrefix::take() {
-  OfflineProblem p;
-  p.w = std::move(w_);
-  p.budget = budget_;
-  return p;
+int offline_steps(const HeadInfo& h, const TraceChecksOptions& o) {
+  return o.offline_tokens > 0 ? std::min(h.n, o.offline_tokens) : h.n;
 }
 
 namespace {
@@ -322,10 +312,11 @@ HeadResult check_head(const Trace& trace, int layer, int head, const TraceChecks
 
 namespace {
 
-// The sweep's sums along the stream, and the dense prefix the offline optimum is solved on.
+// The sweep's sums along the stream; then the offline optimum on the head's first offline_steps
+// steps, by column generation on recomputed attention rows.
 class SweepCollector final : public StepCheck {
  public:
-  SweepCollector(const HeadInfo& h, const TraceChecksOptions& o) : h_(h), prefix_(h, o), cell_{} {
+  SweepCollector(const HeadInfo& h, const TraceChecksOptions& o) : h_(h), m_(offline_steps(h, o)), cell_{} {
     cell_.policy.assign(h.runs.size(), 0.0);
     values_.assign(h.runs.size(), 0.0);
   }
@@ -334,17 +325,18 @@ class SweepCollector final : public StepCheck {
     cell_.stat += top_k_sum(row_, h_.k()) / h_.n;
     for (size_t r = 0; r < s.runs.size(); ++r)  // schedule values, one running sum in step order
       for (int j : s.runs[r].cur->kept) values_[r] += s.a[static_cast<size_t>(j)];
-    prefix_.add(s);
   }
   void finish(const HeadSeries&, std::vector<CheckRecord>&, HeadExtras&) override {
-    cell_.dyn = solve_offline(prefix_.take()).value / prefix_.steps();
+    const AttentionWeightRows head(*h_.view);
+    const PrefixWeightRows rows(head, m_);
+    cell_.dyn = solve_offline_streaming(rows, std::min(h_.k(), m_), 0).value / m_;
     for (size_t r = 0; r < values_.size(); ++r) cell_.policy[r] = values_[r] / h_.n;
   }
   SweepCell cell() const { return cell_; }
 
  private:
   const HeadInfo& h_;
-  OfflinePrefix prefix_;
+  int m_;
   SweepCell cell_;
   std::vector<double> values_, row_;
 };

@@ -122,18 +122,9 @@ struct HeadResult {
 HeadResult check_head(const Trace& trace, int layer, int head, const TraceChecksOptions& o,
                       const Tamper& tamper = nullptr);
 
-// The dense rows a(i, .) of the first m = min(n, o.offline_tokens) steps, collected along the
-// pass: the offline problem (budget min(k, m)) that C19, D10 and the sweep's OPT_dyn solve.
-class OfflinePrefix {
- public:
-  OfflinePrefix(const HeadInfo& h, const TraceChecksOptions& o);
-  int steps() const { return m_; }
-  void add(const HeadStep& s);  // keeps row s.i when s.i < m
-  OfflineProblem take();        // the problem; the rows move into it
- private:
-  int m_, budget_;
-  Eigen::MatrixXd w_;
-};
+// The steps C19, D10 and the sweep's OPT_dyn solve the offline problem on: min(n, o.offline_tokens),
+// or all n when offline_tokens is 0.
+int offline_steps(const HeadInfo& h, const TraceChecksOptions& o);
 
 // The sweep cell of one head at one budget: each policy's retained mass sum_i a_i(S_i) / n, the
 // static optimum's and OPT_dyn's (on the first o.offline_tokens steps).
@@ -177,7 +168,7 @@ std::unique_ptr<StepCheck> algorithm_variants_check(const HeadInfo& h, const Tra
 std::unique_ptr<StepCheck> empirical_check(const HeadInfo& h, const TraceChecksOptions& o);           // E2, E3
 
 // C19 and D10 on a given solution of the head's problem (offline_check solves it first).
-void check_offline_solution(const HeadInfo& h, const OfflineProblem& p, const OfflineSolution& opt,
+void check_offline_solution(const HeadInfo& h, const WeightRows& w, int budget, const OfflineSolution& opt,
                             const std::vector<ScheduleRun>& runs, const TraceChecksOptions& o,
                             std::vector<CheckRecord>& out);
 

@@ -62,18 +62,21 @@ std::vector<std::pair<std::string, Eigen::MatrixXd>> loss_matrices(const Trace& 
 
 // What the per-head passes hold at once: per head O(n (d + k)) (the policies' states and records,
 // the per-step series, the rows near sampled steps, the values of C18) plus the offline problem on
-// the first m = min(n, offline_tokens) steps (its m x m weights and every run's caches there), and
-// the n x n attention only for policies that need it; times the heads in flight.
+// its m steps (column generation's float cost table of about m^2 / 2 entries, its candidate lists
+// and every run's caches there), and the n x n attention only for policies that need it; times
+// the heads in flight.
 std::uint64_t head_pass_bytes(const Trace& t, const TraceChecksOptions& o,
                               const std::vector<std::pair<int, int>>& heads) {
   const std::uint64_t n = static_cast<std::uint64_t>(t.n_tokens), d = static_cast<std::uint64_t>(t.head_dim);
   const std::uint64_t R = o.policies.size(),
-                      m = std::min<std::uint64_t>(n, static_cast<std::uint64_t>(o.offline_tokens));
+                      m = o.offline_tokens > 0
+                              ? std::min<std::uint64_t>(n, static_cast<std::uint64_t>(o.offline_tokens))
+                              : n;
   std::uint64_t k = 1;
   for (const auto& [l, h] : heads)
     k = std::max<std::uint64_t>(k, static_cast<std::uint64_t>(o.run.budget.resolve(t.n_tokens, l, h).total));
   std::uint64_t b = 8 * n * (8 + 8 * R) + 4 * R * 6 * k + 16 * 8 * n + 8 * n * d;
-  if (check_enabled(o, "C19") || check_enabled(o, "D10")) b += m * m * 12 + 4 * R * m * std::min(k, m);
+  if (check_enabled(o, "C19") || check_enabled(o, "D10")) b += m * m * 2 + 200 * m + 4 * R * m * std::min(k, m);
   for (PolicyId id : o.policies)
     if (needs_dense(o.run.with_policy(id).policy)) {
       b += 8 * n * n;
@@ -140,7 +143,7 @@ void TraceChecksOptions::validate() const {
   require(small_k >= 1 && small_k < ground, "small_k must be in [1, ground)");
   require(samples >= 1 && sampled_steps >= 1, "samples and sampled_steps must be >= 1");
   require(sweep_heads >= 1, "sweep_heads must be >= 1");
-  require(offline_tokens >= 2, "offline_tokens must be >= 2");
+  require(offline_tokens == 0 || offline_tokens >= 2, "offline_tokens must be 0 (every step) or >= 2");
   require(loss_heads >= 0, "loss_heads must be >= 0");
   require(loss_random >= 0, "loss_random must be >= 0");
   require(power_law_bootstrap >= 0, "power_law_bootstrap must be >= 0");

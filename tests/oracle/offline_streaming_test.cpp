@@ -173,6 +173,21 @@ TEST(StreamingOracle, UnitRowsGroupMeansAndPages) {
   }
 }
 
+// The first m steps of a problem: its rows, and the optimum of the m x m corner.
+TEST(StreamingOracle, PrefixRowsAreTheFirstSteps) {
+  std::mt19937_64 g(85);
+  const OfflineProblem p = random_offline_problem(g, 30, false);
+  const DenseWeightRows rows(p.w);
+  const PrefixWeightRows prefix(rows, 20);
+  EXPECT_EQ(prefix.n(), 20);
+  OfflineProblem corner;
+  corner.w = p.w.topLeftCorner(20, 20);
+  corner.budget = std::min(p.budget, 20);
+  EXPECT_EQ(solve_offline_streaming(prefix, corner.budget, 0).value, solve_offline(corner).value);
+  EXPECT_THROW(PrefixWeightRows(rows, 0), Error);
+  EXPECT_THROW(PrefixWeightRows(rows, 31), Error);
+}
+
 TEST(StreamingOracle, EvaluatorRefusesBadSchedulesPricesAndWeights) {
   std::mt19937_64 g(83);
   OfflineProblem p = random_offline_problem(g, 9, false);

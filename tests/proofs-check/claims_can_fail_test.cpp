@@ -433,7 +433,7 @@ TEST(ClaimCanFail, C19_WrongCertificate) {
   OfflineSolution opt = solve_offline(p);
   std::fill(opt.price.begin(), opt.price.end(), 0.0);  // prices of nothing: the dual bound opens
   std::vector<CheckRecord> out;
-  check_offline_solution(t.h, p, opt, {}, t.o, out);
+  check_offline_solution(t.h, DenseWeightRows(p.w), p.budget, opt, {}, t.o, out);
   const CheckRecord& r = record(out, "C19", "retained mass");
   expect_failure(r, -1);
   EXPECT_NE(r.detail["violations"].dump().find("certificate gap"), std::string::npos);
@@ -455,7 +455,7 @@ TEST(ClaimCanFail, C19_NestedPolicyThatReadmits) {
     cheat.kept.push_back(order);
   }
   std::vector<CheckRecord> out;
-  check_offline_solution(t.h, p, solve_offline(p), {cheat}, t.o, out);
+  check_offline_solution(t.h, DenseWeightRows(p.w), p.budget, solve_offline(p), {cheat}, t.o, out);
   const CheckRecord& r = record(out, "C19", "retained mass");
   expect_failure(r, -1);
   EXPECT_NE(r.detail["violations"].dump().find("cheat beats OPT_dyn"), std::string::npos);

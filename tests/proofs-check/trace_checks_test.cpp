@@ -7,8 +7,10 @@
 
 #include <set>
 
+#include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/synth.hpp"
+#include "kvo/oracle/offline_oracle.hpp"
 #include "kvo/proofs_check/counterexamples.hpp"
 #include "kvo/proofs_check/report_writer.hpp"
 #include "test_support.hpp"
@@ -150,6 +152,36 @@ TEST(TraceChecks, SelectedChecksOnly) {
   EXPECT_THROW(run_trace_checks(tr, o), Error);
   o.checks = {"E5"};  // a closed-loop experiment: eval judges it, verify refuses it by name
   EXPECT_NE(test::error_of([&] { run_trace_checks(tr, o); }).find("kvoracle eval"), std::string::npos);
+}
+
+// C19 and D10 solve the offline problem on every step by default, on the first offline_tokens
+// steps when asked; OPT_dyn has the bits of the dense assignment solver on the same steps.
+TEST(TraceChecks, OfflineOptimumOnEveryStepOrOnAPrefix) {
+  const Trace tr = test::synthetic_layer(1, 1, 90, 12, 0, 13);
+  const HeadView head(tr, 0, 0);
+  TraceChecksOptions o = small_options();
+  o.checks = {"C19", "D10"};
+  o.sweep.clear();
+  for (const int tokens : {0, 40}) {
+    o.offline_tokens = tokens;
+    const auto res = run_trace_checks(tr, o);
+    const CheckRecord* c19 = find(res.report, "C19", "retained mass");
+    const CheckRecord* d10 = find(res.report, "D10", "retained mass");
+    ASSERT_TRUE(c19 && d10);
+    const int m = tokens > 0 ? tokens : 90;
+    OfflineProblem p;
+    p.w = dense_attention(head).topLeftCorner(m, m);
+    p.budget = o.run.budget.resolve(90, 0, 0).total;
+    EXPECT_EQ(c19->detail["opt_dyn"].get<double>(), solve_offline(p).value) << tokens;
+    EXPECT_EQ(d10->detail["opt_dyn"], c19->detail["opt_dyn"]);
+    EXPECT_TRUE(c19->holds);
+    EXPECT_EQ(c19->detail.contains("offline_steps"), tokens > 0);
+    if (tokens > 0) {
+      EXPECT_EQ(c19->detail["offline_steps"], 40);
+    }
+  }
+  o.offline_tokens = 1;  // 0 is every step; one step is no eviction problem
+  EXPECT_NE(test::error_of([&] { run_trace_checks(tr, o); }).find("offline_tokens must be 0"), std::string::npos);
 }
 
 TEST(TraceChecks, AlgorithmOneFillTestLeavesTheCacheOneShort) {

@@ -52,6 +52,18 @@ class GroupMeanWeightRows final : public WeightRows {
   std::vector<HeadView> heads_;
 };
 
+// The first m rows of another source: the offline problem on its first m steps.
+class PrefixWeightRows final : public WeightRows {
+ public:
+  PrefixWeightRows(const WeightRows& rows, int m);  // rows must outlive this; kvo::Error unless 1 <= m <= rows.n()
+  int n() const override { return m_; }
+  void row(int i, std::span<double> out) const override { rows_.row(i, out); }
+
+ private:
+  const WeightRows& rows_;
+  int m_;
+};
+
 // Row s of a problem folded into pages of b positions (offline_pages.hpp): the sum of the token
 // rows t in [s b, (s + 1) b) over each page's columns, W(s, p) = sum_t sum_{j in p, j <= t} w(t, j).
 class PagedWeightRows final : public WeightRows {

@@ -26,8 +26,9 @@ struct TraceChecksOptions {
   std::vector<double> sweep = {0.05, 0.1, 0.2, 0.3, 0.5};  // budgets of the retained-mass plot
   int sweep_heads = 1;                                     // heads per layer in the sweep (head (layer + t) mod H)
   // C19, D10 and the sweep's OPT_dyn solve the offline problem on the first min(n, offline_tokens)
-  // steps (its n x n weights and O(n^2 k) time are the only super-linear cost of a head).
-  int offline_tokens = 2048;
+  // steps, or on every step when 0 (column generation: a few attention passes and about n^2 / 2
+  // floats of cost table per head in flight).
+  int offline_tokens = 0;
   int loss_heads = 3;             // key matrices used as A in C23-C26 (first, middle, last layer)
   int loss_random = 8;            // random instances for C23-C26
   int power_law_bootstrap = 100;  // E2: synthetic samples of the power-law fit's p-value per head (0: none)
@@ -36,7 +37,7 @@ struct TraceChecksOptions {
   std::function<void()> on_tick;  // progress: one tick per unit of work_units()
 
   // Refuses, with one line naming the option, what cannot run: ground outside [2, 16], small_k
-  // outside [1, ground), samples, sampled_steps or sweep_heads below 1, offline_tokens below 2,
+  // outside [1, ground), samples, sampled_steps or sweep_heads below 1, offline_tokens 1 or negative,
   // loss_heads, loss_random or power_law_bootstrap below 0, cooccurrence_window below 1, a sweep
   // budget outside (0, 1], an unknown check id, no policy. TraceChecksPlan calls it.
   void validate() const;
