@@ -25,6 +25,64 @@ struct Candidate {
   double cost;  // L_token(t)
 };
 
+// The tentative distances of the columns a Dijkstra has reached and not settled, with minima over
+// blocks of 64 keys and over groups of 64 blocks: the lowest key (ties: the lowest column) is found
+// in O(64 + 64 + columns / 4096), where one level of blocks cost O(columns / 64) per settle.
+class KeyMinima {
+ public:
+  static constexpr double inf = std::numeric_limits<double>::infinity();
+  void reset(size_t n) {
+    key_.assign(n, inf);
+    block_.assign(n / kWidth + 1, inf);
+    group_.assign(block_.size() / kWidth + 1, inf);
+  }
+  void lower(size_t j, double d) {  // d below the column's key
+    key_[j] = d;
+    block_[j / kWidth] = std::min(block_[j / kWidth], d);
+    group_[j / (kWidth * kWidth)] = std::min(group_[j / (kWidth * kWidth)], d);
+  }
+  // The column with the lowest key; kvo::Error when every key is infinite (no column reached).
+  size_t lowest() const {
+    const size_t g = first_min(group_, 0, group_.size());
+    require(group_[g] < inf, "offline column generation: no augmenting path (a bug)");
+    const size_t b = first_min(block_, g * kWidth, std::min(block_.size(), (g + 1) * kWidth));
+    size_t j = b * kWidth;
+    while (key_[j] != block_[b]) ++j;
+    return j;
+  }
+  void remove(size_t j) {  // the column settles: its key leaves, its block's and group's minima follow
+    key_[j] = inf;
+    const size_t b = j / kWidth, g = b / kWidth;
+    block_[b] = min_of(key_, b * kWidth, std::min(key_.size(), (b + 1) * kWidth));
+    group_[g] = min_of(block_, g * kWidth, std::min(block_.size(), (g + 1) * kWidth));
+  }
+  void recompute() {  // after keys were cleared directly
+    for (size_t b = 0; b < block_.size(); ++b)
+      block_[b] = min_of(key_, b * kWidth, std::min(key_.size(), (b + 1) * kWidth));
+    for (size_t g = 0; g < group_.size(); ++g)
+      group_[g] = min_of(block_, g * kWidth, std::min(block_.size(), (g + 1) * kWidth));
+  }
+  void clear(size_t j) { key_[j] = inf; }  // the key alone (recompute() or forget() follows)
+  void forget(size_t j) {                  // after a Dijkstra: every reached column's key and minima back to infinity
+    key_[j] = block_[j / kWidth] = group_[j / (kWidth * kWidth)] = inf;
+  }
+
+ private:
+  static constexpr size_t kWidth = 64;
+  static size_t first_min(const std::vector<double>& x, size_t from, size_t to) {
+    size_t best = from;
+    for (size_t i = from + 1; i < to; ++i)
+      if (x[i] < x[best]) best = i;
+    return best;
+  }
+  static double min_of(const std::vector<double>& x, size_t from, size_t to) {
+    double m = inf;
+    for (size_t i = from; i < to; ++i) m = std::min(m, x[i]);
+    return m;
+  }
+  std::vector<double> key_, block_, group_;
+};
+
 // The restricted assignment: rows = eviction steps, columns = tokens, each row's candidate list.
 // solve() matches the rows from scratch: rows in time order, each by a shortest augmenting path
 // (Dijkstra on reduced costs c - u_t - v_j, which stay >= 0 on every listed pair, tight on matched
@@ -69,11 +127,10 @@ class RestrictedAssignment {
     v_.assign(C, 0.0);
     col_of_.assign(R, -1);
     row_of_.assign(C, kCovered);
-    key_.assign(C, inf_);
+    keys_.reset(C);
     dist_.assign(C, inf_);
     pred_.assign(C, -1);
     settled_.assign(C, 0);
-    block_min_.assign(C / kBlock + 1, inf_);
     for (size_t row = 0; row < R; ++row) augment(static_cast<int>(row), false);
     u_.pop_back();
     std::fill(dirty_.begin(), dirty_.end(), 0);
@@ -121,21 +178,20 @@ class RestrictedAssignment {
   // Dijkstra from `cur` until a column it may take is settled: one no row holds (solve), or one a
   // row gave up (warm: resolve, where reaching any column E holds reaches E, which then offers every
   // other column at cost 0). The lowest key goes first (ties: the lowest token), found through
-  // per-block minima.
+  // KeyMinima.
   void augment(int cur, bool warm) {
     touched_.clear();
     settled_cols_.clear();
     rows_seen_.clear();
     const int E = static_cast<int>(col_of_.size());
-    const size_t blocks = block_min_.size();
     double reach = 0.0;  // distance to the row being scanned
     int i = cur, sink = -1, entry = -1;
     auto relax = [&](size_t j, double d, int from) {
       if (d < dist_[j] && !settled_[j]) {
         if (dist_[j] == inf_) touched_.push_back(static_cast<int>(j));
-        dist_[j] = key_[j] = d;
+        dist_[j] = d;
+        keys_.lower(j, d);
         pred_[j] = from;
-        block_min_[j / kBlock] = std::min(block_min_[j / kBlock], d);
       }
     };
     while (sink < 0) {
@@ -150,16 +206,8 @@ class RestrictedAssignment {
           relax(j, std::max(base + c.cost - v_[j], reach), i);  // reduced costs are >= 0 up to rounding
         }
       }
-      size_t best = 0;
-      for (size_t b = 1; b < blocks; ++b)
-        if (block_min_[b] < block_min_[best]) best = b;
-      require(block_min_[best] < inf_, "offline column generation: no augmenting path (a bug)");
-      size_t pick = best * kBlock;
-      while (key_[pick] != block_min_[best]) ++pick;
-      key_[pick] = inf_;
-      double lo = inf_;
-      for (size_t j = best * kBlock; j < std::min(key_.size(), (best + 1) * kBlock); ++j) lo = std::min(lo, key_[j]);
-      block_min_[best] = lo;
+      const size_t pick = keys_.lowest();
+      keys_.remove(pick);
       settled_[pick] = 1;
       settled_cols_.push_back(static_cast<int>(pick));
       reach = dist_[pick];
@@ -174,15 +222,11 @@ class RestrictedAssignment {
           if (row_of_[j] == kCovered && !settled_[j]) {
             if (dist_[j] == inf_) touched_.push_back(static_cast<int>(j));
             dist_[j] = reach;
-            key_[j] = inf_;
+            keys_.clear(j);
             settled_[j] = 1;
             settled_cols_.push_back(static_cast<int>(j));
           }
-        for (size_t b = 0; b < blocks; ++b) {
-          double m = inf_;
-          for (size_t j = b * kBlock; j < std::min(key_.size(), (b + 1) * kBlock); ++j) m = std::min(m, key_[j]);
-          block_min_[b] = m;
-        }
+        keys_.recompute();
         i = E;
       }
     }
@@ -209,20 +253,20 @@ class RestrictedAssignment {
     }
     for (int j : settled_cols_) settled_[static_cast<size_t>(j)] = 0;
     for (int j : touched_) {
-      dist_[static_cast<size_t>(j)] = key_[static_cast<size_t>(j)] = inf_;
-      block_min_[static_cast<size_t>(j) / kBlock] = inf_;
+      dist_[static_cast<size_t>(j)] = inf_;
+      keys_.forget(static_cast<size_t>(j));
     }
     ++augmentations_;
   }
 
-  static constexpr size_t kBlock = 64;
   static constexpr double inf_ = std::numeric_limits<double>::infinity();
   std::vector<std::vector<Candidate>> lists_;
   std::vector<char> dirty_;  // per step: pairs added or costs changed since the last solve
   size_t cols_, per_;
   std::vector<double> u_, v_;
   std::vector<int> col_of_, row_of_;
-  std::vector<double> key_, dist_, block_min_;
+  KeyMinima keys_;
+  std::vector<double> dist_;
   std::vector<int> pred_, touched_, settled_cols_, rows_seen_;
   std::vector<char> settled_;
   long long augmentations_ = 0;
