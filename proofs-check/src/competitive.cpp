@@ -125,7 +125,8 @@ CompetitivePlan::CompetitivePlan(const Trace& trace, CompetitiveOptions o) : tra
     plans_.emplace_back(trace, std::move(ro));
   }
   // A unit holds one policy's replay records at a time (each step's attended and kept sets, about
-  // 2 (k + 1) ints and 4 vector headers per step and head) beside O(n) per head for the rest.
+  // 2 (k + 1) ints and 4 vector headers per step and head) beside O(n) per head for the rest, and
+  // the solver's float cost table of one head at a time (at most 2 n^2 bytes; docs/oracle.md §3d).
   const int n = trace.n_tokens;
   int k = 0;
   for (int layer = 0; layer < trace.n_layers; ++layer)
@@ -133,8 +134,9 @@ CompetitivePlan::CompetitivePlan(const Trace& trace, CompetitiveOptions o) : tra
       k = std::max(k, o_.policies.front().run.unit_budget(n, layer, head).total);
   const std::uint64_t per_head = static_cast<std::uint64_t>(n) * (2 * (static_cast<std::uint64_t>(k) + 1) * 4 + 160);
   const std::uint64_t heads = static_cast<std::uint64_t>(trace.group_size());
-  require_memory(per_head * heads * static_cast<std::uint64_t>(worker_count(o_.threads, size())),
-                 "the offline oracle (each running unit's replay records)");
+  const std::uint64_t table = 2 * static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(n);
+  require_memory((per_head * heads + table) * static_cast<std::uint64_t>(worker_count(o_.threads, size())),
+                 "the offline oracle (each running unit's replay records and cost table)");
 }
 
 int CompetitivePlan::size() const { return plans_.front().size(); }

@@ -28,7 +28,7 @@ KVO_MEMORY_LIMIT=4K expect_error "needs about 128.2 KiB in memory, more than the
 "$K" -q synth --out "$dir/long.safetensors" --tokens 2048 --layers 1 --heads 1 --kv-heads 1 --head-dim 16 >/dev/null
 KVO_MEMORY_LIMIT=8M expect_error "verify on n = 2048 tokens (1 heads, 8 policies) needs about" \
   verify "$dir/long.safetensors" --report "$dir/out.jsonl"
-KVO_MEMORY_LIMIT=4M expect_error "the offline oracle (each running unit's replay records) needs about" \
+KVO_MEMORY_LIMIT=4M expect_error "the offline oracle (each running unit's replay records and cost table) needs about" \
   oracle --offline "$dir/long.safetensors" --json "$dir/out.jsonl"
 KVO_MEMORY_LIMIT=lots expect_error "KVO_MEMORY_LIMIT='lots' is not a byte count" replay "$dir/ok.safetensors"
 expect_error "exceeds the file size" replay "$dir/garbage.safetensors" --out "$dir/out.jsonl"
