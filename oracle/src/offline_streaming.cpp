@@ -310,6 +310,17 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
     else
       table_offset.clear();
   }
+  // Lists the (at most c) lowest-keyed columns of `pool` at step t with their costs; returns how many.
+  auto list_lowest = [&](int t, auto cost) {
+    const size_t take = std::min(c, pool.size());
+    std::partial_sort(pool.begin(), pool.begin() + static_cast<long>(take), pool.end());
+    for (size_t x = 0; x < take; ++x) {
+      const int col = pool[x].second;
+      ra.add(t - first, {col, cost(static_cast<size_t>(col))});
+      listed[static_cast<size_t>(col)] = t;
+    }
+    return static_cast<long long>(take);
+  };
   // Prices step t's unlisted pairs (cost(x) = L_x(t)) against the restricted potentials: the (at
   // most c) most negative join its list, and each column remembers its most negative pair (a
   // column's pairs otherwise crowd out of every step's few). Pairs within `slack(cost)` above zero
@@ -331,14 +342,7 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
         if (reduced < b.reduced) b = {reduced, t, cx};
       }
     }
-    const size_t take = std::min(c, pool.size());
-    std::partial_sort(pool.begin(), pool.begin() + static_cast<long>(take), pool.end());
-    for (size_t x = 0; x < take; ++x) {
-      const int col = pool[x].second;
-      ra.add(step, {col, cost(static_cast<size_t>(col))});
-      listed[static_cast<size_t>(col)] = t;
-    }
-    return std::pair<long long, long long>{static_cast<long long>(take), negative};
+    return std::pair<long long, long long>{list_lowest(t, cost), negative};
   };
   // Each column's best pair of the pass joins its step's list unless listed there already.
   auto add_column_bests = [&]() {
@@ -394,14 +398,7 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
         ++res.added;
       }
       for (size_t x = 0; x < newcomers; ++x) pool.push_back({suffix[x], static_cast<int>(x)});
-      const size_t take = std::min(c, pool.size());
-      std::partial_sort(pool.begin(), pool.begin() + static_cast<long>(take), pool.end());
-      for (size_t x = 0; x < take; ++x) {
-        const int col = pool[x].second;
-        ra.add(step, {col, suffix[static_cast<size_t>(col)]});
-        listed[static_cast<size_t>(col)] = t;
-      }
-      res.added += static_cast<long long>(take);
+      res.added += list_lowest(t, exact);
     });
     if (!seed) res.added += add_column_bests();
     ++out.passes;

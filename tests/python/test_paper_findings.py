@@ -11,7 +11,7 @@ import sys
 import kvoracle as kvo
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "paper_findings.py")
-H2O = next(p["name"] for p in kvo.policies() if p["name"] == "h2o")
+H2O = kvo.policies()[0]["name"]  # the registry's first policy, a row of every table
 
 
 def outcome(instance, row, budget, score, shots=0):
