@@ -11,15 +11,39 @@ import json
 import os
 import sys
 
+# Each table: its title, the claim whose records name its rows (in the records' order), and whether
+# the reference row (the policy the E5 and E9 records share, h2o) joins them, last. Row names come from the records' detail,
+# which the policy registry names, so that no policy is spelled here.
 TABLES = [
-    ("Figure 2c (E4): masking heavy hitters, random tokens, recent tokens", ["anti-h2o", "random", "oldest", "h2o"]),
-    ("Figure 2d (E5): local against look-ahead heavy hitters", ["h2o", "lookahead"]),
-    (
-        "Table 1 (E6): sparse-transformer patterns without and with heavy hitters",
-        ["h2o", "window", "strided", "strided-h2o", "fixed", "fixed-h2o"],
-    ),
-    ("Table 6 (E9): heavy hitters only, recent tokens only, both", ["heavy", "window", "h2o"]),
+    ("Figure 2c (E4): masking heavy hitters, random tokens, recent tokens", "E4", True),
+    ("Figure 2d (E5): local against look-ahead heavy hitters", "E5", False),
+    ("Table 1 (E6): sparse-transformer patterns without and with heavy hitters", "E6", True),
+    ("Table 6 (E9): heavy hitters only, recent tokens only, both", "E9", True),
 ]
+NOT_ROWS = {"budget", "metric", "full", "tolerance", "shots"}  # the other numbers of a detail
+
+
+def record_rows(records, claim):
+    """The rows the claim's records measured (their detail's numbers), in first-seen order."""
+    rows = []
+    for r in records:
+        if r["id"] != claim:
+            continue
+        for key, value in r["detail"].items():
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if numeric and key not in NOT_ROWS and key not in rows:
+                rows.append(key)
+    return rows
+
+
+def reference_row(records):
+    """The one row every E5 and E9 record measures (h2o), or None unless there is exactly one."""
+    sets = [set(record_rows([r], r["id"])) for r in records if r["id"] in ("E5", "E9")]
+    if {r["id"] for r in records} >= {"E5", "E9"}:
+        common = set.intersection(*sets)
+        if len(common) == 1:
+            return common.pop()
+    return None
 
 
 def load(path):
@@ -90,7 +114,14 @@ def main(out):
     if tr:
         t_values, t_budgets, full_acc, n = task_values(tr)
         print(f"Accuracy: `kvoracle tasks run`, {n} instances, dynamic protocol, full cache {full_acc:.3f}.")
-    for title, rows in TABLES:
+    records = [r for result in (ev, tr) for r in (result or {}).get("paper_experiments", [])]
+    reference = reference_row(records)
+    for title, claim, with_reference in TABLES:
+        rows = record_rows(records, claim)
+        if not rows:
+            continue
+        if with_reference and reference:  # last, after the rows it is compared with
+            rows = [r for r in rows if r != reference] + [reference]
         print(f"\n**{title}**\n")
         head = ["row"]
         if ev:
@@ -121,19 +152,21 @@ def main(out):
         print("|---|" + "---:|" * len(budgets))
         print("| full cache | " + " | ".join(f"{full_ppl:.2f}" for _ in budgets) + " |")
         print("| full cache, 4-bit K/V | " + " | ".join(f"{full_q:.2f}" for _ in budgets) + " |")
-        for row in ["h2o", "h2o+int4"]:
-            print(f"| `{row}` | " + " | ".join(f"{values[(row, b)]:.2f}" for b in budgets) + " |")
+        for row in record_rows(q.get("paper_experiments", []), "E8"):
+            if all((row, b) in values for b in budgets):
+                print(f"| `{row}` | " + " | ".join(f"{values[(row, b)]:.2f}" for b in budgets) + " |")
     shot_runs = [load(os.path.join(out, f)) for f in sorted(os.listdir(out)) if f.startswith("tasks-shots")]
     shot_runs = sorted((r for r in shot_runs if r), key=lambda r: r["outcomes"][0].get("shots", 0))
     if shot_runs:
         print("\n**Table 4 (E7): few-shot inputs** (accuracy)\n")
         budgets = task_values(shot_runs[0])[1]
-        print("| shots | instances | full cache | " + " | ".join(f"`h2o` {percent(b)}" for b in budgets) + " |")
+        row = next(iter(record_rows(shot_runs[0].get("paper_experiments", []), "E7")), reference)
+        print("| shots | instances | full cache | " + " | ".join(f"`{row}` {percent(b)}" for b in budgets) + " |")
         print("|---:|---:|---:|" + "---:|" * len(budgets))
         for run in shot_runs:
             values, _, full_acc, n = task_values(run)
             k = run["outcomes"][0].get("shots", 0)
-            cells = [f"{values.get(('h2o', b), float('nan')):.3f}" for b in budgets]
+            cells = [f"{values.get((row, b), float('nan')):.3f}" for b in budgets]
             print(f"| {k} | {n} | {full_acc:.3f} | " + " | ".join(cells) + " |")
     div = load(os.path.join(out, "diversity.json"))
     if div:

@@ -1,7 +1,7 @@
 """bench/paper_findings.py (the tables of docs/findings.md section 12) on a hand-made study whose
 every figure is known: task runs split by budget are merged (an instance the full cache answered in
-both runs counts once), the few-shot runs make one table ordered by shots, and every run's findings
-are listed."""
+both runs counts once), each table's rows are those its claim's records measured, the few-shot runs
+make one table ordered by shots, and every run's findings are listed."""
 
 import json
 import os
@@ -11,21 +11,18 @@ import sys
 import kvoracle as kvo
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "paper_findings.py")
-H2O = kvo.policies()[0]["name"]  # the registry's first policy, a row of every table
+# Two rows of the registry; the tables show the rows the findings' records measured.
+H2O, OTHER = (p["name"] for p in kvo.policies()[:2])
 
 
 def outcome(instance, row, budget, score, shots=0):
     return {"instance": instance, "row": row, "budget": budget, "score": score, "shots": shots}
 
 
-def finding(claim, budget_label, holds, metric):
-    return {
-        "id": claim,
-        "variant": "accuracy",
-        "holds": holds,
-        "metric": metric,
-        "detail": {"budget_label": budget_label},
-    }
+def finding(claim, budget_label, holds, metric, rows=()):
+    detail = {"budget_label": budget_label, "budget": 0.5, "metric": "accuracy", "full": 1.0, "tolerance": 0.05}
+    detail.update({row: 0.5 for row in rows})
+    return {"id": claim, "variant": "accuracy", "holds": holds, "metric": metric, "detail": detail}
 
 
 def write(path, outcomes, findings=()):
@@ -39,15 +36,23 @@ def test_tables_of_a_known_study(tmp_path):
     write(
         tmp_path / "tasks-50.json",
         full + [outcome(f"i{x}", H2O, 0.5, float(x < 3)) for x in range(4)],
-        [finding("E5", "50%", False, 0.25)],
+        [finding("E5", "50%", False, 0.25, [H2O, OTHER])],
     )
     for shots, right in ((10, 2), (5, 1)):
         outs = [outcome(f"s{x}", "full-cache", 1.0, 1.0, shots) for x in range(2)]
         outs += [outcome(f"s{x}", H2O, b, float(x < right), shots) for x in range(2) for b in (0.2, 0.5)]
-        write(tmp_path / f"tasks-shots{shots}.json", outs, [finding("E7", "20%", right == 2, 0.5 * (2 - right))])
+        write(
+            tmp_path / f"tasks-shots{shots}.json",
+            outs,
+            [finding("E7", "20%", right == 2, 0.5 * (2 - right), [H2O])],
+        )
     out = subprocess.run([sys.executable, SCRIPT, str(tmp_path)], check=True, capture_output=True, text=True).stdout
     assert "Accuracy: `kvoracle tasks run`, 4 instances, dynamic protocol, full cache 1.000." in out
-    assert f"| `{H2O}` | 0.250 | 0.750 |" in out
+    # E5's table has the two rows its record measured (the other one ran at no budget: dashes); the
+    # tables of claims without records are left out.
+    assert "(E5)" in out and "(E4)" not in out and "(E9)" not in out
+    assert f"| `{H2O}` | 0.250 | 0.750 |" in out and f"| `{OTHER}` | – | – |" in out
+    assert f"| shots | instances | full cache | `{H2O}` 20% | `{H2O}` 50% |" in out
     # Few shots: 5 before 10, each with its own instance count and h2o at both budgets.
     assert "| 5 | 2 | 1.000 | 0.500 | 0.500 |" in out and "| 10 | 2 | 1.000 | 1.000 | 1.000 |" in out
     assert out.index("| 5 | 2 |") < out.index("| 10 | 2 |")
