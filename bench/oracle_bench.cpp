@@ -106,14 +106,16 @@ void offline_sizes(benchmark::internal::Benchmark* b, int largest) {
 }
 
 // Column generation from rows recomputed out of q and k (attention included, no n x n matrix),
-// pricing on the float cost table (docs/oracle.md §3d) or, with Table = false, on the rows.
-template <bool Table>
+// pricing on the float cost table (docs/oracle.md §3d) or, with Table = false, on the rows; with
+// Prune = false every listed pair stays listed (keep = 0).
+template <bool Table, bool Prune = true>
 void BM_OfflineStreaming(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
   const HeadView head(bench::trace(n, 64), 0, 0);
   StreamingOfflineOptions o;
   o.threads = st.range(1) > 0 ? static_cast<int>(st.range(1)) : 1;
   if (!Table) o.table_bytes = 0;
+  if (!Prune) o.keep = 0;
   OfflineSolution s;
   bench::reset_peak_rss();
   const auto before = bench::rss_bytes();
@@ -133,6 +135,11 @@ BENCHMARK(BM_OfflineStreaming<true>)
     ->Name("offline/streaming")
     ->Apply([](auto* b) {
       for (int n = 256; n <= 32768; n *= 2) b->Args({n});
+    }) -> Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OfflineStreaming<true, false>)
+    ->Name("offline/streaming-keep-all")
+    ->Apply([](auto* b) {
+      for (int n = 1024; n <= 32768; n *= 2) b->Args({n});
     }) -> Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OfflineStreaming<false>)
     ->Name("offline/streaming-rows")

@@ -22,6 +22,7 @@ BASELINE = {
     "verify": "attention/dense",
     "offline/streaming": "attention/dense",
     "offline/streaming-rows": "attention/dense",
+    "offline/streaming-keep-all": "attention/dense",
     "offline/assignment": "offline/ssp",
     "offline/bgl": "offline/ssp",
     "scorer/cpu": "replay/h2o",

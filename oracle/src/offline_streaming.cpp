@@ -121,6 +121,43 @@ class RestrictedAssignment {
     dirty_[static_cast<size_t>(step)] = 1;
   }
 
+  // The restricted optimum: the cost of every row's pair (after a solve).
+  double value() const {
+    double sum = 0.0;
+    for (size_t row = 0; row < col_of_.size(); ++row)
+      for (const Candidate& c : lists_[row / per_])
+        if (c.token == col_of_[row]) sum += c.cost;
+    return sum;
+  }
+  // Keeps in each step's list only its `keep` pairs of lowest reduced cost, with the pairs its rows
+  // hold and those `protect(step, token)` names (after a solve, so every pair dropped prices >= 0
+  // and the solution stays optimal). Returns how many pairs it dropped.
+  template <class Protect>
+  long long prune(size_t keep, Protect protect) {
+    long long dropped = 0;
+    std::vector<std::pair<double, size_t>> order;
+    std::vector<Candidate> kept;
+    for (size_t s = 0; s < lists_.size(); ++s) {
+      std::vector<Candidate>& list = lists_[s];
+      if (list.size() <= keep) continue;
+      const double us = step_potential(static_cast<int>(s));
+      order.clear();
+      for (size_t x = 0; x < list.size(); ++x) {
+        const Candidate& c = list[x];
+        bool always = protect(static_cast<int>(s), c.token);
+        for (size_t row = s * per_; row < (s + 1) * per_; ++row) always = always || col_of_[row] == c.token;
+        order.push_back({always ? -inf_ : c.cost - us - v_[static_cast<size_t>(c.token)], x});
+      }
+      std::nth_element(order.begin(), order.begin() + static_cast<long>(keep), order.end());
+      kept.clear();
+      for (size_t x = 0; x < order.size(); ++x)
+        if (x < keep || order[x].first == -inf_) kept.push_back(list[order[x].second]);
+      dropped += static_cast<long long>(list.size() - kept.size());
+      list.swap(kept);
+    }
+    return dropped;
+  }
+
   void solve() {
     const size_t R = lists_.size() * per_, C = cols_;
     u_.assign(R + 1, 0.0);  // the last is E's (resolve)
@@ -286,7 +323,15 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
   ColumnGeneration out;
   RestrictedAssignment ra(std::max(steps, 0), static_cast<int>(cols), H);
   std::vector<double> suffix(cols);
-  std::vector<int> listed(cols, -1);  // the step whose list names the column
+  // listed[x] == the stamp of the step being priced when that step's list names column x (a new
+  // stamp per visit: pruning drops pairs, so an older visit's marks say nothing).
+  std::vector<long long> listed(cols, -1);
+  long long stamp = 0;
+  auto mark_listed = [&](int step) {
+    ++stamp;
+    for (const Candidate& x : ra.list(step)) listed[static_cast<size_t>(x.token)] = stamp;
+    return stamp;
+  };
   std::vector<std::pair<double, int>> pool;
   struct Best {  // a column's most negative pair of the pass
     double reduced = 0.0;
@@ -294,7 +339,7 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
     double cost = 0.0;
   };
   std::vector<Best> col_best(cols);
-  double tolerance = 0.0;
+  double tolerance = 0.0, largest = 0.0;  // largest: the largest cost, L_j(first) over j
   const size_t c = static_cast<size_t>(o.candidates) * static_cast<size_t>(H);
   auto arrived_at = [&](int t) { return static_cast<size_t>(t - r + 1) * static_cast<size_t>(H); };
   // The cost table (docs/oracle.md §3d): every pair's L_j(t) rounded to float, step by step, filled
@@ -317,7 +362,6 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
     for (size_t x = 0; x < take; ++x) {
       const int col = pool[x].second;
       ra.add(t - first, {col, cost(static_cast<size_t>(col))});
-      listed[static_cast<size_t>(col)] = t;
     }
     return static_cast<long long>(take);
   };
@@ -326,20 +370,41 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
   // column's pairs otherwise crowd out of every step's few). Pairs within `slack(cost)` above zero
   // count as negative (the last exact pass lists the nearly tight pairs the table cannot judge).
   // Returns how many pairs priced below -tolerance.
-  auto price_step = [&](int t, auto cost, auto slack) {
+  // Table rounds screen blocks of columns first with a float test that vectorises. It is loose by
+  // 2^-20 of each pair's magnitudes L + |v| and of |u_t| (its own rounding is below 2^-22 of them),
+  // so it never drops a pair the exact test takes, nor one table_certifies must see; most blocks hold
+  // neither.
+  constexpr size_t kScreen = 64;
+  std::vector<float> v_float;
+  auto refresh_screen = [&]() {
+    const std::vector<double>& v = ra.column_potentials();
+    v_float.assign(v.begin(), v.end());
+  };
+  auto screen_table = [&](const float* L, size_t from, size_t to, double ut) {
+    const float below = static_cast<float>(ut - tolerance + 0x1p-20 * std::abs(ut)) + 1e-30f;
+    int hit = 0;
+    for (size_t x = from; x < to; ++x) hit |= (L[x] - v_float[x]) - 0x1p-20f * (L[x] + std::abs(v_float[x])) < below;
+    return hit != 0;
+  };
+  auto price_step = [&](int t, auto cost, double relative_slack, auto screen) {
     const int step = t - first;
     const size_t arrived = arrived_at(t);
-    for (const Candidate& x : ra.list(step)) listed[static_cast<size_t>(x.token)] = t;
+    const long long here = mark_listed(step);
     pool.clear();
     const double ut = ra.step_potential(step);
+    const std::vector<double>& v = ra.column_potentials();
     long long negative = 0;
-    for (size_t x = 0; x < arrived; ++x) {
-      const double cx = cost(x), reduced = cx - ut - ra.v(static_cast<int>(x));
-      if (reduced < slack(cx) && listed[x] != t) {
-        if (reduced < -tolerance) ++negative;
-        pool.push_back({reduced, static_cast<int>(x)});
-        auto& b = col_best[x];
-        if (reduced < b.reduced) b = {reduced, t, cx};
+    for (size_t from = 0; from < arrived; from += kScreen) {
+      const size_t to = std::min(arrived, from + kScreen);
+      if (!screen(from, to, ut)) continue;
+      for (size_t x = from; x < to; ++x) {
+        const double cx = cost(x), reduced = cx - ut - v[x];
+        if (reduced < relative_slack * cx - tolerance && listed[x] != here) {
+          if (reduced < -tolerance) ++negative;
+          pool.push_back({reduced, static_cast<int>(x)});
+          auto& b = col_best[x];
+          if (reduced < b.reduced) b = {reduced, t, cx};
+        }
       }
     }
     return std::pair<long long, long long>{list_lowest(t, cost), negative};
@@ -371,7 +436,6 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
     std::fill(suffix.begin(), suffix.end(), 0.0);
     PassResult res;
     auto exact = [&](size_t x) { return suffix[x]; };
-    auto slack = [&](double cx) { return relative_slack * cx - tolerance; };
     for_each_unit_row(units, first, n, true, o.threads, [&](int t, int u, std::span<const double> row) {
       const int width = t - r + 1;
       for (int j = 0; j < width; ++j)
@@ -386,7 +450,8 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
       if (refresh)
         for (Candidate& x : ra.list_for_update(step)) x.cost = suffix[static_cast<size_t>(x.token)];
       if (!seed) {
-        const auto [added, negative] = price_step(t, exact, slack);
+        const auto [added, negative] =
+            price_step(t, exact, relative_slack, [](size_t, size_t, double) { return true; });
         res.added += added;
         res.negative += negative;
         return;
@@ -394,7 +459,6 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
       pool.clear();
       for (size_t x = newcomers; x < arrived; ++x) {  // the newcomers keep every restricted problem feasible
         ra.add(step, {static_cast<int>(x), suffix[x]});
-        listed[x] = t;
         ++res.added;
       }
       for (size_t x = 0; x < newcomers; ++x) pool.push_back({suffix[x], static_cast<int>(x)});
@@ -408,10 +472,12 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
   // pairs carry the table's costs until the next exact pass refreshes them.
   auto table_pass = [&]() {
     PassResult res;
+    refresh_screen();
     for (int t = n - 1; t >= first; --t) {
       const float* L = table.data() + table_offset[static_cast<size_t>(t - first)];
       const auto [added, negative] = price_step(
-          t, [&](size_t x) { return static_cast<double>(L[x]); }, [&](double) { return -tolerance; });
+          t, [&](size_t x) { return static_cast<double>(L[x]); }, 0.0,
+          [&](size_t from, size_t to, double ut) { return screen_table(L, from, to, ut); });
       res.added += added;
       res.negative += negative;
     }
@@ -423,29 +489,49 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
   // double arithmetic), so a pair whose bound prices at >= -tolerance needs no exact look.
   auto table_certifies = [&]() {
     const std::vector<double>& v = ra.column_potentials();
+    refresh_screen();
     for (int t = first; t < n; ++t) {
       const int step = t - first;
       const float* L = table.data() + table_offset[static_cast<size_t>(step)];
-      for (const Candidate& x : ra.list(step)) listed[static_cast<size_t>(x.token)] = t;
+      const long long here = mark_listed(step);
       const double ut = ra.step_potential(step);
       const size_t arrived = arrived_at(t);
-      for (size_t x = 0; x < arrived; ++x) {
-        const double lf = static_cast<double>(L[x]);
-        if (lf - (0x1p-22 * lf + 0x1p-126) - ut - v[x] < -tolerance && listed[x] != t) return false;
+      for (size_t from = 0; from < arrived; from += kScreen) {
+        const size_t to = std::min(arrived, from + kScreen);
+        if (!screen_table(L, from, to, ut)) continue;
+        for (size_t x = from; x < to; ++x) {
+          const double lf = static_cast<double>(L[x]);
+          if (lf - (0x1p-22 * lf + 0x1p-126) - ut - v[x] < -tolerance && listed[x] != here) return false;
+        }
       }
     }
     return true;
   };
   long long pairs = 0;
-  auto solve = [&]() {
+  // After a solve whose value fell since the last pruning, each step keeps only its o.keep pairs
+  // of lowest reduced cost (and its newcomers and held pairs): the Dijkstras of later solves scan
+  // shorter lists. The value falls strictly between two prunings, so a pruned problem never
+  // recurs and the rounds end.
+  double pruned_at = std::numeric_limits<double>::infinity();
+  auto newcomer = [&](int step, int col) {
+    return static_cast<size_t>(col) >= arrived_at(first + step) - static_cast<size_t>(H);
+  };
+  auto solve = [&](bool may_prune) {
     ra.resolve(kWarmShare, 0.0);
     ++out.rounds;
+    if (may_prune && o.keep > 0) {
+      const double value = ra.value();
+      if (value < pruned_at - tolerance) {
+        pairs -= ra.prune(static_cast<size_t>(o.keep) * static_cast<size_t>(H), newcomer);
+        pruned_at = value;
+      }
+    }
     if (o.on_round) o.on_round(out.rounds, pairs);
   };
   if (steps > 0) {
     pairs = exact_pass(true, false, 0.0).added;
-    double largest = 0.0;  // suffix now holds L(first), each column's largest cost
-    for (double x : suffix) largest = std::max(largest, x);
+    for (double x : suffix)  // suffix now holds L(first), each column's largest cost
+      largest = std::max(largest, x);
     tolerance = 1e-16 * std::max(1.0, largest);
     if (largest > 1e30) {  // beyond what a float table can bound: price on the rows
       table.clear();
@@ -453,14 +539,14 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
     }
     if (table.empty()) {
       for (;;) {  // price on recomputed rows until no pair prices below -tolerance
-        solve();
+        solve(true);
         const PassResult p = exact_pass(false, false, 0.0);
         if (p.added == 0) break;
         pairs += p.added;
       }
     } else {
       for (;;) {  // rounds on the table until it finds no negative pair
-        solve();
+        solve(true);
         const PassResult p = table_pass();
         if (p.negative == 0) break;
         pairs += p.added;
@@ -473,7 +559,7 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
         pairs += p.added;
         if (refreshed && p.negative == 0) break;  // exact pricing proves the current potentials feasible
         refreshed = true;
-        solve();
+        solve(false);
         if (table_certifies()) break;
       }
     }

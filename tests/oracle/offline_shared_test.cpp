@@ -120,7 +120,8 @@ std::vector<const WeightRows*> row_sources(const std::vector<DenseWeightRows>& r
 }  // namespace
 
 // Column generation over rows on demand reaches the dense shared optimum, certified, with a
-// schedule the dense certificate accepts, on one thread or two and with one candidate per step.
+// schedule the dense certificate accepts, on one thread or two, with one candidate per step, and
+// with lists pruned to one pair per unit.
 TEST(OfflineShared, StreamingEqualsTheDenseSolver) {
   int cases = 0;
   for (int H : {1, 2, 3, 4})
@@ -130,10 +131,12 @@ TEST(OfflineShared, StreamingEqualsTheDenseSolver) {
       std::vector<DenseWeightRows> rows;
       for (const OfflineProblem& u : units) rows.emplace_back(u.w);
       const std::vector<const WeightRows*> sources = row_sources(rows);
-      for (const auto& [threads, candidates] : {std::pair{1, 8}, std::pair{2, 1}}) {
+      for (const auto& [threads, candidates, keep] :
+           {std::tuple{1, 8, 16}, std::tuple{2, 1, 16}, std::tuple{1, 2, 1}}) {
         StreamingOfflineOptions o;
         o.threads = threads;
         o.candidates = candidates;
+        o.keep = keep;
         const SharedOfflineSolution s = solve_offline_shared_streaming(sources, k, r, o);
         const std::string at = "H " + std::to_string(H) + " n " + std::to_string(n) + " r " + std::to_string(r);
         EXPECT_NEAR(s.value, dense.value, 1e-9 * dense.value) << at;
@@ -145,7 +148,7 @@ TEST(OfflineShared, StreamingEqualsTheDenseSolver) {
         ++cases;
       }
     }
-  EXPECT_EQ(cases, 24);
+  EXPECT_EQ(cases, 36);
 }
 
 // One unit: the same schedule and bits as the per-head column generation.

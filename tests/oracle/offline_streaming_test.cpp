@@ -18,10 +18,12 @@ namespace {
 
 using test::random_offline_problem;
 
-OfflineSolution streaming(const OfflineProblem& p, int candidates, int threads = 1, bool table = true) {
+OfflineSolution streaming(const OfflineProblem& p, int candidates, int threads = 1, bool table = true,
+                          int keep = StreamingOfflineOptions{}.keep) {
   StreamingOfflineOptions o;
   o.candidates = candidates;
   o.threads = threads;
+  o.keep = keep;
   if (!table) o.table_bytes = 0;
   return solve_offline_streaming(DenseWeightRows(p.w), p.budget, p.recent, o);
 }
@@ -42,36 +44,40 @@ TEST(StreamingOracle, EqualsEnumerationOnSmallProblems) {
 }
 
 // One candidate per step forces many rounds; 16 few. Both reach the dense solver's optimum, pricing
-// on the cost table or on recomputed rows, each round re-solved from the last (warm) or from scratch.
+// on the cost table or on recomputed rows, each round re-solved from the last (warm) or from scratch,
+// with every pair kept or lists pruned to 2 pairs (the pruned runs end with fewer pairs somewhere).
 TEST(StreamingOracle, EqualsTheDenseAssignmentSolver) {
   std::mt19937_64 g(82);
-  int rounds_seen = 0, table_retries = 0;
+  int rounds_seen = 0, table_retries = 0, pruned_smaller = 0;
   for (int t = 0; t < 300; ++t) {
     const OfflineProblem p = random_offline_problem(g, 1 + static_cast<int>(g() % 80), t % 4 == 0);
     const OfflineSolution dense = solve_offline(p);
     for (const int c : {1, 16})
-      for (const bool table : {true, false}) {
-        const OfflineSolution s = streaming(p, c, 1, table);
-        const double tol = 1e-9 * std::max(1.0, dense.value);
-        ASSERT_EQ(s.method, "column-generation");
-        ASSERT_NEAR(s.value, dense.value, tol)
-            << "n=" << p.n() << " k=" << p.budget << " r=" << p.recent << " c=" << c << " table " << table;
-        ASSERT_NEAR(s.upper, s.value, tol);
-        if (s.rounds == 0) {
-          ASSERT_EQ(s.passes, 1);  // nothing to evict: the evaluation only
-        } else if (!table) {
-          ASSERT_EQ(s.passes, s.rounds + 2);  // the seed, a pricing pass per round, the evaluation
-        } else {
-          // The seed, one exact pass per certification attempt, the evaluation; rounds on the table
-          // recompute nothing.
-          ASSERT_GE(s.passes, 3);
-          ASSERT_LE(s.passes, s.rounds + 2);
-          table_retries = std::max(table_retries, s.passes - 3);
+      for (const bool table : {true, false})
+        for (const int keep : {0, 2}) {
+          const OfflineSolution s = streaming(p, c, 1, table, keep);
+          const double tol = 1e-9 * std::max(1.0, dense.value);
+          ASSERT_EQ(s.method, "column-generation");
+          ASSERT_NEAR(s.value, dense.value, tol) << "n=" << p.n() << " k=" << p.budget << " r=" << p.recent
+                                                 << " c=" << c << " table " << table << " keep " << keep;
+          if (keep > 0 && s.pairs < streaming(p, c, 1, table, 0).pairs) ++pruned_smaller;
+          ASSERT_NEAR(s.upper, s.value, tol);
+          if (s.rounds == 0) {
+            ASSERT_EQ(s.passes, 1);  // nothing to evict: the evaluation only
+          } else if (!table) {
+            ASSERT_EQ(s.passes, s.rounds + 2);  // the seed, a pricing pass per round, the evaluation
+          } else {
+            // The seed, one exact pass per certification attempt, the evaluation; rounds on the table
+            // recompute nothing.
+            ASSERT_GE(s.passes, 3);
+            ASSERT_LE(s.passes, s.rounds + 2);
+            table_retries = std::max(table_retries, s.passes - 3);
+          }
+          rounds_seen = std::max(rounds_seen, s.rounds);
         }
-        rounds_seen = std::max(rounds_seen, s.rounds);
-      }
   }
   EXPECT_GT(rounds_seen, 1);  // pricing did add pairs somewhere
+  EXPECT_GT(pruned_smaller, 0);
   RecordProperty("table_retries", table_retries);
 }
 

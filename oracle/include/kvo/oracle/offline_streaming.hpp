@@ -46,7 +46,10 @@ ScheduleCheck evaluate_schedule(const WeightRows& w, int budget, int recent, con
 
 struct StreamingOfflineOptions {
   int candidates = 8;  // per round, the most negative pairs added to each step's list (and each token's best)
-  int threads = 1;     // threads producing rows (<= 0: all cores)
+  // After a restricted solve whose value fell since the last pruning, each step keeps only its
+  // `keep` pairs of lowest reduced cost (and its newcomers and held pairs); 0 keeps every pair.
+  int keep = 16;
+  int threads = 1;  // threads producing rows (<= 0: all cores)
   // Memory for a float copy of every pair's cost, taken from the first pass, so that the pricing
   // rounds read it instead of recomputing the rows (docs/oracle.md §3d); 0, or a table larger than
   // this, prices every round on recomputed rows.
