@@ -365,45 +365,74 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
     }
     return static_cast<long long>(take);
   };
-  // Prices step t's unlisted pairs (cost(x) = L_x(t)) against the restricted potentials: the (at
-  // most c) most negative join its list, and each column remembers its most negative pair (a
-  // column's pairs otherwise crowd out of every step's few). Pairs within `slack(cost)` above zero
-  // count as negative (the last exact pass lists the nearly tight pairs the table cannot judge).
-  // Returns how many pairs priced below -tolerance.
-  // Table rounds screen blocks of columns first with a float test that vectorises. It is loose by
-  // 2^-20 of each pair's magnitudes L + |v| and of |u_t| (its own rounding is below 2^-22 of them),
-  // so it never drops a pair the exact test takes, nor one table_certifies must see; most blocks hold
-  // neither.
+  // Table rounds screen blocks of columns first with a float test that vectorises: could a pair of
+  // the block price below the pool's threshold or its column's best so far, and below zero? The test
+  // is loose by 2^-20 of the magnitudes involved (L + |v|, |u_t|, the thresholds; its own rounding
+  // is below 2^-22 of them), so it never skips a pair the exact test would take, nor one
+  // table_certifies must see; most blocks hold none once the first rounds are over.
   constexpr size_t kScreen = 64;
-  std::vector<float> v_float;
+  std::vector<float> v_float, best_float(cols, 0.0f);  // v and col_best[x].reduced, as floats
   auto refresh_screen = [&]() {
     const std::vector<double>& v = ra.column_potentials();
     v_float.assign(v.begin(), v.end());
   };
-  auto screen_table = [&](const float* L, size_t from, size_t to, double ut) {
-    const float below = static_cast<float>(ut - tolerance + 0x1p-20 * std::abs(ut)) + 1e-30f;
+  // threshold: a pair must price below it too (+infinity: no pool threshold; table_certifies
+  // passes -infinity for `best`, which then plays no part).
+  auto screen_table = [&](const float* L, size_t from, size_t to, double ut, double threshold, bool best) {
+    const float u = static_cast<float>(ut), slack = static_cast<float>(-tolerance),
+                pool_below = static_cast<float>(threshold),
+                loose = static_cast<float>(0x1p-20 *
+                                           (std::abs(ut) + (std::isfinite(threshold) ? std::abs(threshold) : 0.0))) +
+                        1e-30f;
     int hit = 0;
-    for (size_t x = from; x < to; ++x) hit |= (L[x] - v_float[x]) - 0x1p-20f * (L[x] + std::abs(v_float[x])) < below;
+    if (best) {
+      for (size_t x = from; x < to; ++x) {
+        const float bound =
+            u + std::min(slack, std::max(pool_below, best_float[x])) + loose + 0x1p-20f * std::abs(best_float[x]);
+        hit |= (L[x] - v_float[x]) - 0x1p-20f * (L[x] + std::abs(v_float[x])) < bound;
+      }
+    } else {
+      for (size_t x = from; x < to; ++x)
+        hit |= (L[x] - v_float[x]) - 0x1p-20f * (L[x] + std::abs(v_float[x])) < u + slack + loose;
+    }
     return hit != 0;
   };
+  // Prices step t's unlisted pairs (cost(x) = L_x(t)) against the restricted potentials: the (at
+  // most c) most negative join its list, and each column remembers its most negative pair (a
+  // column's pairs otherwise crowd out of every step's few). Pairs within `relative_slack * cost`
+  // above zero count as negative (the last exact pass lists the nearly tight pairs the table cannot
+  // judge). The pool keeps its c lowest once it reaches 4c, and from then on takes only pairs at or
+  // below the c-th. `screen(from, to, ut, threshold)` may skip a block none of whose pairs could be
+  // taken. Returns how many pairs it listed and whether (> 0) any priced below -tolerance.
   auto price_step = [&](int t, auto cost, double relative_slack, auto screen) {
     const int step = t - first;
     const size_t arrived = arrived_at(t);
     const long long here = mark_listed(step);
     pool.clear();
+    double threshold = std::numeric_limits<double>::infinity();
     const double ut = ra.step_potential(step);
     const std::vector<double>& v = ra.column_potentials();
     long long negative = 0;
     for (size_t from = 0; from < arrived; from += kScreen) {
       const size_t to = std::min(arrived, from + kScreen);
-      if (!screen(from, to, ut)) continue;
+      if (!screen(from, to, ut, threshold)) continue;
       for (size_t x = from; x < to; ++x) {
         const double cx = cost(x), reduced = cx - ut - v[x];
         if (reduced < relative_slack * cx - tolerance && listed[x] != here) {
           if (reduced < -tolerance) ++negative;
-          pool.push_back({reduced, static_cast<int>(x)});
+          if (reduced <= threshold) {
+            pool.push_back({reduced, static_cast<int>(x)});
+            if (pool.size() >= 4 * c) {
+              std::nth_element(pool.begin(), pool.begin() + static_cast<long>(c - 1), pool.end());
+              pool.resize(c);
+              threshold = pool[c - 1].first;
+            }
+          }
           auto& b = col_best[x];
-          if (reduced < b.reduced) b = {reduced, t, cx};
+          if (reduced < b.reduced) {
+            b = {reduced, t, cx};
+            best_float[x] = static_cast<float>(reduced);
+          }
         }
       }
     }
@@ -423,6 +452,7 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
         }
       }
       b = {0.0, -1, 0.0};
+      best_float[x] = 0.0f;
     }
     return added;
   };
@@ -451,7 +481,7 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
         for (Candidate& x : ra.list_for_update(step)) x.cost = suffix[static_cast<size_t>(x.token)];
       if (!seed) {
         const auto [added, negative] =
-            price_step(t, exact, relative_slack, [](size_t, size_t, double) { return true; });
+            price_step(t, exact, relative_slack, [](size_t, size_t, double, double) { return true; });
         res.added += added;
         res.negative += negative;
         return;
@@ -477,7 +507,9 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
       const float* L = table.data() + table_offset[static_cast<size_t>(t - first)];
       const auto [added, negative] = price_step(
           t, [&](size_t x) { return static_cast<double>(L[x]); }, 0.0,
-          [&](size_t from, size_t to, double ut) { return screen_table(L, from, to, ut); });
+          [&](size_t from, size_t to, double ut, double threshold) {
+            return screen_table(L, from, to, ut, threshold, true);
+          });
       res.added += added;
       res.negative += negative;
     }
@@ -498,7 +530,7 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
       const size_t arrived = arrived_at(t);
       for (size_t from = 0; from < arrived; from += kScreen) {
         const size_t to = std::min(arrived, from + kScreen);
-        if (!screen_table(L, from, to, ut)) continue;
+        if (!screen_table(L, from, to, ut, std::numeric_limits<double>::infinity(), false)) continue;
         for (size_t x = from; x < to; ++x) {
           const double lf = static_cast<double>(L[x]);
           if (lf - (0x1p-22 * lf + 0x1p-126) - ut - v[x] < -tolerance && listed[x] != here) return false;
