@@ -20,6 +20,9 @@ void RankTeam::together(const std::function<void()>& step, const std::string& pr
   Team::world().agree(error);
 }
 
+RankTeam::RankTeam(int threads, bool progress, const Checkpoint* checkpoint)
+    : WorkTeam(threads > 0 ? threads : Team::world().default_threads(), progress), checkpoint_(checkpoint) {}
+
 std::optional<std::vector<std::string>> RankTeam::run_units(const WorkUnits& plan, const std::string& section,
                                                             const std::string& label) const {
   Progress bar(label, plan.size(), progress_);

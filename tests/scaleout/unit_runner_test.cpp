@@ -7,13 +7,16 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <thread>
 
 #include "kvo/core/error.hpp"
 #include "kvo/scaleout/checkpoint.hpp"
+#include "kvo/scaleout/rank_team.hpp"
 #include "kvo/scaleout/team.hpp"
 
 using namespace kvo;
@@ -44,6 +47,33 @@ TEST(UnitRunner, OneProcessWithoutMpiIsATeamOfOne) {
   EXPECT_GE(Team::world().default_threads(), 1);
   EXPECT_NO_THROW(Team::world().agree(""));
   EXPECT_THROW(Team::world().agree("bad trace"), Error);
+}
+
+// Without -j a run uses every CPU this process may use, as the CLI says ("default: all cores"):
+// RankTeam(0) used to hand 0 to the scheduler, which ran one worker thread.
+TEST(UnitRunner, ATeamWithoutAThreadCountUsesEveryCpu) {
+  EXPECT_EQ(RankTeam(0, false).threads(), Team::world().default_threads());
+  EXPECT_EQ(RankTeam(3, false).threads(), 3);
+  const int cpus = Team::world().default_threads();
+  if (cpus < 2) GTEST_SKIP() << "one CPU here: no second worker to see";
+  // Each unit waits (up to 5 s) until another unit runs beside it.
+  struct Overlapping final : WorkUnits {
+    mutable std::atomic<int> running{0}, most{0};
+    int size() const override { return 4; }
+    std::string name(int u) const override { return "unit " + std::to_string(u); }
+    std::string run_bytes(int) const override {
+      const int now = ++running;
+      for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+      }
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (most.load() < 2 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      --running;
+      return "x";
+    }
+  } units;
+  ASSERT_TRUE(RankTeam(0, false).run_units(units, "overlap", "overlap"));
+  EXPECT_GE(units.most.load(), 2);
 }
 
 TEST(UnitRunner, ResultsComeBackInUnitOrderWhateverTheThreads) {

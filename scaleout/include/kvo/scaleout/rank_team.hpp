@@ -15,9 +15,9 @@ namespace kvo::scaleout {
 
 class RankTeam final : public WorkTeam {
  public:
-  // threads: worker threads per rank; progress: rank 0's bar; checkpoint: rank 0's, or none.
-  RankTeam(int threads, bool progress, const Checkpoint* checkpoint = nullptr)
-      : WorkTeam(threads, progress), checkpoint_(checkpoint) {}
+  // threads: worker threads per rank (<= 0: Team::default_threads(), the CPUs this rank may use);
+  // progress: rank 0's bar; checkpoint: rank 0's, or none.
+  RankTeam(int threads, bool progress, const Checkpoint* checkpoint = nullptr);
   bool leader() const override;
   // Collective: every rank calls it; errors become TeamError on every rank, said once by rank 0.
   void together(const std::function<void()>& step, const std::string& prefix = "") const override;
