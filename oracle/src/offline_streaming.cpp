@@ -376,8 +376,8 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
     const std::vector<double>& v = ra.column_potentials();
     v_float.assign(v.begin(), v.end());
   };
-  // threshold: a pair must price below it too (+infinity: no pool threshold; table_certifies
-  // passes -infinity for `best`, which then plays no part).
+  // threshold: a pair must price at or below it too (+infinity: no pool threshold); best = false
+  // (table_certifies) leaves out the columns' bests and asks only for a price below zero.
   auto screen_table = [&](const float* L, size_t from, size_t to, double ut, double threshold, bool best) {
     const float u = static_cast<float>(ut), slack = static_cast<float>(-tolerance),
                 pool_below = static_cast<float>(threshold),
