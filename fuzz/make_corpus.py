@@ -264,18 +264,28 @@ def seeds_tokenizer():
 
 # --- command lines (arguments separated by NUL) --------------------------------------------------
 def seeds_cli():
+    from kvoracle import policy  # the registry's names (installed in .venv by scripts/run-tests)
+
     lines = {
-        "replay": ["replay", "t.safetensors", "--policy", "h2o", "--budget", "20%", "--recent", "0.5"],
+        "replay": ["replay", "t.safetensors", "--policy", policy.H2O, "--budget", "20%", "--recent", "0.5"],
         "replay-device": ["replay", "t.safetensors", "--device", "auto", "--budgets", "5%,10%,0.2,64"],
         "overrides": ["replay", "t.safetensors", "--budget-override", "L3=0.1", "--budget-override", "L0H2=32"],
         "verify": ["verify", "t.safetensors", "--checks", "C1,C27,D5", "--sweep", "0.1,20%", "--report", "r"],
-        "oracle": ["oracle", "t.safetensors", "--offline", "--policies", "h2o,tova", "--forced-window", "4"],
+        "oracle": [
+            "oracle",
+            "t.safetensors",
+            "--offline",
+            "--policies",
+            f"{policy.H2O},{policy.TOVA}",
+            "--forced-window",
+            "4",
+        ],
         "synth": ["synth", "--out", "x.safetensors", "--tokens", "64", "--heads", "4", "--kv-heads", "3"],
-        "greedy": [
+        "objective": [
             "replay",
             "t.safetensors",
             "--policy",
-            "greedy",
+            policy.GREEDY,
             "--objective",
             "fl",
             "--h",

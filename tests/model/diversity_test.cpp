@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/policy_registry.hpp"
 #include "kvo/model/generate.hpp"
 #include "model_fixture.hpp"
 #include "test_support.hpp"
@@ -45,7 +46,7 @@ TEST(Diversity, FullCacheRowIsGreedyGenerationAndEveryRowIsThere) {
   const auto first = model::generate(m, std::span<const int>(ids.data(), 24), g);
   EXPECT_EQ(res.full.continuations[0], first.text);
   ASSERT_EQ(res.rows.size(), 4u);
-  EXPECT_EQ(res.rows[0].row, "h2o");
+  EXPECT_EQ(res.rows[0].row, policy_name(PolicyId::H2O));
   EXPECT_EQ(res.rows[1].budget, 1.0);
   EXPECT_EQ(res.rows[1].continuations, res.full.continuations);  // a budget of everything evicts nothing
   const auto records = model::diversity_paper_experiments(res);
@@ -59,7 +60,7 @@ TEST(Diversity, FullCacheRowIsGreedyGenerationAndEveryRowIsThere) {
 TEST(Diversity, RequestsAreRefusedNamingTheProblem) {
   model::DiversityRequest r;
   r.policies = {PolicyId::Lookahead};
-  EXPECT_NE(test::error_of([&] { r.validate(); }).find("lookahead"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { r.validate(); }).find(policy_name(PolicyId::Lookahead)), std::string::npos);
   r.policies = {PolicyId::H2O};
   r.budgets = {1.5};
   EXPECT_THROW(r.validate(), Error);

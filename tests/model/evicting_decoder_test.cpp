@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/policy_registry.hpp"
 #include "kvo/model/eval.hpp"
 #include "kvo/model/eval_run.hpp"
 #include "model_fixture.hpp"
@@ -16,9 +17,9 @@ using namespace kvo;
 
 namespace {
 
-CacheManagerOptions options(const model::Llama& m, const std::string& policy, const std::string& budget, int n) {
+CacheManagerOptions options(const model::Llama& m, PolicyId policy, const std::string& budget, int n) {
   CacheManagerOptions o;
-  o.run.policy = PolicySpec::named(policy);
+  o.run.policy.id = policy;
   o.run.budget = Budget(Amount::parse(budget));
   o.n_layers = m.config().n_layers;
   o.n_kv_heads = m.config().n_kv_heads;
@@ -34,7 +35,7 @@ TEST(EvictingDecoder, FullCacheEqualsTheBatchedForwardPass) {
   const auto ids = test::gpl3_tokens(n);
   auto cache = m.new_cache(n);
   const model::MatrixRM batch = m.forward(ids, cache);
-  KvEvictionManager mgr(options(m, "full", "100%", n));
+  KvEvictionManager mgr(options(m, PolicyId::Full, "100%", n));
   model::EvictingDecoder dec(m, mgr, n + 1);
   for (int t = 0; t < n; ++t) {
     const Eigen::RowVectorXf one = dec.step(ids[static_cast<size_t>(t)]);
@@ -49,7 +50,7 @@ TEST(EvictingDecoder, EvictedRowsLeaveAndMemoryStaysAtTheBudget) {
   const auto& m = test::shared_model();
   const int n = 40, k = 8;
   const auto ids = test::gpl3_tokens(n);
-  KvEvictionManager mgr(options(m, "h2o", std::to_string(k), n));
+  KvEvictionManager mgr(options(m, PolicyId::H2O, std::to_string(k), n));
   model::EvictingDecoder dec(m, mgr, k + 1);
   double nll = 0.0;
   for (int t = 0; t < n; ++t) {
@@ -72,7 +73,7 @@ TEST(EvictingDecoder, EvictedRowsLeaveAndMemoryStaysAtTheBudget) {
 
 TEST(EvictingDecoder, PoolsMustFitTheBudget) {
   const auto& m = test::shared_model();
-  KvEvictionManager mgr(options(m, "h2o", "16", 64));
+  KvEvictionManager mgr(options(m, PolicyId::H2O, "16", 64));
   EXPECT_THROW(model::EvictingDecoder(m, mgr, 16), kvo::Error);
 }
 
@@ -118,8 +119,8 @@ TEST(EvictingDecoder, LayeredPrefillEqualsTokenByTokenDecoding) {
                             PolicyId::Scissorhands, PolicyId::Random, PolicyId::Full}) {
     SCOPED_TRACE(policy_name(id));
     const std::string budget = id == PolicyId::Full ? "100%" : std::to_string(k);
-    KvEvictionManager by_token_mgr(options(m, policy_name(id), budget, n + 4));
-    KvEvictionManager layered_mgr(options(m, policy_name(id), budget, n + 4));
+    KvEvictionManager by_token_mgr(options(m, id, budget, n + 4));
+    KvEvictionManager layered_mgr(options(m, id, budget, n + 4));
     const int slots = id == PolicyId::Full ? n + 5 : k + 1;
     model::EvictingDecoder by_token(m, by_token_mgr, slots), layered(m, layered_mgr, slots);
     model::MatrixRM stepped(n, m.config().vocab);
@@ -160,7 +161,7 @@ TEST(EvictingDecoder, SharedBudgetsKeepTheSameSetsLayeredOrTokenByToken) {
   for (const BudgetScope scope : {BudgetScope::Layer, BudgetScope::Model})
     for (const int prompt : {0, n}) {
       SCOPED_TRACE(budget_scope_name(scope) + " prompt " + std::to_string(prompt));
-      CacheManagerOptions o = options(m, policy_name(PolicyId::H2O), std::to_string(k), n + 3);
+      CacheManagerOptions o = options(m, PolicyId::H2O, std::to_string(k), n + 3);
       o.run.budget_scope = scope;
       o.run.prompt_len = prompt;
       KvEvictionManager by_token_mgr(o), layered_mgr(o);
@@ -199,8 +200,7 @@ TEST(EvictingDecoder, SharedBudgetsKeepTheSameSetsLayeredOrTokenByToken) {
 TEST(EvictingDecoder, LayeredPrefillLastRowIsTheLastLogits) {
   const auto& m = test::shared_model();
   const auto ids = test::gpl3_tokens(24);
-  const std::string h2o = policy_name(PolicyId::H2O);
-  KvEvictionManager a_mgr(options(m, h2o, "8", 24)), b_mgr(options(m, h2o, "8", 24));
+  KvEvictionManager a_mgr(options(m, PolicyId::H2O, "8", 24)), b_mgr(options(m, PolicyId::H2O, "8", 24));
   model::EvictingDecoder a(m, a_mgr, 9), b(m, b_mgr, 9);
   const model::MatrixRM all = a.prefill(ids, true), last = b.prefill(ids);
   ASSERT_EQ(last.rows(), 1);
@@ -226,15 +226,16 @@ TEST(Eval, QuantizedKvPointsSitBesideTheirFp32Twins) {
     EXPECT_EQ(ticks, model::eval_units(o));
     ASSERT_EQ(r.points.size(), 3u);
     const std::string suffix = x == 0 ? "+int8" : "+int2";
-    EXPECT_EQ(r.points[0].policy, "full" + suffix);
-    EXPECT_EQ(r.points[1].policy, "h2o");
-    EXPECT_EQ(r.points[2].policy, "h2o" + suffix);
+    const std::string full = policy_name(PolicyId::Full), h2o = policy_name(PolicyId::H2O);
+    EXPECT_EQ(r.points[0].policy, full + suffix);
+    EXPECT_EQ(r.points[1].policy, h2o);
+    EXPECT_EQ(r.points[2].policy, h2o + suffix);
     EXPECT_EQ(r.points[2].k, 8);
     moved[x] = std::abs(std::log(r.points[0].ppl / r.full_ppl));
     const auto records = model::eval_paper_experiments(r);
     ASSERT_EQ(records.size(), 1u);
     EXPECT_EQ(records[0].id, "E8");
-    EXPECT_EQ(records[0].detail.at("full" + suffix).get<double>(), r.points[0].ppl);
+    EXPECT_EQ(records[0].detail.at(full + suffix).get<double>(), r.points[0].ppl);
   }
   EXPECT_LT(moved[0], 0.02);
   EXPECT_GT(moved[1], moved[0]);

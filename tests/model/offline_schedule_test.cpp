@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/policy_registry.hpp"
 #include "kvo/core/replay.hpp"
 #include "test_support.hpp"
 
@@ -17,7 +18,7 @@ TEST(OfflineSchedule, LookaheadsScheduleIsItsReplayOnTheTrace) {
   const Budget budget(Amount::parse("10"), Amount::parse("4", true));
   const auto schedules = model::offline_schedules(PolicyId::Lookahead, tr, budget);
   ReplayOptions o;
-  o.run.policy = PolicySpec::named("lookahead");
+  o.run.policy.id = PolicyId::Lookahead;
   o.run.budget = budget;
   o.run.gqa = GqaMode::KvMean;
   const ReplayResult r = replay(tr, o);

@@ -73,10 +73,10 @@ TEST(PressEval, RatioZeroIsTheFullCacheAndTheReferencesAreWhereTheyMustBe) {
   model::PressEvalOptions o;
   o.tokens = 48;
   o.prompt_len = 32;
-  for (const char* name : {"knorm", "tova"})
+  for (PressId id : {PressId::Knorm, PressId::Tova})
     for (double r : {0.0, 0.5}) {
       PressOptions p;
-      p.id = parse_press(name);
+      p.id = id;
       p.compression_ratio = r;
       o.presses.push_back(p);
     }

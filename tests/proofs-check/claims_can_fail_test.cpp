@@ -13,6 +13,7 @@
 
 #include "claim_sink.hpp"
 #include "head_data.hpp"
+#include "kvo/core/policy_registry.hpp"
 #include "kvo/core/synth.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 #include "kvo/proofs_check/paper_experiments.hpp"
@@ -185,11 +186,11 @@ TEST(ClaimCanFail, C1_ReadmittedToken) {
     std::vector<int>& kept = e.cur[r].kept;
     kept.insert(std::lower_bound(kept.begin(), kept.end(), gone), gone);
   });
-  const CheckRecord& rec = record(out, "C1", "h2o");
+  const CheckRecord& rec = record(out, "C1", policy_name(PolicyId::H2O));
   EXPECT_EQ(rec.kind, ClaimKind::Theorem);
   expect_failure(rec, at);
   EXPECT_GE(rec.detail["re_entries"].get<long>(), 1);
-  expect_holds(out, "C1", "tova");
+  expect_holds(out, "C1", policy_name(PolicyId::Tova));
 }
 
 TEST(ClaimCanFail, C2_TokenAttendedTwice) {
@@ -202,7 +203,7 @@ TEST(ClaimCanFail, C2_TokenAttendedTwice) {
         att.push_back(att.front());
       },
       {"C2"});
-  expect_failure(record(out, "C2", "h2o-paper"), at);
+  expect_failure(record(out, "C2", policy_name(PolicyId::H2OPaper)), at);
 }
 
 TEST(ClaimCanFail, C3_EvictedTokenIsNotTheArgmin) {
@@ -229,7 +230,7 @@ TEST(ClaimCanFail, C4_ScoreDriftsFromRecomputation) {
         if (e.i == at) e.scores[r][e.cur[r].kept.front()] *= 1.0 + 1e-6;
       },
       {"C4"});
-  expect_failure(record(out, "C4", "h2o-paper"), at);
+  expect_failure(record(out, "C4", policy_name(PolicyId::H2OPaper)), at);
 }
 
 TEST(ClaimCanFail, C5_C12_NegativeScoreBreaksMonotonicity) {
@@ -398,7 +399,7 @@ TEST(ClaimCanFail, C15_CacheOfTheLightestTokens) {
         e.cur[r].kept = lightest;
       },
       {"C15"});
-  const CheckRecord& rec = record(out, "C15", "h2o");
+  const CheckRecord& rec = record(out, "C15", policy_name(PolicyId::H2O));
   EXPECT_EQ(rec.kind, ClaimKind::Finding);
   expect_failure(rec, at);
   EXPECT_GT(rec.metric, 0.0);  // alpha_hat
@@ -422,7 +423,7 @@ TEST(ClaimCanFail, C18_AttentionRowNotADistribution) {
           for (double& x : e.a) x *= 2.0;
       },
       {"C18"});
-  expect_failure(record(out, "C18", "h2o"), at);
+  expect_failure(record(out, "C18", policy_name(PolicyId::H2O)), at);
 }
 
 TEST(ClaimCanFail, C19_WrongCertificate) {
@@ -504,7 +505,7 @@ TEST(ClaimCanFail, C27_CacheOneShort) {
         if (e.i == at) e.cur[r].kept.pop_back();
       },
       {"C27"});
-  const CheckRecord& rec = record(out, "C27", "h2o");
+  const CheckRecord& rec = record(out, "C27", policy_name(PolicyId::H2O));
   expect_failure(rec, at);
   EXPECT_EQ(rec.detail["size"].get<long>(), 1);
 }
@@ -632,20 +633,22 @@ const CheckRecord& only(const std::vector<CheckRecord>& rs, const std::string& i
 
 TEST(ClaimCanFail, E4_MaskingHeavyHittersNoWorseThanRandom) {
   // Masking the heavy hitters (anti-h2o) costs 6% of perplexity, random masking 4%: no drastic drop.
-  const auto fails = paper_experiment_records(perplexities({{"anti-h2o", 0.9, 21.2}, {"random", 0.9, 20.8}}));
+  const auto fails = paper_experiment_records(
+      perplexities({{policy_name(PolicyId::AntiH2O), 0.9, 21.2}, {policy_name(PolicyId::Random), 0.9, 20.8}}));
   const auto& r = only(fails, "E4", "perplexity");
   EXPECT_FALSE(r.holds);
   EXPECT_NEAR(r.metric, 0.02, 1e-12);
-  EXPECT_TRUE(
-      only(paper_experiment_records(perplexities({{"anti-h2o", 0.9, 40.0}, {"random", 0.9, 20.8}})), "E4", "perplexity")
-          .holds);
+  EXPECT_TRUE(only(paper_experiment_records(perplexities(
+                       {{policy_name(PolicyId::AntiH2O), 0.9, 40.0}, {policy_name(PolicyId::Random), 0.9, 20.8}})),
+                   "E4", "perplexity")
+                  .holds);
 }
 
 TEST(ClaimCanFail, E5_LookAheadFarBetterThanLocal) {
   LoopMeasurements m;
   m.metric = LoopMetric::Accuracy;
   m.full = 0.8;
-  m.rows = {{"h2o", 0.2, 0.3}, {"lookahead", 0.2, 0.7}};
+  m.rows = {{policy_name(PolicyId::H2O), 0.2, 0.3}, {policy_name(PolicyId::Lookahead), 0.2, 0.7}};
   const auto rs = paper_experiment_records(m);
   const auto& r = only(rs, "E5", "accuracy");
   EXPECT_FALSE(r.holds);
@@ -657,8 +660,10 @@ TEST(ClaimCanFail, E5_LookAheadFarBetterThanLocal) {
 
 TEST(ClaimCanFail, E6_HeavyHittersDoNotRescueAPattern) {
   // strided falls 50% short and stays 40% short with heavy hitters: no recovery. fixed recovers.
-  const auto rs = paper_experiment_records(perplexities(
-      {{"strided", 0.2, 30.0}, {"strided-h2o", 0.2, 28.0}, {"fixed", 0.2, 30.0}, {"fixed-h2o", 0.2, 20.5}}));
+  const auto rs = paper_experiment_records(perplexities({{policy_name(PolicyId::Strided), 0.2, 30.0},
+                                                         {policy_name(PolicyId::StridedH2O), 0.2, 28.0},
+                                                         {policy_name(PolicyId::Fixed), 0.2, 30.0},
+                                                         {policy_name(PolicyId::FixedH2O), 0.2, 20.5}}));
   const auto& strided = only(rs, "E6", "strided, perplexity");
   EXPECT_FALSE(strided.holds);
   EXPECT_TRUE(strided.detail.at("pattern_falls_short").get<bool>());
@@ -668,16 +673,18 @@ TEST(ClaimCanFail, E6_HeavyHittersDoNotRescueAPattern) {
 
 TEST(ClaimCanFail, E9_RecentTokensAloneBeatHeavyHitters) {
   // Both parts alone fall short and together match the full cache, but the window beats heavy hitters.
-  const auto rs =
-      paper_experiment_records(perplexities({{"heavy", 0.2, 60.0}, {"window", 0.2, 30.0}, {"h2o", 0.2, 20.4}}));
+  const auto rs = paper_experiment_records(perplexities({{policy_name(PolicyId::Heavy), 0.2, 60.0},
+                                                         {policy_name(PolicyId::Window), 0.2, 30.0},
+                                                         {policy_name(PolicyId::H2O), 0.2, 20.4}}));
   const auto& r = only(rs, "E9", "perplexity");
   EXPECT_FALSE(r.holds);
   EXPECT_FALSE(r.detail.at("heavy_beats_local").get<bool>());
   EXPECT_TRUE(r.detail.at("together_comparable").get<bool>());
-  EXPECT_TRUE(
-      only(paper_experiment_records(perplexities({{"heavy", 0.2, 25.0}, {"window", 0.2, 30.0}, {"h2o", 0.2, 20.4}})),
-           "E9", "perplexity")
-          .holds);
+  EXPECT_TRUE(only(paper_experiment_records(perplexities({{policy_name(PolicyId::Heavy), 0.2, 25.0},
+                                                          {policy_name(PolicyId::Window), 0.2, 30.0},
+                                                          {policy_name(PolicyId::H2O), 0.2, 20.4}})),
+                   "E9", "perplexity")
+                  .holds);
 }
 
 TEST(ClaimCanFail, E10_EvictionThatRepeatsItself) {
@@ -693,7 +700,8 @@ TEST(ClaimCanFail, E10_EvictionThatRepeatsItself) {
 
 TEST(ClaimCanFail, E8_QuantizationAndEvictionCompound) {
   // h2o costs 5%, a 4-bit full cache 2%, together 30%: the two compound instead of staying within either.
-  LoopMeasurements m = perplexities({{"h2o", 0.2, 21.0}, {"h2o+int4", 0.2, 26.0}});
+  LoopMeasurements m =
+      perplexities({{policy_name(PolicyId::H2O), 0.2, 21.0}, {policy_name(PolicyId::H2O) + "+int4", 0.2, 26.0}});
   m.quantized_suffix = "+int4";
   m.full_quantized = 20.4;
   const auto rs = paper_experiment_records(m);
@@ -713,7 +721,9 @@ TEST(ClaimCanFail, E7_FewShotInputsBreakEviction) {
   m.metric = LoopMetric::Accuracy;
   m.full = 0.8;
   m.shots = 5;
-  m.rows = {{"h2o", 0.2, 0.3}, {"anti-h2o", 0.2, 0.1}, {"random", 0.2, 0.7}};
+  m.rows = {{policy_name(PolicyId::H2O), 0.2, 0.3},
+            {policy_name(PolicyId::AntiH2O), 0.2, 0.1},
+            {policy_name(PolicyId::Random), 0.2, 0.7}};
   const auto rs = paper_experiment_records(m);
   ASSERT_EQ(rs.size(), 1u);  // few-shot measurements judge E7 only
   const auto& r = only(rs, "E7", "accuracy, 5 shots");

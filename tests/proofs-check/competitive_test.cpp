@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/policy_registry.hpp"
 #include "test_support.hpp"
 
 using namespace kvo;
@@ -13,9 +14,9 @@ TEST(CompetitivePlan, UnitsThroughBytesAssembleIntoTheSameResult) {
   const Trace tr = test::synthetic_layer(3, 1, 48, 12, 10, 21);
   CompetitiveOptions o;
   o.forced_window = 2;
-  for (const char* p : {"h2o", "random", "tova"}) {
+  for (PolicyId p : {PolicyId::H2O, PolicyId::Random, PolicyId::Tova}) {
     ReplayOptions ro;
-    ro.run.policy = PolicySpec::named(p);
+    ro.run.policy.id = p;
     ro.run.budget = Budget(Amount::parse("25%"));
     o.policies.push_back(ro);
   }

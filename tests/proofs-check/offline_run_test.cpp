@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kvo/core/policy_registry.hpp"
 #include "kvo/core/replay.hpp"
 #include "kvo/core/trace_io.hpp"
 #include "test_support.hpp"
@@ -52,7 +53,7 @@ TEST(OfflineRun, HeadsAreTheCompetitiveRatiosAndTheSummaryTheirMeans) {
     EXPECT_EQ(r->policies[p].worst_ratio, worst);
     EXPECT_LE(r->policies[p].worst_ratio, 1.0 + 1e-12);
   }
-  EXPECT_EQ(r->policies[0].policy, "h2o");
+  EXPECT_EQ(r->policies[0].policy, policy_name(PolicyId::H2O));
   EXPECT_EQ(r->violations, 0);
   EXPECT_LE(r->opt_dyn_sum, r->static_sum * (1 + 1e-12));
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(d / "off.json")), r->to_json());

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/policy_registry.hpp"
 
 using namespace kvo;
 
@@ -14,9 +15,10 @@ TEST(PaperExperiments, OneRecordPerClaimAndBudgetWhoseRowsArePresent) {
   LoopMeasurements m;
   m.full = 10.0;
   for (double b : {0.1, 0.2})
-    for (const char* row : {"h2o", "lookahead", "window", "heavy", "strided", "strided-h2o"})
-      m.rows.push_back({row, b, 11.0});
-  m.rows.push_back({"anti-h2o", 0.2, 30.0});  // E4 needs random too: no record
+    for (PolicyId row : {PolicyId::H2O, PolicyId::Lookahead, PolicyId::Window, PolicyId::Heavy, PolicyId::Strided,
+                         PolicyId::StridedH2O})
+      m.rows.push_back({policy_name(row), b, 11.0});
+  m.rows.push_back({policy_name(PolicyId::AntiH2O), 0.2, 30.0});  // E4 needs random too: no record
   const auto rs = paper_experiment_records(m);
   std::map<std::string, int> count;
   for (const auto& r : rs) {

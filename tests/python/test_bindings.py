@@ -40,7 +40,7 @@ def test_bad_input_is_a_value_error():
 
 def test_replay_respects_the_budget_and_nesting():
     t, *_ = random_trace()
-    heads = kvoracle.replay(t, policy="h2o", budget="25%")
+    heads = kvoracle.replay(t, policy=kvoracle.policy.H2O, budget="25%")
     assert len(heads) == 2 * 4
     for h in heads:
         prev = set()
@@ -48,14 +48,14 @@ def test_replay_respects_the_budget_and_nesting():
             assert len(kept) <= h["k"]
             assert set(kept) <= prev | {i}
             prev = set(kept)
-    assert {p["name"] for p in kvoracle.policies()} >= {"h2o", "tova", "h2o-paper"}
+    assert {p["name"] for p in kvoracle.policies()} >= {kvoracle.policy.H2O, kvoracle.policy.TOVA}
 
 
 def test_policy_constants_spell_every_registry_name():
     names = [p["name"] for p in kvoracle.policies()]
     constants = {k: v for k, v in vars(kvoracle.policy).items() if k.isupper()}
     assert sorted(constants.values()) == sorted(names)
-    assert kvoracle.policy.H2O == "h2o" and kvoracle.policy.H2O_PAPER == "h2o-paper"
+    assert kvoracle.policy.H2O == names[0]  # the recommended policy leads the table
     for name, value in constants.items():
         assert name == value.upper().replace("-", "_")
 
@@ -135,7 +135,7 @@ def test_adapter_drives_the_manager_like_a_decoder():
     """A numpy decoder (no torch): per layer a dense K tensor [batch, kv, held, d] gathered with the
     adapter's keep indices; the held positions equal the manager's and every head keeps k rows."""
     batch, layers, heads, kv_heads, d, n, k = 2, 2, 4, 2, 8, 30, 6
-    adapter = EvictionAdapter("h2o", str(k), layers, heads, kv_heads, max_len=n, batch=batch)
+    adapter = EvictionAdapter(kvoracle.policy.H2O, str(k), layers, heads, kv_heads, max_len=n, batch=batch)
     g = np.random.default_rng(3)
     keys = [np.zeros((batch, kv_heads, 0, d)) for _ in range(layers)]
     for _pos in range(n):
@@ -155,11 +155,11 @@ def test_adapter_drives_the_manager_like_a_decoder():
 
 def test_scorer_twin_equals_replay():
     t, *_ = random_trace()
-    s = kvoracle.score(t, "h2o", ["25%", "6"])
+    s = kvoracle.score(t, kvoracle.policy.H2O, ["25%", "6"])
     assert s["device"].startswith("cpu twin") and len(s["units"]) == 2 * 2 * 4
     for budget in ("25%", "6"):
         units = [u for u in s["units"] if u["budget"] == budget]
-        heads = kvoracle.replay(t, policy="h2o", budget=budget)
+        heads = kvoracle.replay(t, policy=kvoracle.policy.H2O, budget=budget)
         for u, h in zip(units, heads):
             assert (u["layer"], u["head"]) == (h["layer"], h["head"])
             ev = u["evict_step"]

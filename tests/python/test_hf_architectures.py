@@ -83,7 +83,7 @@ def test_recorded_trace_rebuilds_eager_attention_and_verifies(arch, tmp_path):
     for layer in range(2):
         probs = causal_probs(trace.q(layer), trace.k(layer), trace.attn_scale)
         np.testing.assert_allclose(probs, eager[layer][0].double().numpy(), atol=1e-5, rtol=0)
-    heads = kvoracle.replay(trace, policy="h2o", budget="25%")
+    heads = kvoracle.replay(trace, policy=kvoracle.policy.H2O, budget="25%")
     assert len(heads) == 2 * trace.n_heads
     report = kvoracle.verify(trace, budget="25%", checks=["C1", "C2", "C3", "C10", "C15"])
     assert report["format"] == "kvoracle-report"
@@ -96,7 +96,9 @@ def test_evicting_cache_full_budget_is_plain_generate(arch):
     ids = torch.randint(0, 96, (1, 24), generator=torch.Generator().manual_seed(2))
     args = dict(max_new_tokens=16, do_sample=False, attention_mask=torch.ones_like(ids), pad_token_id=0)
     plain = model.generate(ids, **args)
-    evicting = model.generate(ids, past_key_values=EvictingCache(model, "h2o", "100%", max_len=40), **args)
+    evicting = model.generate(
+        ids, past_key_values=EvictingCache(model, kvoracle.policy.H2O, "100%", max_len=40), **args
+    )
     assert torch.equal(plain, evicting)
 
 
@@ -104,7 +106,7 @@ def test_evicting_cache_full_budget_is_plain_generate(arch):
 def test_evicting_cache_holds_k_rows_per_head(arch):
     model = make(arch)
     ids = torch.randint(0, 96, (1, 30), generator=torch.Generator().manual_seed(3))
-    cache = EvictingCache(model, "h2o", "12", log=True)
+    cache = EvictingCache(model, kvoracle.policy.H2O, "12", log=True)
     generate(model, ids, cache, 10)
     kv_heads = 4 if arch == "gpt2" else 2
     for layer in range(2):
@@ -130,7 +132,7 @@ def test_refuses_logit_softcapping(tmp_path):
             torch.arange(1, 9)[None],
             attention_mask=torch.ones(1, 8, dtype=torch.long),
             max_new_tokens=2,
-            past_key_values=EvictingCache(model, "h2o", "4"),
+            past_key_values=EvictingCache(model, kvoracle.policy.H2O, "4"),
             pad_token_id=0,
         )
 
@@ -165,7 +167,7 @@ def test_refuses_bad_input(tmp_path):
             torch.arange(8).view(2, 4),
             attention_mask=padded,
             max_new_tokens=2,
-            past_key_values=EvictingCache(model, "h2o", "4"),
+            past_key_values=EvictingCache(model, kvoracle.policy.H2O, "4"),
             pad_token_id=0,
         )
 
@@ -196,7 +198,7 @@ def test_refuses_models_outside_the_attention_interface(tmp_path):
     ):
         record_trace(model, torch.arange(1, 9), str(tmp_path / "b.safetensors"))
     with pytest.raises(kvoracle.KvoError, match="does not route"):
-        EvictingCache(model, "h2o", "4")
+        EvictingCache(model, kvoracle.policy.H2O, "4")
     assert os.listdir(tmp_path) == []
 
 
@@ -204,7 +206,7 @@ def test_evicting_cache_prompt_len_truncates_once_after_the_prompt():
     """prompt_len = P: the prompt is kept whole until its last token, then cut to k at once (H2O code)."""
     model = make("llama")
     ids = torch.randint(1, 96, (1, 30), generator=torch.Generator().manual_seed(4))
-    cache = EvictingCache(model, "h2o", "12", prompt_len=30, log=True)
+    cache = EvictingCache(model, kvoracle.policy.H2O, "12", prompt_len=30, log=True)
     generate(model, ids, cache, 5)
     log = cache.evictions[(0, 0, 0)]
     assert log[0][0] == 29 and len(log[0][1]) == 30 - 12  # one truncation at the prompt's last token

@@ -61,12 +61,12 @@ def test_every_option_of_the_cli_is_a_python_keyword(kvoracle):
 @pytest.mark.parametrize(
     "policy,options",
     [
-        ("streaming", {"sinks": 2, "budget": "8"}),
-        ("scissorhands", {"history": 4, "budget": "25%", "recent": "2"}),
-        ("h2o-paper", {"concave": "sqrt", "budget": "9", "layers": [1]}),
-        ("greedy", {"objective": "fl", "window": 4, "budget": "8", "heads": [0, 3]}),
-        ("random", {"seed": 7, "budget": "6", "budget_overrides": ["L1=10"]}),
-        ("h2o", {"gqa": "kv-mean", "budget": "7", "prompt_len": 3}),
+        (kvo.policy.STREAMING, {"sinks": 2, "budget": "8"}),
+        (kvo.policy.SCISSORHANDS, {"history": 4, "budget": "25%", "recent": "2"}),
+        (kvo.policy.H2O_PAPER, {"concave": "sqrt", "budget": "9", "layers": [1]}),
+        (kvo.policy.GREEDY, {"objective": "fl", "window": 4, "budget": "8", "heads": [0, 3]}),
+        (kvo.policy.RANDOM, {"seed": 7, "budget": "6", "budget_overrides": ["L1=10"]}),
+        (kvo.policy.H2O, {"gqa": "kv-mean", "budget": "7", "prompt_len": 3}),
     ],
 )
 def test_same_options_same_kept_sets(kvoracle, tmp_path, policy, options):
@@ -90,7 +90,7 @@ def test_errors_name_the_option(tmp_path):
     with pytest.raises(ValueError, match=r"replay: unknown option 'budgett' \(run options: sinks, history"):
         kvo.replay(trace, budgett="3")
     with pytest.raises(ValueError, match="^history must be >= 1$"):
-        kvo.replay(trace, policy="scissorhands", history=0)
+        kvo.replay(trace, policy=kvo.policy.SCISSORHANDS, history=0)
     with pytest.raises(ValueError, match="sinks: 'two' is not an integer"):
         kvo.replay(trace, sinks="two")
     with pytest.raises(ValueError, match="takes one value, not a list"):
