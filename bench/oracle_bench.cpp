@@ -105,17 +105,28 @@ void offline_sizes(benchmark::internal::Benchmark* b, int largest) {
   b->Unit(benchmark::kMillisecond);
 }
 
-// Column generation from rows recomputed out of q and k (attention included, no n x n matrix),
-// pricing on the float cost table (docs/oracle.md §3d) or, with Table = false, on the rows; with
-// Prune = false every listed pair stays listed (keep = 0).
-template <bool Table, bool Prune = true>
-void BM_OfflineStreaming(benchmark::State& st) {
-  const int n = static_cast<int>(st.range(0));
-  const HeadView head(bench::trace(n, 64), 0, 0);
-  StreamingOfflineOptions o;
-  o.threads = st.range(1) > 0 ? static_cast<int>(st.range(1)) : 1;
-  if (!Table) o.table_bytes = 0;
-  if (!Prune) o.keep = 0;
+// The trace KVO_BENCH_REAL_TRACE names, read once, when it holds n tokens (and kv_heads KV heads per
+// layer, unless 0); otherwise the benchmark is skipped with the reason and this returns null.
+const Trace* real_trace(benchmark::State& st, int n, int kv_heads) {
+  const char* path = std::getenv("KVO_BENCH_REAL_TRACE");
+  if (path == nullptr || *path == '\0') {
+    st.SkipWithError("set KVO_BENCH_REAL_TRACE to a real trace of n tokens (bench/long-context records one)");
+    return nullptr;
+  }
+  static std::map<std::string, Trace> traces;
+  auto it = traces.find(path);
+  if (it == traces.end()) it = traces.emplace(path, read_trace(path)).first;
+  if (it->second.n_tokens != n || (kv_heads > 0 && it->second.n_kv_heads != kv_heads)) {
+    st.SkipWithError(kv_heads > 0 ? "KVO_BENCH_REAL_TRACE must hold n tokens and 3 KV heads per layer"
+                                  : "KVO_BENCH_REAL_TRACE must hold n tokens");
+    return nullptr;
+  }
+  return &it->second;
+}
+
+// Column generation on one head at k = n / 5, with its counters.
+void offline_streaming(benchmark::State& st, const HeadView& head, const StreamingOfflineOptions& o) {
+  const int n = head.n();
   OfflineSolution s;
   bench::reset_peak_rss();
   const auto before = bench::rss_bytes();
@@ -126,6 +137,31 @@ void BM_OfflineStreaming(benchmark::State& st) {
   st.counters["pairs_per_step"] = static_cast<double>(s.pairs) / std::max(1, n - n / 5);
   st.counters["extra_MiB"] =
       static_cast<double>(bench::peak_rss_bytes() - std::min(before, bench::peak_rss_bytes())) / 1048576.0;
+}
+
+// Column generation from rows recomputed out of q and k (attention included, no n x n matrix),
+// pricing on the float cost table (docs/oracle.md §3d) or, with Table = false, on the rows; with
+// Prune = false every listed pair stays listed (keep = 0); with Seed = false the lists start from
+// the cheapest pairs alone (schedule_seed = false).
+template <bool Table, bool Prune = true, bool Seed = true>
+void BM_OfflineStreaming(benchmark::State& st) {
+  StreamingOfflineOptions o;
+  o.threads = st.range(1) > 0 ? static_cast<int>(st.range(1)) : 1;
+  if (!Table) o.table_bytes = 0;
+  if (!Prune) o.keep = 0;
+  o.schedule_seed = Seed;
+  offline_streaming(st, HeadView(bench::trace(static_cast<int>(st.range(0)), 64), 0, 0), o);
+}
+
+// The same on a real head, layer range(1) head range(2) of KVO_BENCH_REAL_TRACE (n tokens; skipped
+// without it): real attention is sparse, with many near-equal small costs, which synthetic heads lack.
+template <bool Seed>
+void BM_OfflineStreamingReal(benchmark::State& st) {
+  const Trace* trace = real_trace(st, static_cast<int>(st.range(0)), 0);
+  if (trace == nullptr) return;
+  StreamingOfflineOptions o;
+  o.schedule_seed = Seed;
+  offline_streaming(st, HeadView(*trace, static_cast<int>(st.range(1)), static_cast<int>(st.range(2))), o);
 }
 
 }  // namespace
@@ -141,6 +177,18 @@ BENCHMARK(BM_OfflineStreaming<true, false>)
     ->Apply([](auto* b) {
       for (int n = 1024; n <= 32768; n *= 2) b->Args({n});
     }) -> Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OfflineStreaming<true, true, false>)
+    ->Name("offline/streaming-cheapest-seed")
+    ->Apply([](auto* b) {
+      for (int n = 1024; n <= 32768; n *= 2) b->Args({n});
+    }) -> Unit(benchmark::kMillisecond);
+// Three heads of the 8 192-token SmolLM2 trace of bench/long-context: layers 0, 15 and 29.
+static void three_real_heads(benchmark::internal::Benchmark* b) {
+  for (const auto& [layer, head] : {std::pair{0, 0}, std::pair{15, 4}, std::pair{29, 8}}) b->Args({8192, layer, head});
+  b->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(BM_OfflineStreamingReal<true>)->Name("offline/streaming-real")->Apply(three_real_heads);
+BENCHMARK(BM_OfflineStreamingReal<false>)->Name("offline/streaming-real-cheapest-seed")->Apply(three_real_heads);
 BENCHMARK(BM_OfflineStreaming<false>)
     ->Name("offline/streaming-rows")
     ->Apply([](auto* b) {
@@ -264,22 +312,12 @@ void BM_DecodingAllocation(benchmark::State& st, bool per_head) {
 // without it.
 void BM_DecodingAllocationReal(benchmark::State& st, bool per_head, bool streaming) {
   const int n = static_cast<int>(st.range(0));
-  const char* path = std::getenv("KVO_BENCH_REAL_TRACE");
-  if (path == nullptr || *path == '\0') {
-    st.SkipWithError("set KVO_BENCH_REAL_TRACE to a real trace of n tokens (bench/long-context records one)");
-    return;
-  }
-  static std::map<std::string, Trace> traces;
-  auto it = traces.find(path);
-  if (it == traces.end()) it = traces.emplace(path, read_trace(path)).first;
-  if (it->second.n_tokens != n || it->second.n_kv_heads != 3) {
-    st.SkipWithError("KVO_BENCH_REAL_TRACE must hold n tokens and 3 KV heads per layer");
-    return;
-  }
+  const Trace* trace = real_trace(st, n, 3);
+  if (trace == nullptr) return;
   if (streaming)
-    decoding_allocation_streaming(st, it->second, n, per_head);
+    decoding_allocation_streaming(st, *trace, n, per_head);
   else
-    decoding_allocation(st, it->second, n, per_head);
+    decoding_allocation(st, *trace, n, per_head);
 }
 
 // Periodic compression (kvpress's DecodingPress schedule) on the same three heads: each head's exact

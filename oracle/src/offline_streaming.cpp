@@ -168,16 +168,20 @@ class RestrictedAssignment {
     dist_.assign(C, inf_);
     pred_.assign(C, -1);
     settled_.assign(C, 0);
+    const long long before = settles_;
     for (size_t row = 0; row < R; ++row) augment(static_cast<int>(row), false);
+    scratch_settles_ = settles_ - before;
     u_.pop_back();
     std::fill(dirty_.begin(), dirty_.end(), 0);
   }
 
-  // Re-solves after pairs were added or costs changed since the last solve; falls back to solve()
-  // when more than `max_share` of the rows lose their column. A row keeps its column while that
-  // pair's reduced cost stays within `tight` of the row's lowest (0: exactly tight; a looser test
-  // lets the rounds settle on another vertex within the tolerance).
-  void resolve(double max_share, double tight) {
+  // Re-solves after pairs were added or costs changed since the last solve. When more than
+  // `max_share` of the rows lose their column, it solves from scratch, or with `capped`, first tries
+  // warm and gives up for a scratch solve once the warm Dijkstras have settled more columns than
+  // the last scratch solve did (real heads: warm 4-10x cheaper; synthetic ones: warm dearer). A row keeps its column
+  // while that pair's reduced cost stays within `tight` of the row's lowest (0: exactly tight; a looser test lets the
+  // rounds settle on another vertex within the tolerance).
+  void resolve(double max_share, double tight, bool capped) {
     const size_t R = lists_.size() * per_;
     if (col_of_.size() != R) return solve();
     std::vector<int> freed;
@@ -197,11 +201,16 @@ class RestrictedAssignment {
         }
       }
     }
-    if (static_cast<double>(freed.size()) > max_share * static_cast<double>(R)) return solve();
+    const bool crowded = static_cast<double>(freed.size()) > max_share * static_cast<double>(R);
+    if (crowded && !capped) return solve();
     std::fill(dirty_.begin(), dirty_.end(), 0);
     if (freed.empty()) return;
     u_.push_back(0.0);  // E's potential
-    for (int row : freed) augment(row, true);
+    const long long cap = crowded ? settles_ + scratch_settles_ : std::numeric_limits<long long>::max();
+    for (int row : freed) {
+      augment(row, true);
+      if (settles_ > cap) return solve();  // every field is rebuilt from the lists
+    }
     const double shift = u_.back();  // back to E's potential 0 (u + v on every pair is unchanged)
     u_.pop_back();
     for (double& x : u_) x -= shift;
@@ -294,6 +303,7 @@ class RestrictedAssignment {
       keys_.forget(static_cast<size_t>(j));
     }
     ++augmentations_;
+    settles_ += static_cast<long long>(settled_cols_.size());
   }
 
   static constexpr double inf_ = std::numeric_limits<double>::infinity();
@@ -307,6 +317,7 @@ class RestrictedAssignment {
   std::vector<int> pred_, touched_, settled_cols_, rows_seen_;
   std::vector<char> settled_;
   long long augmentations_ = 0;
+  long long settles_ = 0, scratch_settles_ = 0;  // columns settled by every Dijkstra; by the last solve()
 };
 
 }  // namespace
@@ -315,7 +326,6 @@ namespace detail {
 
 ColumnGeneration column_generation(std::span<const WeightRows* const> units, int budget, int recent,
                                    const StreamingOfflineOptions& o) {
-  constexpr double kWarmShare = 0.9;  // beyond this share of rows to match again, solve from scratch
   const int H = static_cast<int>(units.size()), n = units[0]->n(), r = recent;
   const int h = budget - recent, m = n - r, first = h + r, steps = n - first;
   // Columns: unit u's token j is column j H + u (arrival-major), so a step sees a prefix of them.
@@ -539,7 +549,38 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
     }
     return true;
   };
+  // Seeds each step's list with the c cheapest columns, by the table, of the cache that a greedy
+  // schedule holds at that step: the schedule that evicts at each step the H columns it holds
+  // whose cost L(t) is lowest (ties: the lowest column). Those pairs are a feasible assignment and
+  // its nearest alternatives, where the globally cheapest pairs repeat the same few columns at every step.
+  auto greedy_seed = [&]() {
+    long long added = 0;
+    std::vector<int> held;  // arrived columns the greedy schedule has not evicted
+    for (int t = first; t < n; ++t) {
+      const int step = t - first;
+      const float* L = table.data() + table_offset[static_cast<size_t>(step)];
+      for (size_t x = t == first ? 0 : arrived_at(t - 1); x < arrived_at(t); ++x) held.push_back(static_cast<int>(x));
+      const long long here = mark_listed(step);
+      pool.clear();
+      for (int x : held) pool.push_back({static_cast<double>(L[x]), x});
+      const size_t take = std::min(c, pool.size());  // c >= H: the H evicted are listed
+      std::partial_sort(pool.begin(), pool.begin() + static_cast<long>(take), pool.end());
+      for (size_t x = 0; x < take; ++x)
+        if (listed[static_cast<size_t>(pool[x].second)] != here) {
+          ra.add(step, {pool[x].second, pool[x].first});
+          ++added;
+        }
+      held.clear();
+      for (size_t x = static_cast<size_t>(H); x < pool.size(); ++x) held.push_back(pool[x].second);
+    }
+    return added;
+  };
   long long pairs = 0;
+  // Re-solves match again only the rows whose lists changed, unless more than this share of them
+  // must (a crowded round): then they solve from scratch, or, from the schedule seed, try warm first
+  // up to the last scratch solve's work (docs/oracle.md §3d).
+  constexpr double kWarmShare = 0.9;
+  bool capped_warm = false;
   // After a solve whose value fell since the last pruning, each step keeps only its o.keep pairs
   // of lowest reduced cost (and its newcomers and held pairs): the Dijkstras of later solves scan
   // shorter lists. The value falls strictly between two prunings, so a pruned problem never
@@ -549,7 +590,7 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
     return static_cast<size_t>(col) >= arrived_at(first + step) - static_cast<size_t>(H);
   };
   auto solve = [&](bool may_prune) {
-    ra.resolve(kWarmShare, 0.0);
+    ra.resolve(kWarmShare, 0.0, capped_warm);
     ++out.rounds;
     if (may_prune && o.keep > 0) {
       const double value = ra.value();
@@ -568,6 +609,10 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
     if (largest > 1e30) {  // beyond what a float table can bound: price on the rows
       table.clear();
       table.shrink_to_fit();
+    }
+    if (!table.empty() && o.schedule_seed) {
+      pairs += greedy_seed();
+      capped_warm = true;
     }
     if (table.empty()) {
       for (;;) {  // price on recomputed rows until no pair prices below -tolerance

@@ -19,11 +19,12 @@ namespace {
 using test::random_offline_problem;
 
 OfflineSolution streaming(const OfflineProblem& p, int candidates, int threads = 1, bool table = true,
-                          int keep = StreamingOfflineOptions{}.keep) {
+                          int keep = StreamingOfflineOptions{}.keep, bool schedule_seed = true) {
   StreamingOfflineOptions o;
   o.candidates = candidates;
   o.threads = threads;
   o.keep = keep;
+  o.schedule_seed = schedule_seed;
   if (!table) o.table_bytes = 0;
   return solve_offline_streaming(DenseWeightRows(p.w), p.budget, p.recent, o);
 }
@@ -45,7 +46,8 @@ TEST(StreamingOracle, EqualsEnumerationOnSmallProblems) {
 
 // One candidate per step forces many rounds; 16 few. Both reach the dense solver's optimum, pricing
 // on the cost table or on recomputed rows, each round re-solved from the last (warm) or from scratch,
-// with every pair kept or lists pruned to 2 pairs (the pruned runs end with fewer pairs somewhere).
+// with every pair kept or lists pruned to 2 pairs (the pruned runs end with fewer pairs somewhere),
+// the table's lists seeded from the greedy schedule or by the cheapest pairs alone.
 TEST(StreamingOracle, EqualsTheDenseAssignmentSolver) {
   std::mt19937_64 g(82);
   int rounds_seen = 0, table_retries = 0, pruned_smaller = 0;
@@ -54,27 +56,30 @@ TEST(StreamingOracle, EqualsTheDenseAssignmentSolver) {
     const OfflineSolution dense = solve_offline(p);
     for (const int c : {1, 16})
       for (const bool table : {true, false})
-        for (const int keep : {0, 2}) {
-          const OfflineSolution s = streaming(p, c, 1, table, keep);
-          const double tol = 1e-9 * std::max(1.0, dense.value);
-          ASSERT_EQ(s.method, "column-generation");
-          ASSERT_NEAR(s.value, dense.value, tol) << "n=" << p.n() << " k=" << p.budget << " r=" << p.recent
-                                                 << " c=" << c << " table " << table << " keep " << keep;
-          if (keep > 0 && s.pairs < streaming(p, c, 1, table, 0).pairs) ++pruned_smaller;
-          ASSERT_NEAR(s.upper, s.value, tol);
-          if (s.rounds == 0) {
-            ASSERT_EQ(s.passes, 1);  // nothing to evict: the evaluation only
-          } else if (!table) {
-            ASSERT_EQ(s.passes, s.rounds + 2);  // the seed, a pricing pass per round, the evaluation
-          } else {
-            // The seed, one exact pass per certification attempt, the evaluation; rounds on the table
-            // recompute nothing.
-            ASSERT_GE(s.passes, 3);
-            ASSERT_LE(s.passes, s.rounds + 2);
-            table_retries = std::max(table_retries, s.passes - 3);
+        for (const int keep : {0, 2})
+          for (const bool seed : {true, false}) {
+            if (!table && !seed) continue;  // the seed from a schedule needs the table
+            const OfflineSolution s = streaming(p, c, 1, table, keep, seed);
+            const double tol = 1e-9 * std::max(1.0, dense.value);
+            ASSERT_EQ(s.method, "column-generation");
+            ASSERT_NEAR(s.value, dense.value, tol)
+                << "n=" << p.n() << " k=" << p.budget << " r=" << p.recent << " c=" << c << " table " << table
+                << " keep " << keep << " schedule seed " << seed;
+            if (keep > 0 && s.pairs < streaming(p, c, 1, table, 0, seed).pairs) ++pruned_smaller;
+            ASSERT_NEAR(s.upper, s.value, tol);
+            if (s.rounds == 0) {
+              ASSERT_EQ(s.passes, 1);  // nothing to evict: the evaluation only
+            } else if (!table) {
+              ASSERT_EQ(s.passes, s.rounds + 2);  // the seed, a pricing pass per round, the evaluation
+            } else {
+              // The seed, one exact pass per certification attempt, the evaluation; rounds on the table
+              // recompute nothing.
+              ASSERT_GE(s.passes, 3);
+              ASSERT_LE(s.passes, s.rounds + 2);
+              table_retries = std::max(table_retries, s.passes - 3);
+            }
+            rounds_seen = std::max(rounds_seen, s.rounds);
           }
-          rounds_seen = std::max(rounds_seen, s.rounds);
-        }
   }
   EXPECT_GT(rounds_seen, 1);  // pricing did add pairs somewhere
   EXPECT_GT(pruned_smaller, 0);

@@ -49,6 +49,10 @@ struct StreamingOfflineOptions {
   // After a restricted solve whose value fell since the last pruning, each step keeps only its
   // `keep` pairs of lowest reduced cost (and its newcomers and held pairs); 0 keeps every pair.
   int keep = 16;
+  // With the cost table, also list at each step the `candidates` cheapest columns of the cache a
+  // greedy schedule holds then (the schedule that evicts the cheapest column by the table); false:
+  // only the globally cheapest pairs seed the lists.
+  bool schedule_seed = true;
   int threads = 1;  // threads producing rows (<= 0: all cores)
   // Memory for a float copy of every pair's cost, taken from the first pass, so that the pricing
   // rounds read it instead of recomputing the rows (docs/oracle.md §3d); 0, or a table larger than
