@@ -2,6 +2,12 @@
 add_library(kvo_options INTERFACE)
 target_compile_options(kvo_options INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion>)
+# In a unity build a source file is no longer the main file of its translation unit, and GCC takes
+# a class in it that holds a file-local type for one defined in a header (-Wsubobject-linkage).
+if(CMAKE_UNITY_BUILD)
+  target_compile_options(kvo_options INTERFACE
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-subobject-linkage>)
+endif()
 if(KVO_WERROR)
   target_compile_options(kvo_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
 endif()

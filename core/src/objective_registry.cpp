@@ -9,7 +9,7 @@ namespace kvo {
 
 namespace {
 
-using O = ObjectiveId;
+using Id = ObjectiveId;
 //                                   dense  concave window alpha  values static
 constexpr ObjectiveTraits kAcc{false, true, false, false, false, false};
 constexpr ObjectiveTraits kOneStep{false, true, false, false, false, false};
@@ -20,13 +20,13 @@ constexpr ObjectiveTraits kSatCov{true, false, true, true, false, false};
 constexpr ObjectiveTraits kFidelity{true, false, false, false, true, false};
 
 constexpr std::array<ObjectiveEntry, kObjectiveCount> kObjectives = {{
-    {O::Acc, "acc", "C: h of Algorithm 2's accumulated renormalised attention", kAcc},
-    {O::OneStep, "one-step", "B: h of this step's attention renormalised over the cache", kOneStep},
-    {O::DenseAcc, "dense-acc", "A: h of the dense attention accumulated over the steps so far", kDenseAcc},
-    {O::Mass, "mass", "M: h of this step's dense attention (retained mass)", kMass},
-    {O::FacilityLocation, "fl", "facility location over the last `window` queries' dense rows", kFl},
-    {O::SatCov, "sat-cov", "saturated coverage (alpha) over the last `window` queries' dense rows", kSatCov},
-    {O::Fidelity, "fidelity", "E: output fidelity of this step's attention output", kFidelity},
+    {Id::Acc, "acc", "C: h of Algorithm 2's accumulated renormalised attention", kAcc},
+    {Id::OneStep, "one-step", "B: h of this step's attention renormalised over the cache", kOneStep},
+    {Id::DenseAcc, "dense-acc", "A: h of the dense attention accumulated over the steps so far", kDenseAcc},
+    {Id::Mass, "mass", "M: h of this step's dense attention (retained mass)", kMass},
+    {Id::FacilityLocation, "fl", "facility location over the last `window` queries' dense rows", kFl},
+    {Id::SatCov, "sat-cov", "saturated coverage (alpha) over the last `window` queries' dense rows", kSatCov},
+    {Id::Fidelity, "fidelity", "E: output fidelity of this step's attention output", kFidelity},
 }};
 
 constexpr bool table_in_order() {

@@ -15,7 +15,7 @@
 namespace kvo {
 namespace {
 
-std::string num(double v) {
+std::string cell_number(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (std::isnan(v)) return "-";
   char b[32];
@@ -89,11 +89,11 @@ void observations_by_layer(std::ostringstream& o, const Report& report) {
   for (const auto& [layer, l] : layers) {
     double mean = 0.0;
     for (double s : l.sparsity) mean += s / static_cast<double>(l.sparsity.size());
-    o << "| " << layer << " | " << (l.e1 ? num(mean) : "-") << " | "
+    o << "| " << layer << " | " << (l.e1 ? cell_number(mean) : "-") << " | "
       << (l.e1 ? std::to_string(l.sparse) + " of " + std::to_string(l.e1) : "-") << " | "
-      << (l.e2 ? std::to_string(l.consistent) + " of " + std::to_string(l.e2) : "-") << " | " << num(median(l.alpha))
-      << " | " << num(median(l.tail_share)) << " | " << num(median(l.rho)) << " | "
-      << num(median(l.rho_given_frequency)) << " |\n";
+      << (l.e2 ? std::to_string(l.consistent) + " of " + std::to_string(l.e2) : "-") << " | "
+      << cell_number(median(l.alpha)) << " | " << cell_number(median(l.tail_share)) << " | "
+      << cell_number(median(l.rho)) << " | " << cell_number(median(l.rho_given_frequency)) << " |\n";
   }
 }
 
@@ -125,7 +125,8 @@ std::vector<std::pair<std::string, std::string>> report_plots(const TraceChecksR
     const auto& s = r.series[x];
     if (s.alpha_hat <= 0 || s.alpha_hat > 0.999) continue;
     const double y = (1 - s.alpha_hat) * line;
-    ratio.series.push_back({"(1-a)(1-1/e), a=" + num(s.alpha_hat), {0.0, n_steps}, {y, y}, true, static_cast<int>(x)});
+    ratio.series.push_back(
+        {"(1-a)(1-1/e), a=" + cell_number(s.alpha_hat), {0.0, n_steps}, {y, y}, true, static_cast<int>(x)});
   }
   out.emplace_back("ratio.svg", ratio.svg(980, 520));
   for (size_t g = 0; g < r.grids.size(); ++g) {
@@ -184,12 +185,13 @@ std::string report_markdown(const TraceChecksResult& r, const nlohmann::json& me
         s.id == last ? "" : "**" + s.id + "** " + md_cell(c.title) + " (" + md_cell(c.source) + ")";
     last = s.id;
     o << "| " << claim << " | " << md_cell(s.variant) << " | " << to_string(s.kind) << " | " << verdict(s) << " | "
-      << num(s.worst) << " | " << s.where << " | " << num(s.median) << " | " << md_cell(c.metric) << " |\n";
+      << cell_number(s.worst) << " | " << s.where << " | " << cell_number(s.median) << " | " << md_cell(c.metric)
+      << " |\n";
   }
   o << "\n## Ratio per step\n\nrho_i against the 1-1/e line and (1-alpha)(1-1/e) at each policy's measured alpha:\n\n"
        "![ratio](ratio.svg)\n\n";
   o << "| policy | alpha_hat (max over heads) |\n|---|---|\n";
-  for (const auto& s : r.series) o << "| " << s.policy << " | " << num(s.alpha_hat) << " |\n";
+  for (const auto& s : r.series) o << "| " << s.policy << " | " << cell_number(s.alpha_hat) << " |\n";
   o << "\n## Universal conditions per layer and head\n\n![gamma](gamma.svg)\n\n![theta](theta.svg)\n";
   if (!r.sweep.empty()) {
     o << "\n## Retained mass against budget\n\n![budget](budget.svg)\n\n| series |";
@@ -199,7 +201,7 @@ std::string report_markdown(const TraceChecksResult& r, const nlohmann::json& me
       if (std::find(budgets.begin(), budgets.end(), p.budget) == budgets.end()) budgets.push_back(p.budget);
       if (std::find(names.begin(), names.end(), p.policy) == names.end()) names.push_back(p.policy);
     }
-    for (double b : budgets) o << " " << num(100 * b) << "% |";
+    for (double b : budgets) o << " " << cell_number(100 * b) << "% |";
     o << "\n|---|";
     for (size_t x = 0; x < budgets.size(); ++x) o << "---:|";
     o << "\n";
@@ -207,7 +209,7 @@ std::string report_markdown(const TraceChecksResult& r, const nlohmann::json& me
       o << "| " << n << " |";
       for (double b : budgets)
         for (const auto& p : r.sweep)
-          if (p.policy == n && p.budget == b) o << " " << num(p.retained_mass) << " |";
+          if (p.policy == n && p.budget == b) o << " " << cell_number(p.retained_mass) << " |";
       o << "\n";
     }
   }
@@ -224,22 +226,26 @@ std::string report_markdown(const TraceChecksResult& r, const nlohmann::json& me
       header = true;
     }
     const auto& d = rec.detail;
-    auto text = [](const nlohmann::json& v) { return v.is_number() ? num(v.get<double>()) : v.get<std::string>(); };
+    auto text = [](const nlohmann::json& v) {
+      return v.is_number() ? cell_number(v.get<double>()) : v.get<std::string>();
+    };
     const std::string data = d.contains("data") ? d["data"].get<std::string>() : "-";
     const double R = d.value("R", 0.0);
     if (c24) {
-      o << "| " << rec.id << " | " << md_cell(rec.variant) << " | " << data << " | " << num(d.value("constant", 0.0))
-        << " | " << num(d.value("needed", 0.0)) << " | " << text(d["log10_constant_over_needed"]) << " | " << num(R)
-        << " | " << (R <= 10 ? "yes" : "no") << " |\n";
+      o << "| " << rec.id << " | " << md_cell(rec.variant) << " | " << data << " | "
+        << cell_number(d.value("constant", 0.0)) << " | " << cell_number(d.value("needed", 0.0)) << " | "
+        << text(d["log10_constant_over_needed"]) << " | " << cell_number(R) << " | " << (R <= 10 ? "yes" : "no")
+        << " |\n";
     } else {
-      o << "| C25 | Hessian Lipschitz n^2 e^{40R^2} | " << data << " | 10^" << num(d.value("log10_hessian_bound", 0.0))
-        << " | 10^" << num(d.value("log10_hessian_ratio", 0.0)) << " | "
-        << num(d.value("log10_hessian_bound", 0.0) - d.value("log10_hessian_ratio", 0.0)) << " | " << num(R) << " | "
-        << (R <= 10 ? "yes" : "no") << " |\n";
-      o << "| C25 | 2 sqrt(n) R e^{R^2} | " << data << " | 10^" << num(d.value("log10_u_bound", 0.0)) << " | 10^"
-        << num(d.value("log10_u_ratio", 0.0)) << " | "
-        << num(d.value("log10_u_bound", 0.0) - d.value("log10_u_ratio", 0.0)) << " | " << num(R) << " | "
-        << (R <= 10 ? "yes" : "no") << " |\n";
+      o << "| C25 | Hessian Lipschitz n^2 e^{40R^2} | " << data << " | 10^"
+        << cell_number(d.value("log10_hessian_bound", 0.0)) << " | 10^"
+        << cell_number(d.value("log10_hessian_ratio", 0.0)) << " | "
+        << cell_number(d.value("log10_hessian_bound", 0.0) - d.value("log10_hessian_ratio", 0.0)) << " | "
+        << cell_number(R) << " | " << (R <= 10 ? "yes" : "no") << " |\n";
+      o << "| C25 | 2 sqrt(n) R e^{R^2} | " << data << " | 10^" << cell_number(d.value("log10_u_bound", 0.0))
+        << " | 10^" << cell_number(d.value("log10_u_ratio", 0.0)) << " | "
+        << cell_number(d.value("log10_u_bound", 0.0) - d.value("log10_u_ratio", 0.0)) << " | " << cell_number(R)
+        << " | " << (R <= 10 ? "yes" : "no") << " |\n";
     }
   }
   if (header)
@@ -315,7 +321,7 @@ std::string multi_report_markdown(const std::vector<TraceReportEntry>& traces) {
     const std::string claim = x.id == last ? "" : "**" + x.id + "** " + md_cell(c.title);
     last = x.id;
     o << "| " << claim << " | " << md_cell(x.variant) << " | " << to_string(x.kind) << " | " << x.traces_holding
-      << " of " << x.traces << " | " << x.holding << " of " << x.records << " | " << num(x.worst) << " | "
+      << " of " << x.traces << " | " << x.holding << " of " << x.records << " | " << cell_number(x.worst) << " | "
       << md_cell(x.where) << " | " << md_cell(c.metric) << " |\n";
   }
   return o.str();

@@ -56,7 +56,7 @@ cmp -s "$w/o1.json" "$w/ok.json" || fail "the resumed oracle's results differ"
 # options is refused. One OpenMP thread per process throughout: the model's float32 products round
 # differently with another thread count (mass_of_optimum moves in the 8th digit).
 export OMP_NUM_THREADS=1
-"$k" -q tasks generate --tasks passkey --lengths 256 --depths 0.25,0.75 -o "$w/suite.jsonl" >/dev/null || exit 1
+"$k" -q tasks generate --tasks passkey --lengths 256 --depths 0.25,0.75 --per-cell 1 -o "$w/suite.jsonl" >/dev/null || exit 1
 targs=(tasks run -i "$w/suite.jsonl" --policies h2o --no-topk --budgets 0.5)
 "$k" -q "${targs[@]}" --json "$w/t1.json" >"$w/t1.out" || fail "tasks on one process: exit $?"
 run 2 "$k" -q "${targs[@]}" --json "$w/t2.json" >"$w/t2.out" || fail "tasks on 2 ranks: exit $?"

@@ -11,25 +11,20 @@
 #include <fstream>
 
 #include "kvo/core/error.hpp"
+#include "test_support.hpp"
 
 using namespace kvo;
 namespace fs = std::filesystem;
+using kvo::test::fresh_dir;
 
 namespace {
-
-fs::path fresh_dir(const std::string& name) {
-  const auto d = fs::temp_directory_path() / ("kvo-atomic-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 bool empty_dir(const fs::path& d) { return fs::directory_iterator(d) == fs::directory_iterator(); }
 
 }  // namespace
 
 TEST(AtomicFile, CommitPublishesAndAbandonLeavesNothing) {
-  const auto d = fresh_dir("commit");
+  const auto d = fresh_dir("atomic", "commit");
   {
     AtomicFile f((d / "a.txt").string());
     f.stream() << "partial";
@@ -46,7 +41,7 @@ TEST(AtomicFile, CommitPublishesAndAbandonLeavesNothing) {
 
 TEST(AtomicFile, AnInterruptedWriterLeavesNoFile) {
   for (int sig : {SIGINT, SIGTERM}) {
-    const auto d = fresh_dir("signal" + std::to_string(sig));
+    const auto d = fresh_dir("atomic", "signal" + std::to_string(sig));
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0) {

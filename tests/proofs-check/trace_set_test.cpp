@@ -9,23 +9,14 @@
 #include <fstream>
 
 #include "kvo/core/error.hpp"
+#include "test_support.hpp"
 
 using namespace kvo;
 namespace fs = std::filesystem;
-
-namespace {
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("kvo-trace-set-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-}  // namespace
+using kvo::test::fresh_dir;
 
 TEST(TraceSet, DirectoriesExpandInNameOrderAndNamesAreUnique) {
-  const fs::path d = fresh_dir("expand");
+  const fs::path d = fresh_dir("trace-set", "expand");
   for (const char* f : {"b.safetensors", "a.safetensors", "notes.txt"}) std::ofstream(d / f) << "x";
   const auto paths = expand_trace_paths({(d / "b.safetensors").string(), d.string()});
   ASSERT_EQ(paths.size(), 3u);
@@ -38,7 +29,7 @@ TEST(TraceSet, DirectoriesExpandInNameOrderAndNamesAreUnique) {
 }
 
 TEST(TraceSet, StagedReportAppearsWholeOrNotAtAll) {
-  const fs::path d = fresh_dir("staged");
+  const fs::path d = fresh_dir("trace-set", "staged");
   {
     StagedReport abandoned(d.string());
     std::ofstream(fs::path(abandoned.stage("x")).string()) << "partial";

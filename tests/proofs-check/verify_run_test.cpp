@@ -18,15 +18,9 @@
 using namespace kvo;
 using kvo::test::error_of;
 namespace fs = std::filesystem;
+using kvo::test::fresh_dir;
 
 namespace {
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("kvo-verify-run-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 // A quick request: two claims with their plots' sweep kept small.
 VerifyRequest small_request(std::vector<std::string> traces) {
@@ -67,7 +61,7 @@ class RecordingTeam final : public WorkTeam {
 }  // namespace
 
 TEST(VerifyRun, OneTraceWritesItsReportJsonAndPlotWithTheChecksResults) {
-  const fs::path d = fresh_dir("one");
+  const fs::path d = fresh_dir("verify-run", "one");
   const std::string path = write_small_trace(d, "a", 1);
   VerifyRequest req = small_request({path});
   req.report_dir = (d / "report").string();
@@ -100,7 +94,7 @@ TEST(VerifyRun, OneTraceWritesItsReportJsonAndPlotWithTheChecksResults) {
 }
 
 TEST(VerifyRun, SeveralTracesGetAFolderEachAndAReportAcrossThem) {
-  const fs::path d = fresh_dir("several");
+  const fs::path d = fresh_dir("verify-run", "several");
   fs::create_directories(d / "in");
   write_small_trace(d / "in", "b", 2);
   write_small_trace(d / "in", "a", 3);
@@ -124,7 +118,7 @@ TEST(VerifyRun, SeveralTracesGetAFolderEachAndAReportAcrossThem) {
 }
 
 TEST(VerifyRun, ABadTraceStopsTheRunAndLeavesNoReport) {
-  const fs::path d = fresh_dir("bad");
+  const fs::path d = fresh_dir("verify-run", "bad");
   const std::string good = write_small_trace(d, "good", 4);
   const std::string bad = (d / "bad.safetensors").string();
   std::ofstream(bad) << "not a trace";

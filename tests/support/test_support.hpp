@@ -2,9 +2,11 @@
 // maximiser over bitmasks (no shared code with oracle/), and the message of a refused call.
 #pragma once
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <Eigen/Dense>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -20,6 +22,15 @@
 #include "kvo/core/trace.hpp"
 
 namespace kvo::test {
+
+// An empty folder of this process's own under the system's temporary folder: kvo-<suite>-<name>-<pid>.
+inline std::filesystem::path fresh_dir(const std::string& suite, const std::string& name) {
+  const auto d =
+      std::filesystem::temp_directory_path() / ("kvo-" + suite + "-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
 
 // One layer of a seeded synthetic heavy-hitter trace (kvo::synthesize) with the given shape.
 inline Trace synthetic_layer(int heads, int kv_heads, int n, int d, int prompt_len, std::uint64_t seed) {
