@@ -2,7 +2,7 @@
 pipeline (KVPressTextGenerationPipeline._forward on kvoracle's token ids: the context prefilled,
 the question at the context's positions, a greedy answer) on SmolLM2 in transformers, with
 kvoracle.hf's EvictingCache for streaming eviction and with kvpress's own presses for prefill
-compression. Every answer is the same text (measured: 8 of 8 streaming, 40 of 40 presses)."""
+compression. Every answer is the same text (measured: 4 of 4 streaming, 20 of 20 presses)."""
 
 import math
 import os
@@ -14,7 +14,7 @@ from kvoracle.hf import EvictingCache
 
 pytestmark = pytest.mark.transformers
 
-SUITE = dict(tasks=["passkey", "niah"], lengths=[256], depths=[0.25, 0.75], per_cell=1, task_seed=5)
+SUITE = dict(tasks=["passkey", "niah"], lengths=[256], depths=[0.5], per_cell=1, task_seed=5)
 # kvpress 0.5.5's pipeline cannot answer after PyramidKVPress under eager attention (its layers keep
 # different counts, and the question's mask is sized for one count): "The size of tensor a (185)
 # must match the size of tensor b (189)". kvoracle's pyramidkv rows run; this cross-check leaves it out.
@@ -76,4 +76,4 @@ def test_prefill_rows_answer_as_kvpress_presses_in_its_pipeline(hf_smollm2, setu
             if theirs != ours[(inst["id"], name)]:
                 differ.append((inst["id"], name, theirs, ours[(inst["id"], name)]))
     assert not differ, differ
-    assert len(ours) == len(instances) * (1 + len(presses)) >= 4 * 10
+    assert len(ours) == len(instances) * (1 + len(presses)) >= 2 * 10
