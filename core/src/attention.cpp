@@ -69,6 +69,11 @@ Eigen::VectorXd HeadView::value(int j) const {
   return out;
 }
 
+std::span<const float> HeadView::value_row(int j) const {
+  require(v_ != nullptr, "the trace has no values for this layer");
+  return {v_ + static_cast<size_t>(j) * static_cast<size_t>(d_), static_cast<size_t>(d_)};
+}
+
 KVO_MULTIVERSION void softmax(std::span<const double> logits, std::span<double> out) {
   if (logits.empty()) return;
   const double m = *std::max_element(logits.begin(), logits.end());

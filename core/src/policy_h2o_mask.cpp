@@ -12,6 +12,7 @@ void H2OMaskPolicy::begin(const PolicySetup& setup) {
   score_.assign(static_cast<size_t>(setup.n), 0.0);
   next_.clear();
   cache_.clear();
+  heavy_.clear();
   active_ = false;
 }
 
@@ -35,28 +36,33 @@ void H2OMaskPolicy::observe(int i, std::span<const int> attended, std::span<cons
     std::iota(cache_.begin(), cache_.end(), 0);
     return;
   }
+  // Heavy: top-h scores over positions [0, length - r); ties keep the newer token. After an active
+  // step with r >= 1 only last step's heavy set H and the token that left the window, length - 1 - r,
+  // can be among them: every other token z of the range had lost to all of H a step ago and was
+  // zeroed, and scores never fall, so z could now beat some c in H only at score 0 and as the newer
+  // token; but then c scored 0 a step ago as well, and a 0 beat a 0 there only as the newer token.
+  const bool narrow = active_ && r > 0;
   active_ = true;
-  // Heavy: top-h scores over positions [0, length - r); ties keep the newer token.
-  std::vector<int> pool(static_cast<size_t>(length - r));
-  std::iota(pool.begin(), pool.end(), 0);
-  const size_t take = std::min(pool.size(), static_cast<size_t>(h));
-  std::partial_sort(pool.begin(), pool.begin() + static_cast<long>(take), pool.end(),
+  const size_t range = static_cast<size_t>(length - r), take = std::min(range, static_cast<size_t>(h));
+  if (narrow) {
+    pool_.assign(heavy_.begin(), heavy_.end());
+    pool_.push_back(length - 1 - r);
+  } else {
+    pool_.resize(range);
+    std::iota(pool_.begin(), pool_.end(), 0);
+  }
+  std::partial_sort(pool_.begin(), pool_.begin() + static_cast<long>(take), pool_.end(),
                     [&](int a, int b) { return score_[a] > score_[b] || (score_[a] == score_[b] && a > b); });
-  std::vector<char> keep(static_cast<size_t>(length) + 1, 0);
-  for (size_t t = 0; t < take; ++t) keep[pool[t]] = 1;
-  for (int j = length + 1 - r; j <= length; ++j) keep[j] = 1;  // last r of the next length+1
-  next_.clear();
-  cache_.clear();
-  for (int j = 0; j <= length; ++j)
-    if (keep[j]) {
-      next_.push_back(j);
-      if (j < length) cache_.push_back(j);
-    }
   // Scores survive for kept tokens and for the last r scored positions (code: score_mask[-r:] = 1;
-  // with r = 0 the slice is everything, so nothing is zeroed).
+  // with r = 0 the slice is everything, so nothing is zeroed); outside the pool they are 0 already.
   if (r > 0)
-    for (int j = 0; j < length - r; ++j)
-      if (!keep[j]) score_[j] = 0.0;
+    for (size_t t = take; t < pool_.size(); ++t) score_[pool_[t]] = 0.0;
+  heavy_.assign(pool_.begin(), pool_.begin() + static_cast<long>(take));
+  std::sort(heavy_.begin(), heavy_.end());
+  // The next query attends the heavy set and the last r of the next length + 1 positions.
+  next_.assign(heavy_.begin(), heavy_.end());
+  for (int j = length + 1 - r; j <= length; ++j) next_.push_back(j);
+  cache_.assign(next_.begin(), next_.end() - (r >= 1 ? 1 : 0));
 }
 
 }  // namespace kvo

@@ -23,13 +23,15 @@ class AttentionStatsCheck final : public StepCheck {
     if (c17_) in_all_.assign(static_cast<size_t>(m_), 1), in_any_.assign(static_cast<size_t>(m_), 0);
     if (c18_) {
       const int d = h.view->head_dim();
-      V_.resize(n, d);
       vmax_.resize(static_cast<size_t>(n));
-      for (int j = 0; j < n; ++j) {
-        V_.row(j) = h.view->value(j).transpose();
-        vmax_[static_cast<size_t>(j)] = std::max(j ? vmax_[static_cast<size_t>(j) - 1] : 0.0, V_.row(j).norm());
-      }
+      for (int j = 0; j < n; ++j)
+        vmax_[static_cast<size_t>(j)] = std::max(j ? vmax_[static_cast<size_t>(j) - 1] : 0.0, h.view->value(j).norm());
       runs_.resize(h.runs.size());
+      full_.resize(d);
+      row_.resize(d);
+      ot_.assign(h.runs.size(), Eigen::VectorXd(d));
+      mass_.resize(h.runs.size());
+      next_.resize(h.runs.size());
     }
   }
 
@@ -57,20 +59,26 @@ class AttentionStatsCheck final : public StepCheck {
       }
     }
     if (!c18_) return;
-    const int d = h_.view->head_dim();
-    Eigen::VectorXd full = Eigen::VectorXd::Zero(d), ot(d);  // o_full: row i of a V
-    for (int j = 0; j <= i; ++j) full += s.a[static_cast<size_t>(j)] * V_.row(j).transpose();
-    for (size_t r = 0; r < s.runs.size(); ++r) {
-      C18& acc = runs_[r];
-      const auto& T = s.runs[r].cur->attended;
-      ot.setZero();
-      double mass = 0.0;
-      for (int j : T) {
-        ot += s.a[static_cast<size_t>(j)] * V_.row(j).transpose();
-        mass += s.a[static_cast<size_t>(j)];
+    // o_full (row i of a V) and each run's o_T before normalising, in one pass over the value rows
+    // (each read once, not once per run): every sum still adds its terms in token order (the
+    // attended sets are sorted), so the results are those of one sum per run.
+    const size_t R = s.runs.size();
+    full_.setZero();
+    for (size_t r = 0; r < R; ++r) ot_[r].setZero(), mass_[r] = 0.0, next_[r] = 0;
+    for (int j = 0; j <= i; ++j) {
+      const double aj = s.a[static_cast<size_t>(j)];
+      row_ = Eigen::Map<const Eigen::VectorXf>(h_.view->value_row(j).data(), row_.size()).cast<double>();
+      full_ += aj * row_;
+      for (size_t r = 0; r < R; ++r) {
+        const auto& T = s.runs[r].cur->attended;
+        if (next_[r] < T.size() && T[next_[r]] == j) ot_[r] += aj * row_, mass_[r] += aj, ++next_[r];
       }
+    }
+    for (size_t r = 0; r < R; ++r) {
+      C18& acc = runs_[r];
+      const double mass = mass_[r];
       if (mass <= 0) continue;
-      const double err = (ot / mass - full).norm();
+      const double err = (ot_[r] / mass - full_).norm();
       const double bound = 2.0 * std::max(0.0, 1.0 - mass) * vmax_[static_cast<size_t>(i)];
       if (err > bound + 1e-9 * (1.0 + vmax_[static_cast<size_t>(i)]) && acc.fails++ == 0) acc.first_fail = i;
       if (bound > 1e-12 && err / bound > acc.worst) acc.worst = err / bound, acc.at = i;
@@ -124,8 +132,11 @@ class AttentionStatsCheck final : public StepCheck {
   int m_ = 0;
   long below_ = 0, total_ = 0, max_supp_ = 0, queries_ = 0;
   std::vector<int> in_all_, in_any_;
-  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> V_;
-  std::vector<double> vmax_;
+  std::vector<double> vmax_;         // max_{j' <= j} |v_j'|
+  Eigen::VectorXd full_, row_;       // per step: o_full, and value row j in fp64
+  std::vector<Eigen::VectorXd> ot_;  // per run: sum over T of a_j v_j
+  std::vector<double> mass_;
+  std::vector<size_t> next_;  // per run: the next attended token to meet
   std::vector<C18> runs_;
 };
 

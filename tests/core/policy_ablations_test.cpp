@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <random>
+#include <tuple>
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
@@ -178,4 +180,57 @@ TEST(PolicyAblations, HeavyAntiH2OAndOldestFollowTheirRules) {
   }
   const auto oldest = replay_policy(tr, "oldest", k, r);
   EXPECT_EQ(oldest.heads[0].steps.back().kept, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 39}));
+}
+
+namespace {
+
+// The masking code's rule read literally: every step, add the probabilities, take the top h of all
+// of [0, L - r) by score (ties: the newer token), zero the scores of the rest of that range.
+std::vector<int> mask_rule_cache(std::vector<double>& score, int length, int h, int r) {
+  std::vector<int> pool(static_cast<size_t>(length - r));
+  std::iota(pool.begin(), pool.end(), 0);
+  const size_t take = std::min(pool.size(), static_cast<size_t>(h));
+  std::sort(pool.begin(), pool.end(),
+            [&](int a, int b) { return score[a] > score[b] || (score[a] == score[b] && a > b); });
+  std::vector<int> cache(pool.begin(), pool.begin() + static_cast<long>(take));
+  if (r > 0)
+    for (size_t t = take; t < pool.size(); ++t) score[pool[t]] = 0.0;
+  for (int j = length + 1 - r; j < length; ++j) cache.push_back(j);
+  std::sort(cache.begin(), cache.end());
+  return cache;
+}
+
+}  // namespace
+
+// h2o-mask sorts only last step's heavy set and the token that left the window when that decides the
+// top h, and the whole range otherwise: the same caches as the literal rule, step for step, also when
+// many probabilities are exactly 0 (ties at 0, where the whole range must be sorted) and with r = 0.
+TEST(PolicyAblations, MaskVariantEqualsTheLiteralRuleStepByStep) {
+  for (const auto& [h, r, zeros] : std::vector<std::tuple<int, int, double>>{
+           {6, 4, 0.0}, {6, 4, 0.7}, {6, 4, 0.97}, {5, 0, 0.5}, {1, 1, 0.9}, {0, 3, 0.5}}) {
+    H2OMaskPolicy p;
+    PolicySetup setup;
+    setup.n = 120;
+    setup.budget = {h + r, h, r};
+    setup.prompt_len = 3;
+    p.begin(setup);
+    std::vector<double> score(static_cast<size_t>(setup.n), 0.0);
+    std::mt19937_64 rng(static_cast<std::uint64_t>(h * 100 + r));
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    bool active = false;
+    for (int i = 0; i < setup.n; ++i) {
+      const std::vector<int> att = p.attended(i);
+      std::vector<double> probs(att.size());
+      for (double& x : probs) x = u(rng) < zeros ? 0.0 : u(rng);
+      probs.back() += 1e-3;  // never all zero
+      for (size_t t = 0; t < att.size(); ++t) score[static_cast<size_t>(att[t])] += probs[t];
+      p.observe(i, att, probs);
+      const int length = i + 1;
+      std::vector<int> want(static_cast<size_t>(length));
+      std::iota(want.begin(), want.end(), 0);
+      if (!(i < setup.prompt_len - 1 || length <= h + r)) want = mask_rule_cache(score, length, h, r), active = true;
+      ASSERT_EQ(p.cache(), want) << "h " << h << " r " << r << " zeros " << zeros << " step " << i;
+    }
+    EXPECT_TRUE(active);
+  }
 }

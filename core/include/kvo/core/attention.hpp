@@ -22,8 +22,9 @@ class HeadView {
 
   // logits of query i over the given keys (each <= i); -inf where dense attention is 0.
   void logits(int i, std::span<const int> keys, std::span<double> out) const;
-  // Row j of V (requires has_values()).
+  // Row j of V (requires has_values()), in fp64 or as the trace stores it.
   Eigen::VectorXd value(int j) const;
+  std::span<const float> value_row(int j) const;
 
  private:
   const Trace* trace_;
