@@ -28,7 +28,6 @@ class AttentionStatsCheck final : public StepCheck {
         vmax_[static_cast<size_t>(j)] = std::max(j ? vmax_[static_cast<size_t>(j) - 1] : 0.0, h.view->value(j).norm());
       runs_.resize(h.runs.size());
       full_.resize(d);
-      row_.resize(d);
       ot_.assign(h.runs.size(), Eigen::VectorXd(d));
       mass_.resize(h.runs.size());
       next_.resize(h.runs.size());
@@ -63,17 +62,12 @@ class AttentionStatsCheck final : public StepCheck {
     // (each read once, not once per run): every sum still adds its terms in token order (the
     // attended sets are sorted), so the results are those of one sum per run.
     const size_t R = s.runs.size();
-    full_.setZero();
-    for (size_t r = 0; r < R; ++r) ot_[r].setZero(), mass_[r] = 0.0, next_[r] = 0;
-    for (int j = 0; j <= i; ++j) {
-      const double aj = s.a[static_cast<size_t>(j)];
-      row_ = Eigen::Map<const Eigen::VectorXf>(h_.view->value_row(j).data(), row_.size()).cast<double>();
-      full_ += aj * row_;
-      for (size_t r = 0; r < R; ++r) {
-        const auto& T = s.runs[r].cur->attended;
-        if (next_[r] < T.size() && T[next_[r]] == j) ot_[r] += aj * row_, mass_[r] += aj, ++next_[r];
-      }
-    }
+    if (full_.size() == 64)
+      sum_values<64>(s);
+    else if (full_.size() == 128)
+      sum_values<128>(s);
+    else
+      sum_values<Eigen::Dynamic>(s);
     for (size_t r = 0; r < R; ++r) {
       C18& acc = runs_[r];
       const double mass = mass_[r];
@@ -123,6 +117,33 @@ class AttentionStatsCheck final : public StepCheck {
   }
 
  private:
+  // o_full and the runs' sums at step s.i, with the head dimension fixed at compile time where it
+  // is a common one (D = 64, 128: the 64-element axpys then run without a loop's overhead each).
+  template <int D>
+  void sum_values(const HeadStep& s) {
+    using Vec = Eigen::Matrix<double, D, 1>;
+    const Eigen::Index d = full_.size();
+    const float* v = h_.view->value_row(0).data();
+    Eigen::Map<Vec> full(full_.data(), d);
+    Vec row(d);
+    full.setZero();
+    for (size_t r = 0; r < ot_.size(); ++r) ot_[r].setZero(), mass_[r] = 0.0, next_[r] = 0;
+    for (int j = 0; j <= s.i; ++j) {
+      const double aj = s.a[static_cast<size_t>(j)];
+      row = Eigen::Map<const Eigen::Matrix<float, D, 1>>(v + static_cast<size_t>(j) * static_cast<size_t>(d), d)
+                .template cast<double>();
+      full += aj * row;
+      for (size_t r = 0; r < ot_.size(); ++r) {
+        const auto& T = s.runs[r].cur->attended;
+        if (next_[r] < T.size() && T[next_[r]] == j) {
+          Eigen::Map<Vec>(ot_[r].data(), d) += aj * row;
+          mass_[r] += aj;
+          ++next_[r];
+        }
+      }
+    }
+  }
+
   struct C18 {
     double worst = 0.0;
     long at = -1, fails = 0, first_fail = -1;
@@ -133,7 +154,7 @@ class AttentionStatsCheck final : public StepCheck {
   long below_ = 0, total_ = 0, max_supp_ = 0, queries_ = 0;
   std::vector<int> in_all_, in_any_;
   std::vector<double> vmax_;         // max_{j' <= j} |v_j'|
-  Eigen::VectorXd full_, row_;       // per step: o_full, and value row j in fp64
+  Eigen::VectorXd full_;             // per step: o_full
   std::vector<Eigen::VectorXd> ot_;  // per run: sum over T of a_j v_j
   std::vector<double> mass_;
   std::vector<size_t> next_;  // per run: the next attended token to meet
