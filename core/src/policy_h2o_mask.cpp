@@ -12,7 +12,6 @@ void H2OMaskPolicy::begin(const PolicySetup& setup) {
   score_.assign(static_cast<size_t>(setup.n), 0.0);
   next_.clear();
   cache_.clear();
-  heavy_.clear();
   active_ = false;
 }
 
@@ -44,8 +43,8 @@ void H2OMaskPolicy::observe(int i, std::span<const int> attended, std::span<cons
   const bool narrow = active_ && r > 0;
   active_ = true;
   const size_t range = static_cast<size_t>(length - r), take = std::min(range, static_cast<size_t>(h));
-  if (narrow) {
-    pool_.assign(heavy_.begin(), heavy_.end());
+  if (narrow) {  // last step's cache is H and then the r - 1 tokens before the new one
+    pool_.assign(cache_.begin(), cache_.end() - (r - 1));
     pool_.push_back(length - 1 - r);
   } else {
     pool_.resize(range);
@@ -57,10 +56,9 @@ void H2OMaskPolicy::observe(int i, std::span<const int> attended, std::span<cons
   // with r = 0 the slice is everything, so nothing is zeroed); outside the pool they are 0 already.
   if (r > 0)
     for (size_t t = take; t < pool_.size(); ++t) score_[pool_[t]] = 0.0;
-  heavy_.assign(pool_.begin(), pool_.begin() + static_cast<long>(take));
-  std::sort(heavy_.begin(), heavy_.end());
   // The next query attends the heavy set and the last r of the next length + 1 positions.
-  next_.assign(heavy_.begin(), heavy_.end());
+  next_.assign(pool_.begin(), pool_.begin() + static_cast<long>(take));
+  std::sort(next_.begin(), next_.end());
   for (int j = length + 1 - r; j <= length; ++j) next_.push_back(j);
   cache_.assign(next_.begin(), next_.end() - (r >= 1 ? 1 : 0));
 }

@@ -212,7 +212,6 @@ class H2OMaskPolicy final : public EvictionPolicy {
   std::vector<double> score_;
   std::vector<int> next_;   // keys the next query attends (new token included when r >= 1)
   std::vector<int> cache_;  // next_ without the new token
-  std::vector<int> heavy_;  // the top-h tokens of the last step, ascending
   std::vector<int> pool_;   // scratch: candidates of the top h
   bool active_ = false;
 };
