@@ -3,12 +3,14 @@
 // any exact check on that head: its dense causal attention, computed once (attention/dense).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <random>
 
 #include "bench_inputs.hpp"
+#include "kvo/core/attention.hpp"
 #include "kvo/core/exp_fp64.hpp"
 #include "kvo/core/unit_bytes.hpp"
 #include "kvo/proofs_check/power_law.hpp"
@@ -42,6 +44,50 @@ void BM_DenseAttention(benchmark::State& st) {
         for (int j = 0; j <= b + t; ++j) z += row(j) = exp_fp64(row(j) - m);
         row /= z;
         sink += row(b + t);
+      }
+    }
+    benchmark::DoNotOptimize(sink);
+  }
+  st.SetItemsProcessed(st.iterations() * n);
+}
+
+// Every query's fp64 logits over its whole prefix and their softmax (prefix_attention on a plain
+// view: keys read from the trace eight at a time), in the bits every check shares, where
+// attention/dense is the fastest way to the same matrix.
+void BM_PrefixPass(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const HeadView head(bench::trace(n, 64), 0, 0);
+  std::vector<int> keys;
+  std::vector<double> logits, probs;
+  for (auto _ : st) {
+    double sink = 0.0;
+    for (int i = 0; i < n; ++i) {
+      prefix_attention(head, i, keys, logits, probs);
+      sink += probs.back();
+    }
+    benchmark::DoNotOptimize(sink);
+  }
+  st.SetItemsProcessed(st.iterations() * n);
+}
+
+// The same pass over key tiles, four queries at a time (HeadView::prefix_logits, what verify's head
+// replay and the offline solver's passes run): each tile of keys is read once for the four.
+void BM_PrefixPassBlocked(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const HeadView head = HeadView(bench::trace(n, 64), 0, 0).with_key_tiles();
+  constexpr int kBlock = 4;
+  std::vector<double> rows(static_cast<size_t>(kBlock) * n);
+  std::vector<int> queries;
+  for (auto _ : st) {
+    double sink = 0.0;
+    for (int i = 0; i < n; i += kBlock) {
+      queries.clear();
+      for (int x = i; x < std::min(n, i + kBlock); ++x) queries.push_back(x);
+      head.prefix_logits(queries, rows.data(), static_cast<size_t>(n));
+      for (size_t b = 0; b < queries.size(); ++b) {
+        const std::span<double> r(rows.data() + b * static_cast<size_t>(n), static_cast<size_t>(queries[b]) + 1);
+        softmax(r, r);
+        sink += r.back();
       }
     }
     benchmark::DoNotOptimize(sink);
@@ -127,6 +173,14 @@ void long_context_sizes(benchmark::internal::Benchmark* b) {
 
 // Up to 32 768: the floor of offline/streaming (oracle_bench) at every size it runs.
 BENCHMARK(BM_DenseAttention)->Name("attention/dense")->Apply([](auto* b) {
+  long_context_sizes(b);
+  b->Arg(16384)->Arg(32768);
+});
+BENCHMARK(BM_PrefixPass)->Name("attention/prefix-pass")->Apply([](auto* b) {
+  long_context_sizes(b);
+  b->Arg(16384)->Arg(32768);
+});
+BENCHMARK(BM_PrefixPassBlocked)->Name("attention/prefix-pass-blocked")->Apply([](auto* b) {
   long_context_sizes(b);
   b->Arg(16384)->Arg(32768);
 });

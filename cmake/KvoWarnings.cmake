@@ -8,6 +8,12 @@ if(CMAKE_UNITY_BUILD)
   target_compile_options(kvo_options INTERFACE
     $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-subobject-linkage>)
 endif()
+# -fno-trapping-math (Clang's default): GCC otherwise keeps the branches of a floating-point select
+# and leaves such loops scalar, among them every softmax's exp_fp64 (kvo/core/exp_fp64.hpp). It
+# changes no value (rounding and evaluation order are untouched), only whether an FP exception flag
+# may be raised by work done speculatively; nothing in kvoracle reads those flags.
+target_compile_options(kvo_options INTERFACE
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-fno-trapping-math>)
 if(KVO_WERROR)
   target_compile_options(kvo_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
 endif()

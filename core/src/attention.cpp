@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -12,6 +13,17 @@
 #include "kvo/core/multiversion.hpp"
 
 namespace kvo {
+
+namespace {
+
+// Whether the keys are consecutive positions j, j + 1, ...
+bool is_run(std::span<const int> keys) {
+  for (size_t t = 1; t < keys.size(); ++t)
+    if (keys[t] != keys[t - 1] + 1) return false;
+  return true;
+}
+
+}  // namespace
 
 HeadView::HeadView(const Trace& trace, int layer, int head)
     : trace_(&trace), layer_(layer), head_(head), n_(trace.n_tokens), d_(trace.head_dim), scale_(trace.attn_scale) {
@@ -28,16 +40,35 @@ HeadView::HeadView(const Trace& trace, int layer, int head)
     attn_ = trace.attn[layer].data() + static_cast<size_t>(head) * n_ * static_cast<size_t>(n_);
 }
 
+HeadView HeadView::with_key_tiles() const {
+  HeadView out = *this;
+  if (k_ == nullptr || kt_) return out;
+  const size_t tiles = (static_cast<size_t>(n_) + kKeyTile - 1) / kKeyTile;
+  auto kt = std::make_shared<std::vector<double>>(tiles * kKeyTile * d_, 0.0);
+  for (int j = 0; j < n_; ++j)
+    for (int x = 0; x < d_; ++x) (*kt)[tile_index(j, x)] = static_cast<double>(k_[static_cast<size_t>(j) * d_ + x]);
+  out.kt_ = std::move(kt);
+  return out;
+}
+
 KVO_MULTIVERSION void HeadView::logits(int i, std::span<const int> keys, std::span<double> out) const {
   if (q_ != nullptr) {
     const float* qi = q_ + static_cast<size_t>(i) * d_;
     // Explicit fused multiply-add in index order: the GPU scorer and its CPU twin
     // (kvo/gpu/scorer_math.hpp) compute the same dot bit for bit, whatever the compiler contracts.
-    // Eight keys at a time: eight independent chains keep the FMA units busy (each chain is the
-    // same sequence of operations as one key alone, so the result does not change).
+    // Several keys at a time (a tile of 32 consecutive positions, else 8): independent chains
+    // keep the FMA units busy, and each chain is the same sequence of operations as one key alone,
+    // so the result does not change.
     constexpr size_t kLanes = 8;
     size_t t = 0;
-    for (; t + kLanes <= keys.size(); t += kLanes) {
+    while (t + kLanes <= keys.size()) {
+      // A whole tile of consecutive key positions (tile_logits).
+      if (kt_ && t + kKeyTile <= keys.size() && keys[t] % static_cast<int>(kKeyTile) == 0 &&
+          keys[t + kKeyTile - 1] - keys[t] == static_cast<int>(kKeyTile) - 1 && is_run(keys.subspan(t, kKeyTile))) {
+        tile_logits(i, keys[t], out.data() + t);
+        t += kKeyTile;
+        continue;
+      }
       const float* kj[kLanes];
       double dot[kLanes] = {};
       for (size_t l = 0; l < kLanes; ++l) kj[l] = k_ + static_cast<size_t>(keys[t + l]) * d_;
@@ -46,6 +77,7 @@ KVO_MULTIVERSION void HeadView::logits(int i, std::span<const int> keys, std::sp
         for (size_t l = 0; l < kLanes; ++l) dot[l] = std::fma(qx, static_cast<double>(kj[l][x]), dot[l]);
       }
       for (size_t l = 0; l < kLanes; ++l) out[t + l] = scale_ * dot[l];
+      t += kLanes;
     }
     for (; t < keys.size(); ++t) {
       const float* kj = k_ + static_cast<size_t>(keys[t]) * d_;
@@ -59,6 +91,45 @@ KVO_MULTIVERSION void HeadView::logits(int i, std::span<const int> keys, std::sp
   for (size_t t = 0; t < keys.size(); ++t) {
     const double a = row[keys[t]];
     out[t] = a > 0 ? std::log(a) : -std::numeric_limits<double>::infinity();
+  }
+}
+
+// The tile's d rows of 32 keys are contiguous and already fp64 (exact conversions): each of the d
+// steps loads 32 values and runs 32 chains in vector registers, each the fused chain of one key alone.
+KVO_MULTIVERSION void HeadView::tile_logits(int i, int first, double* out) const {
+  const float* qi = q_ + static_cast<size_t>(i) * d_;
+  const double* tile = kt_->data() + tile_index(first, 0);
+  double dot[kKeyTile] = {};
+  for (int x = 0; x < d_; ++x) {
+    const double qx = qi[x];
+    const double* c = tile + static_cast<size_t>(x) * kKeyTile;
+    for (size_t l = 0; l < kKeyTile; ++l) dot[l] = std::fma(qx, c[l], dot[l]);
+  }
+  for (size_t l = 0; l < kKeyTile; ++l) out[l] = scale_ * dot[l];
+}
+
+void HeadView::prefix_logits(std::span<const int> queries, double* out, size_t stride) const {
+  thread_local std::vector<int> positions;
+  int last = 0;
+  for (int i : queries) last = std::max(last, i);
+  if (positions.size() < static_cast<size_t>(last) + 1) {
+    positions.resize(static_cast<size_t>(last) + 1);
+    std::iota(positions.begin(), positions.end(), 0);
+  }
+  size_t done = 0;  // keys [0, done) of every query whose prefix covers them are computed
+  if (q_ != nullptr && kt_ && queries.size() > 1) {
+    // Tile by tile, every query of the block in turn, so that a tile read from memory is reused
+    // from the L1 cache by the other queries (the pass is otherwise bound by reading K).
+    for (; done + kKeyTile <= static_cast<size_t>(last) + 1; done += kKeyTile)
+      for (size_t b = 0; b < queries.size(); ++b)
+        if (done + kKeyTile <= static_cast<size_t>(queries[b]) + 1)
+          tile_logits(queries[b], static_cast<int>(done), out + b * stride + done);
+  }
+  for (size_t b = 0; b < queries.size(); ++b) {
+    const auto len = static_cast<size_t>(queries[b]) + 1;
+    const size_t from = std::min(done, len / kKeyTile * kKeyTile);  // its whole tiles, computed above
+    logits(queries[b], std::span<const int>(positions.data() + from, len - from),
+           std::span<double>(out + b * stride + from, len - from));
   }
 }
 

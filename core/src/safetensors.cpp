@@ -71,40 +71,38 @@ std::int64_t TensorInfo::numel() const {
 }
 
 float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = (h & 0x8000u) << 16;
-  const int exp = (h >> 10) & 0x1f;
-  const std::uint32_t mant = h & 0x3ffu;
-  float f;
-  if (exp == 0) {
-    f = std::ldexp(static_cast<float>(mant), -24);
-  } else if (exp == 31) {
-    f = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  } else {
-    f = std::ldexp(static_cast<float>(mant | 0x400u), exp - 25);
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) {  // zero or subnormal: mant * 2^-24, exact in fp32
+    const float f = static_cast<float>(mant) * 0x1p-24f;
+    return sign ? -f : f;
   }
-  return sign ? -f : f;
+  if (exp == 31) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    return mant ? (sign ? -nan : nan) : std::bit_cast<float>(sign | 0x7f800000u);
+  }
+  return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));  // rebias 15 -> 127
 }
 
+// Round to nearest, ties to even, in integer arithmetic (no libm call: C4 converts every score of
+// every step); tests/core/trace_io_test.cpp checks every half and every midpoint between two.
 std::uint16_t float_to_half(float f) {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
-  const float a = std::fabs(f);
-  if (std::isnan(f)) return static_cast<std::uint16_t>(sign | 0x7e00u);
-  if (a >= 65520.0f) return static_cast<std::uint16_t>(sign | 0x7c00u);
-  if (a < std::ldexp(1.0f, -14)) {  // subnormal: round to nearest multiple of 2^-24
-    const auto m = static_cast<std::uint16_t>(std::nearbyint(std::ldexp(a, 24)));
-    return static_cast<std::uint16_t>(sign | m);
+  const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+  const std::uint32_t ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
+  if (ax >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // |f| >= 65520: inf
+  if (ax < 0x38800000u) {                                     // |f| < 2^-14: a multiple of 2^-24 (subnormal or zero)
+    const float scaled = std::bit_cast<float>(ax) * 0x1p24f;  // exact
+    const float rounded = (scaled + 0x1p23f) - 0x1p23f;       // to an integer, ties to even
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(rounded));
   }
-  int e;
-  const float m = std::frexp(a, &e);                                          // a = m * 2^e, m in [0.5, 1)
-  auto mant = static_cast<std::uint32_t>(std::nearbyint(std::ldexp(m, 11)));  // 11 bits incl. hidden
-  if (mant == 2048u) {
-    mant = 1024u;
-    ++e;
-  }
-  const std::uint32_t exp = static_cast<std::uint32_t>(e + 14);
-  if (exp >= 31) return static_cast<std::uint16_t>(sign | 0x7c00u);
-  return static_cast<std::uint16_t>(sign | (exp << 10) | (mant & 0x3ffu));
+  // Rebias the exponent (127 -> 15), keep 10 mantissa bits, round on the 13 dropped; a carry out of
+  // the mantissa moves into the exponent, which is what rounding up to the next binade needs.
+  std::uint32_t h = ((ax >> 23) - 112u) << 10 | ((ax >> 13) & 0x3ffu);
+  const std::uint32_t rest = ax & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return static_cast<std::uint16_t>(sign | h);
 }
 
 float bf16_to_float(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }

@@ -19,6 +19,19 @@ void DenseWeightRows::row(int i, std::span<double> out) const {
   for (int j = 0; j <= i; ++j) out[static_cast<size_t>(j)] = w_(i, j);
 }
 
+void WeightRows::rows(std::span<const int> is, double* out, size_t stride) const {
+  for (size_t b = 0; b < is.size(); ++b)
+    row(is[b], std::span<double>(out + b * stride, static_cast<size_t>(is[b]) + 1));
+}
+
+void AttentionWeightRows::rows(std::span<const int> is, double* out, size_t stride) const {
+  head_.prefix_logits(is, out, stride);
+  for (size_t b = 0; b < is.size(); ++b) {
+    const std::span<double> r(out + b * stride, static_cast<size_t>(is[b]) + 1);
+    softmax(r, r);  // elementwise, so in place gives prefix_attention's bits
+  }
+}
+
 void AttentionWeightRows::row(int i, std::span<double> out) const {
   thread_local std::vector<int> keys;
   thread_local std::vector<double> logits, probs;
@@ -38,10 +51,13 @@ void for_each_unit_row(std::span<const WeightRows* const> units, int from, int t
   if (from >= to || units.empty()) return;
   const int h = static_cast<int>(units.size()), total = (to - from) * h;
   const int workers = worker_count(threads, total);
-  // A block per worker and step of the sequence, each row at a fixed stride of the widest row.
-  const int block = workers == 1 ? 1 : 8 * workers;
+  // A block per worker and step of the sequence, each row at a fixed stride of the widest row. One
+  // worker takes 4 steps at a time when there are few units, each unit's rows in one call (rows of
+  // recomputed attention then share their reads of K); with many units, one step (memory).
+  const int block = workers == 1 ? (h <= 8 ? 4 * h : h) : 8 * workers;
   const size_t stride = static_cast<size_t>(to);
   std::vector<double> rows(static_cast<size_t>(block) * stride);
+  std::vector<int> is;
   for (int start = 0; start < total; start += block) {
     const int count = std::min(block, total - start);
     // Entry e of the sequence is unit e % h's row index(e / h).
@@ -49,19 +65,30 @@ void for_each_unit_row(std::span<const WeightRows* const> units, int from, int t
       const int step = (start + b) / h;
       return backwards ? to - 1 - step : from + step;
     };
-    auto produce = [&](int b) {
+    auto check = [&](int b) {
       const int i = index(b);
-      const std::span<double> out(rows.data() + static_cast<size_t>(b) * stride, static_cast<size_t>(i) + 1);
-      units[static_cast<size_t>((start + b) % h)]->row(i, out);
+      const double* out = rows.data() + static_cast<size_t>(b) * stride;
       for (int j = 0; j <= i; ++j)
-        if (!(std::isfinite(out[static_cast<size_t>(j)]) && out[static_cast<size_t>(j)] >= 0.0))
+        if (!(std::isfinite(out[j]) && out[j] >= 0.0))
           throw Error("offline problem: w(" + std::to_string(i) + ", " + std::to_string(j) +
                       ") is negative or not finite");
     };
-    if (workers == 1)
-      produce(0);
-    else
-      parallel_for(count, workers, produce);
+    if (workers == 1) {
+      for (int u = 0; u < h && u < count; ++u) {  // start is a multiple of h: entry b is unit b % h
+        is.clear();
+        for (int b = u; b < count; b += h) is.push_back(index(b));
+        units[static_cast<size_t>(u)]->rows(is, rows.data() + static_cast<size_t>(u) * stride,
+                                            static_cast<size_t>(h) * stride);
+      }
+      for (int b = 0; b < count; ++b) check(b);
+    } else {
+      parallel_for(count, workers, [&](int b) {
+        const int i = index(b);
+        units[static_cast<size_t>((start + b) % h)]->row(
+            i, std::span<double>(rows.data() + static_cast<size_t>(b) * stride, static_cast<size_t>(i) + 1));
+        check(b);
+      });
+    }
     for (int b = 0; b < count; ++b) {
       const int i = index(b);
       consume(i, (start + b) % h,

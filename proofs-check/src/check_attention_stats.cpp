@@ -7,9 +7,38 @@
 #include <numeric>
 
 #include "head_data.hpp"
+#include "kvo/core/multiversion.hpp"
 
 namespace kvo::detail {
 namespace {
+
+// o_full = sum_{j <= i} a_j v_j into `full` and, per run r, sum_{j in T_r} a_j v_j into sums[r] and
+// sum_{j in T_r} a_j into mass[r], in one pass over the value rows (each converted to fp64 once into
+// `row`, not once per run). Every sum adds its terms in token order (the attended sets are sorted),
+// each term a_j * v_jx rounded before it is added: this file is compiled without contraction
+// (-ffp-contract=off), so the AVX2 and AVX-512 versions give the bits of the baseline one.
+KVO_MULTIVERSION void value_sums(int i, const double* a, const float* v, int d,
+                                 std::span<const std::span<const int>> attended, double* full, double* row,
+                                 std::span<double* const> sums, std::vector<double>& mass, std::vector<size_t>& next) {
+  const size_t R = attended.size(), D = static_cast<size_t>(d);
+  std::fill(full, full + D, 0.0);
+  for (size_t r = 0; r < R; ++r) std::fill(sums[r], sums[r] + D, 0.0), mass[r] = 0.0, next[r] = 0;
+  for (int j = 0; j <= i; ++j) {
+    const double aj = a[j];
+    const float* vj = v + static_cast<size_t>(j) * D;
+    for (size_t x = 0; x < D; ++x) row[x] = static_cast<double>(vj[x]);
+    for (size_t x = 0; x < D; ++x) full[x] += aj * row[x];
+    for (size_t r = 0; r < R; ++r) {
+      const std::span<const int> T = attended[r];
+      if (next[r] < T.size() && T[next[r]] == j) {
+        double* o = sums[r];
+        for (size_t x = 0; x < D; ++x) o[x] += aj * row[x];
+        mass[r] += aj;
+        ++next[r];
+      }
+    }
+  }
+}
 
 class AttentionStatsCheck final : public StepCheck {
  public:
@@ -62,12 +91,7 @@ class AttentionStatsCheck final : public StepCheck {
     // (each read once, not once per run): every sum still adds its terms in token order (the
     // attended sets are sorted), so the results are those of one sum per run.
     const size_t R = s.runs.size();
-    if (full_.size() == 64)
-      sum_values<64>(s);
-    else if (full_.size() == 128)
-      sum_values<128>(s);
-    else
-      sum_values<Eigen::Dynamic>(s);
+    sum_values(s);
     for (size_t r = 0; r < R; ++r) {
       C18& acc = runs_[r];
       const double mass = mass_[r];
@@ -117,31 +141,18 @@ class AttentionStatsCheck final : public StepCheck {
   }
 
  private:
-  // o_full and the runs' sums at step s.i, with the head dimension fixed at compile time where it
-  // is a common one (D = 64, 128: the 64-element axpys then run without a loop's overhead each).
-  template <int D>
+  // o_full and the runs' sums at step s.i (value_sums above).
   void sum_values(const HeadStep& s) {
-    using Vec = Eigen::Matrix<double, D, 1>;
-    const Eigen::Index d = full_.size();
-    const float* v = h_.view->value_row(0).data();
-    Eigen::Map<Vec> full(full_.data(), d);
-    Vec row(d);
-    full.setZero();
-    for (size_t r = 0; r < ot_.size(); ++r) ot_[r].setZero(), mass_[r] = 0.0, next_[r] = 0;
-    for (int j = 0; j <= s.i; ++j) {
-      const double aj = s.a[static_cast<size_t>(j)];
-      row = Eigen::Map<const Eigen::Matrix<float, D, 1>>(v + static_cast<size_t>(j) * static_cast<size_t>(d), d)
-                .template cast<double>();
-      full += aj * row;
-      for (size_t r = 0; r < ot_.size(); ++r) {
-        const auto& T = s.runs[r].cur->attended;
-        if (next_[r] < T.size() && T[next_[r]] == j) {
-          Eigen::Map<Vec>(ot_[r].data(), d) += aj * row;
-          mass_[r] += aj;
-          ++next_[r];
-        }
-      }
+    const size_t R = s.runs.size();
+    attended_.resize(R);
+    sums_.resize(R);
+    for (size_t r = 0; r < R; ++r) {
+      attended_[r] = s.runs[r].cur->attended;
+      sums_[r] = ot_[r].data();
     }
+    row_.resize(static_cast<size_t>(full_.size()));
+    value_sums(s.i, s.a.data(), h_.view->value_row(0).data(), static_cast<int>(full_.size()), attended_, full_.data(),
+               row_.data(), sums_, mass_, next_);
   }
 
   struct C18 {
@@ -158,6 +169,9 @@ class AttentionStatsCheck final : public StepCheck {
   std::vector<Eigen::VectorXd> ot_;  // per run: sum over T of a_j v_j
   std::vector<double> mass_;
   std::vector<size_t> next_;  // per run: the next attended token to meet
+  std::vector<std::span<const int>> attended_;
+  std::vector<double*> sums_;
+  std::vector<double> row_;
   std::vector<C18> runs_;
 };
 

@@ -29,7 +29,7 @@ HeadInfo head_info(const Trace& trace, int layer, int head, const TraceChecksOpt
   h.n = trace.n_tokens;
   h.prompt_len = o.run.prompt_len;
   h.budget = o.run.budget.resolve(trace.n_tokens, layer, head);
-  h.view.emplace(trace, layer, head);
+  h.view.emplace(HeadView(trace, layer, head).with_key_tiles());
   for (const PolicyId id : o.policies)
     h.runs.push_back(
         {id, policy_name(id), make_policy(o.run.with_policy(id).policy)->nested(), policy_traits(id).exposes_scores});
@@ -163,9 +163,10 @@ class HeadPass {
         rs.top_score.resize(static_cast<size_t>(n));
       }
     }
-    std::vector<int> keys(static_cast<size_t>(n));
-    std::iota(keys.begin(), keys.end(), 0);
-    std::vector<double> lg(static_cast<size_t>(n)), a(static_cast<size_t>(n)), acc(static_cast<size_t>(n), 0.0);
+    constexpr int kAhead = 4;
+    std::vector<int> ahead;
+    std::vector<double> lg(static_cast<size_t>(kAhead) * static_cast<size_t>(n)), a(static_cast<size_t>(n)),
+        acc(static_cast<size_t>(n), 0.0);
     std::vector<double> a_edit, acc_edit, row;
     std::vector<std::vector<double>> scores_edit(R);
     std::vector<StepRecord> cur(R), prev(R);
@@ -176,8 +177,13 @@ class HeadPass {
     size_t next_window = 0;
     for (int i = 0; i < n; ++i) {
       const size_t len = static_cast<size_t>(i) + 1;
-      const std::span<double> lgi(lg.data(), len), ai(a.data(), len);
-      view.logits(i, std::span<const int>(keys.data(), len), lgi);
+      if (i % kAhead == 0) {  // the logits of the next kAhead queries at once (they share reads of K)
+        ahead.clear();
+        for (int x = i; x < std::min(n, i + kAhead); ++x) ahead.push_back(x);
+        view.prefix_logits(ahead, lg.data(), static_cast<size_t>(n));
+      }
+      const std::span<double> lgi(lg.data() + static_cast<size_t>(i % kAhead) * static_cast<size_t>(n), len),
+          ai(a.data(), len);
       softmax(lgi, ai);
       for (size_t j = 0; j < len; ++j) acc[j] += a[j];
       const HeadRow hr{lgi, ai, std::span<const double>(acc.data(), len)};

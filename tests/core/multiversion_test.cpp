@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,6 +68,31 @@ TEST(Multiversion, SoftmaxGivesTheBaselineBits) {
   }
 }
 
+namespace {
+
+// Every key of `keys` for query i, one fused chain in index order: the bits every path must give.
+std::vector<double> reference_logits(const Trace& tr, int head, int i, const std::vector<int>& keys) {
+  const int n = tr.n_tokens, d = tr.head_dim;
+  std::vector<double> want(keys.size());
+  const float* q = tr.q[0].data() + static_cast<size_t>(head) * n * d + static_cast<size_t>(i) * d;
+  for (size_t t = 0; t < keys.size(); ++t) {
+    const float* k = tr.k[0].data() + static_cast<size_t>(keys[t]) * d;
+    double dot = 0.0;
+    for (int x = 0; x < d; ++x) dot = std::fma(static_cast<double>(q[x]), static_cast<double>(k[x]), dot);
+    want[t] = tr.attn_scale * dot;
+  }
+  return want;
+}
+
+// head.logits(i, keys) has the reference bits (head is query head h of tr).
+void expect_baseline_logits(const HeadView& head, const Trace& tr, int h, int i, const std::vector<int>& keys) {
+  std::vector<double> got(keys.size());
+  head.logits(i, keys, got);
+  expect_same_bits(got, reference_logits(tr, h, i, keys));
+}
+
+}  // namespace
+
 TEST(Multiversion, LogitsGiveTheBaselineBits) {
   RecordProperty("running_level", running_level());
   const int n = 77, d = 64;
@@ -74,16 +100,44 @@ TEST(Multiversion, LogitsGiveTheBaselineBits) {
   const HeadView head(tr, 0, 1);
   std::vector<int> keys;
   for (int j = 0; j < n; j += 2) keys.push_back(j);  // 39 keys: four blocks of 8 and a tail
+  expect_baseline_logits(head, tr, 1, n - 1, keys);
+}
+
+// Runs of consecutive keys take the tiled path (32 at a time from the transposed keys) when they
+// cover a whole tile, and the 8-key path elsewhere; both give the same bits.
+TEST(Multiversion, LogitsOverTilesOfConsecutiveKeysGiveTheBaselineBits) {
+  const int n = 203, d = 64;
+  const Trace tr = test::random_trace(1, 2, 1, n, d, 29, 0.125);
+  const HeadView head = HeadView(tr, 0, 0).with_key_tiles();
   const int i = n - 1;
-  std::vector<double> got(keys.size());
-  head.logits(i, keys, got);
-  std::vector<double> want(keys.size());
-  const float* q = tr.q[0].data() + static_cast<size_t>(1) * n * d + static_cast<size_t>(i) * d;
-  for (size_t t = 0; t < keys.size(); ++t) {
-    const float* k = tr.k[0].data() + static_cast<size_t>(keys[t]) * d;
-    double dot = 0.0;
-    for (int x = 0; x < d; ++x) dot = std::fma(static_cast<double>(q[x]), static_cast<double>(k[x]), dot);
-    want[t] = tr.attn_scale * dot;
+  std::vector<int> keys;
+  for (int j = 0; j < 64; ++j) keys.push_back(j);    // two whole tiles
+  for (int j = 70; j < 102; ++j) keys.push_back(j);  // 32 consecutive keys across two tiles
+  for (int j = 110; j < 190; j += 3) keys.push_back(j);
+  for (int j = 192; j <= i; ++j) keys.push_back(j);  // the last, partial tile
+  expect_baseline_logits(head, tr, 0, i, keys);
+  std::vector<int> all(static_cast<size_t>(i) + 1);
+  std::iota(all.begin(), all.end(), 0);
+  expect_baseline_logits(head, tr, 0, i, all);
+}
+
+// A block of queries over their whole prefixes, tile by tile for all of them, gives each query's
+// logits(i, 0..i) bits, whatever the lengths (shorter than a tile, a tile exactly, partial tails).
+TEST(Multiversion, PrefixLogitsOfABlockGiveTheBaselineBits) {
+  const int n = 203, d = 64;
+  const Trace tr = test::random_trace(1, 2, 1, n, d, 31, 0.125);
+  const std::vector<int> queries{202, 5, 31, 63, 64, 100};
+  const size_t stride = n + 3;
+  for (const HeadView& head : {HeadView(tr, 0, 1), HeadView(tr, 0, 1).with_key_tiles()}) {
+    std::vector<double> out(queries.size() * stride, -1.0);
+    head.prefix_logits(queries, out.data(), stride);
+    for (size_t b = 0; b < queries.size(); ++b) {
+      std::vector<int> keys(static_cast<size_t>(queries[b]) + 1);
+      std::iota(keys.begin(), keys.end(), 0);
+      expect_same_bits(std::vector<double>(out.begin() + static_cast<long>(b * stride),
+                                           out.begin() + static_cast<long>(b * stride + keys.size())),
+                       reference_logits(tr, 1, queries[b], keys));
+      EXPECT_EQ(out[b * stride + keys.size()], -1.0) << "wrote past query " << queries[b];
+    }
   }
-  expect_same_bits(got, want);
 }

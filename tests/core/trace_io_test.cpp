@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/memory_limit.hpp"
@@ -92,6 +93,38 @@ TEST(TraceIO, HalfConversionsAreExactOnRepresentableValues) {
     EXPECT_EQ(half_to_float(float_to_half(f)), f) << f;
   EXPECT_TRUE(std::isinf(half_to_float(float_to_half(1e6f))));
   EXPECT_EQ(bf16_to_float(0x3f80), 1.0f);
+}
+
+// Every half decodes to sign * mantissa * 2^(exponent - 25) and encodes back to itself; every float
+// between two neighbouring halves goes to the nearer one, and a midpoint to the one with an even
+// mantissa: together that is round to nearest, ties to even, on the whole float range.
+TEST(TraceIO, HalfConversionsRoundToNearestEvenEverywhere) {
+  for (std::uint32_t h = 0; h < 0x10000u; ++h) {
+    const std::uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 31) {
+      EXPECT_EQ(std::isnan(half_to_float(static_cast<std::uint16_t>(h))), m != 0) << h;
+      continue;
+    }
+    const float want = std::ldexp(static_cast<float>(e ? (m | 0x400u) : m), static_cast<int>(e ? e : 1) - 25);
+    const float got = half_to_float(static_cast<std::uint16_t>(h));
+    ASSERT_EQ(got, (h & 0x8000u) ? -want : want) << h;
+    ASSERT_EQ(float_to_half(got), h == 0x8000u ? 0x8000u : h) << h;
+  }
+  for (const std::uint32_t sign : {0u, 0x8000u})
+    for (std::uint32_t h = 0; h < 0x7c00u; ++h) {  // h and h + 1 (0x7c00: +-inf, above 65504 by one step)
+      const auto lo = static_cast<std::uint16_t>(sign | h), hi = static_cast<std::uint16_t>(sign | (h + 1));
+      const float a = std::fabs(half_to_float(lo));
+      const float b = h + 1 == 0x7c00u ? 65536.0f : std::fabs(half_to_float(hi));
+      const float mid = (a + b) / 2;  // exact: 12 significant bits
+      const float s = sign ? -1.0f : 1.0f;
+      ASSERT_EQ(float_to_half(s * mid), (h & 1u) ? hi : lo) << h;
+      ASSERT_EQ(float_to_half(s * std::nextafter(mid, 0.0f)), lo) << h;
+      ASSERT_EQ(float_to_half(s * std::nextafter(mid, 1e30f)), hi) << h;
+    }
+  EXPECT_EQ(float_to_half(std::numeric_limits<float>::infinity()), 0x7c00u);
+  EXPECT_EQ(float_to_half(-1e30f), 0xfc00u);
+  EXPECT_EQ(float_to_half(std::numeric_limits<float>::quiet_NaN()) & 0x7e00u, 0x7e00u);
+  EXPECT_EQ(float_to_half(std::numeric_limits<float>::denorm_min()), 0u);
 }
 
 TEST(TraceIO, ReadsADenseAttentionOnlyFileLikeNumpyWritesIt) {

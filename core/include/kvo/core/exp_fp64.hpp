@@ -1,8 +1,8 @@
-// exp in fp64 that compilers vectorise: a branch-free Cody-Waite reduction, a degree-13 Taylor
-// polynomial and a two-step scaling by 2^k. Within 1 ulp of exp (tests/core/softmax_kernels_test.cpp),
-// exp(-inf) = 0, exp(+inf) = inf, NaN propagates, subnormal results rounded once. Every softmax of
-// the replay engine and of the scorer's CPU twin uses it, so the two stay bit-identical while the
-// exponentials run several to an instruction (the libm call does not vectorise).
+// exp in fp64 that compilers vectorise (GCC needs -fno-trapping-math, set project-wide): a branch-free Cody-Waite
+// reduction, a degree-13 Taylor polynomial and a two-step scaling by 2^k. Within 1 ulp of exp
+// (tests/core/softmax_kernels_test.cpp), exp(-inf) = 0, exp(+inf) = inf, NaN propagates, subnormal results rounded
+// once. Every softmax of the replay engine and of the scorer's CPU twin uses it, so the two stay bit-identical while
+// the exponentials run several to an instruction (the libm call does not vectorise).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -19,12 +19,8 @@ namespace kvo {
   double xc = x < -746.0 ? -746.0 : x;
   xc = xc > 710.0 ? 710.0 : xc;
   const double t = std::fma(xc, kLog2e, kShift);  // k = nearest integer to x / ln 2
-  const double kd = t - kShift;
-  std::uint64_t t_bits, shift_bits;
-  std::memcpy(&t_bits, &t, sizeof t);
-  std::memcpy(&shift_bits, &kShift, sizeof kShift);
-  const std::uint64_t k = t_bits - shift_bits;  // two's complement of k, |k| <= 1077
-  double r = std::fma(kd, -kLn2Hi, xc);         // r = x - k ln 2, |r| <= 0.35
+  const double kd = t - kShift;                   // exactly k, |k| <= 1077
+  double r = std::fma(kd, -kLn2Hi, xc);           // r = x - k ln 2, |r| <= 0.35
   r = std::fma(kd, -kLn2Lo, r);
   // e^r by Taylor to r^13 (truncation below 4e-18 on |r| <= 0.35), Horner with fused steps.
   double p = 1.0 / 6227020800.0;
@@ -41,10 +37,19 @@ namespace kvo {
   p = std::fma(p, r, 0.5);
   p = std::fma(p, r, 1.0);
   p = std::fma(p, r, 1.0);
-  // 2^k as 2^k1 * 2^k2 with both factors normal (k in [-1077, 1025]): the first product is
-  // exact, the second rounds only into the subnormal range or to inf.
-  const std::uint64_t k1 = static_cast<std::uint64_t>(static_cast<std::int64_t>(k) >> 1), k2 = k - k1;
-  const std::uint64_t s1_bits = (k1 + 1023u) << 52, s2_bits = (k2 + 1023u) << 52;
+  // 2^k as 2^k1 * 2^k2 with k1 = floor(k / 2) and k2 = k - k1, both factors normal: the first
+  // product is exact, the second rounds only into the subnormal range or to inf. The exponent
+  // fields are built in fp64 (k1 + 1023 + 2^52 holds k1 + 1023 in its low bits; a left shift by 52
+  // moves them into the exponent field), because AVX2 has no 64-bit arithmetic shift or
+  // double-to-int64 conversion and the loop would not vectorise with either.
+  constexpr double kBias = 0x1p52 + 1023.0;
+  const double k1 = std::floor(kd * 0.5);
+  const double e1 = k1 + kBias, e2 = (kd - k1) + kBias;  // integers below 2^53: exact
+  std::uint64_t s1_bits, s2_bits;
+  std::memcpy(&s1_bits, &e1, sizeof e1);
+  std::memcpy(&s2_bits, &e2, sizeof e2);
+  s1_bits <<= 52;
+  s2_bits <<= 52;
   double s1, s2;
   std::memcpy(&s1, &s1_bits, sizeof s1);
   std::memcpy(&s2, &s2_bits, sizeof s2);

@@ -16,6 +16,9 @@ class WeightRows {
   virtual int n() const = 0;
   // w(i, 0..i) into out (out.size() == i + 1). Safe to call from several threads at once.
   virtual void row(int i, std::span<double> out) const = 0;
+  // Several rows at once, w(is[b], 0..is[b]) into out + b * stride: the same values as row(); a
+  // source that shares work across rows (recomputed attention) overrides it.
+  virtual void rows(std::span<const int> is, double* out, size_t stride) const;
 };
 
 // Row i of a lower-triangular matrix (entries above the diagonal are never read).
@@ -32,9 +35,11 @@ class DenseWeightRows final : public WeightRows {
 // Row i of dense_attention(head), recomputed on every call (the same bits as the matrix's row).
 class AttentionWeightRows final : public WeightRows {
  public:
-  explicit AttentionWeightRows(const HeadView& head) : head_(head) {}  // head must outlive this
+  // head's trace must outlive this; it keeps a copy of the head with key tiles (n * d doubles).
+  explicit AttentionWeightRows(const HeadView& head) : head_(head.with_key_tiles()) {}
   int n() const override { return head_.n(); }
   void row(int i, std::span<double> out) const override;
+  void rows(std::span<const int> is, double* out, size_t stride) const override;
 
  private:
   HeadView head_;
@@ -58,6 +63,7 @@ class PrefixWeightRows final : public WeightRows {
   PrefixWeightRows(const WeightRows& rows, int m);  // rows must outlive this; kvo::Error unless 1 <= m <= rows.n()
   int n() const override { return m_; }
   void row(int i, std::span<double> out) const override { rows_.row(i, out); }
+  void rows(std::span<const int> is, double* out, size_t stride) const override { rows_.rows(is, out, stride); }
 
  private:
   const WeightRows& rows_;
