@@ -56,9 +56,9 @@ KVO_MULTIVERSION void HeadView::logits(int i, std::span<const int> keys, std::sp
     const float* qi = q_ + static_cast<size_t>(i) * d_;
     // Explicit fused multiply-add in index order: the GPU scorer and its CPU twin
     // (kvo/gpu/scorer_math.hpp) compute the same dot bit for bit, whatever the compiler contracts.
-    // Several keys at a time (a tile of 32 consecutive positions, else 8): independent chains
-    // keep the FMA units busy, and each chain is the same sequence of operations as one key alone,
-    // so the result does not change.
+    // Several keys at a time (a whole tile of 32 consecutive positions on a view with key tiles, else 8): independent
+    // chains keep the FMA units busy, and each chain is the same sequence of operations as one key alone, so the result
+    // does not change.
     constexpr size_t kLanes = 8;
     size_t t = 0;
     while (t + kLanes <= keys.size()) {

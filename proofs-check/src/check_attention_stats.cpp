@@ -87,9 +87,7 @@ class AttentionStatsCheck final : public StepCheck {
       }
     }
     if (!c18_) return;
-    // o_full (row i of a V) and each run's o_T before normalising, in one pass over the value rows
-    // (each read once, not once per run): every sum still adds its terms in token order (the
-    // attended sets are sorted), so the results are those of one sum per run.
+    // o_full (row i of a V) and each run's o_T before normalising (value_sums).
     const size_t R = s.runs.size();
     sum_values(s);
     for (size_t r = 0; r < R; ++r) {
