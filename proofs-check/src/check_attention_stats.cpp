@@ -59,6 +59,7 @@ class AttentionStatsCheck final : public StepCheck {
       full_.resize(d);
       ot_.assign(h.runs.size(), Eigen::VectorXd(d));
       mass_.resize(h.runs.size());
+      distinct_mass_.resize(h.runs.size());
       next_.resize(h.runs.size());
     }
   }
@@ -139,18 +140,43 @@ class AttentionStatsCheck final : public StepCheck {
   }
 
  private:
-  // o_full and the runs' sums at step s.i (value_sums above).
+  // o_full and the runs' sums at step s.i (value_sums above), each distinct attended set summed
+  // once: a run attending every token gets o_full, a run attending the set of an earlier run gets
+  // that run's sums (the same terms added in the same order, so the same bits).
   void sum_values(const HeadStep& s) {
-    const size_t R = s.runs.size();
-    attended_.resize(R);
-    sums_.resize(R);
+    const size_t R = s.runs.size(), len = static_cast<size_t>(s.i) + 1;
+    constexpr int kFull = -1;
+    attended_.clear();
+    sums_.clear();
+    source_.assign(R, kFull);
+    bool any_full = false;
     for (size_t r = 0; r < R; ++r) {
-      attended_[r] = s.runs[r].cur->attended;
-      sums_[r] = ot_[r].data();
+      const std::span<const int> T = s.runs[r].cur->attended;  // sorted, distinct, within 0..i
+      if (T.size() == len) {
+        any_full = true;
+        continue;
+      }
+      size_t q = 0;
+      while (q < attended_.size() && !std::ranges::equal(attended_[q], T)) ++q;
+      source_[r] = static_cast<int>(q);
+      if (q == attended_.size()) {
+        attended_.push_back(T);
+        sums_.push_back(ot_[r].data());
+      }
     }
     row_.resize(static_cast<size_t>(full_.size()));
     value_sums(s.i, s.a.data(), h_.view->value_row(0).data(), static_cast<int>(full_.size()), attended_, full_.data(),
-               row_.data(), sums_, mass_, next_);
+               row_.data(), sums_, distinct_mass_, next_);
+    double full_mass = 0.0;
+    if (any_full)
+      for (size_t j = 0; j < len; ++j) full_mass += s.a[j];
+    for (size_t r = 0; r < R; ++r) {
+      const int q = source_[r];
+      double* dst = ot_[r].data();
+      const double* src = q == kFull ? full_.data() : sums_[static_cast<size_t>(q)];
+      if (src != dst) std::copy(src, src + full_.size(), dst);
+      mass_[r] = q == kFull ? full_mass : distinct_mass_[static_cast<size_t>(q)];
+    }
   }
 
   struct C18 {
@@ -162,11 +188,12 @@ class AttentionStatsCheck final : public StepCheck {
   int m_ = 0;
   long below_ = 0, total_ = 0, max_supp_ = 0, queries_ = 0;
   std::vector<int> in_all_, in_any_;
-  std::vector<double> vmax_;         // max_{j' <= j} |v_j'|
-  Eigen::VectorXd full_;             // per step: o_full
-  std::vector<Eigen::VectorXd> ot_;  // per run: sum over T of a_j v_j
-  std::vector<double> mass_;
-  std::vector<size_t> next_;  // per run: the next attended token to meet
+  std::vector<double> vmax_;                  // max_{j' <= j} |v_j'|
+  Eigen::VectorXd full_;                      // per step: o_full
+  std::vector<Eigen::VectorXd> ot_;           // per run: sum over T of a_j v_j
+  std::vector<double> mass_, distinct_mass_;  // per run; per distinct attended set
+  std::vector<size_t> next_;                  // per distinct attended set: the next token to meet
+  std::vector<int> source_;                   // per run: its distinct set, or -1 for every token
   std::vector<std::span<const int>> attended_;
   std::vector<double*> sums_;
   std::vector<double> row_;

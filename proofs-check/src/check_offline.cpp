@@ -34,12 +34,15 @@ class OfflineCheck final : public StepCheck {
       if (policy_traits(h_.runs[r].id).budgeted) runs_[x++].kept.push_back(s.runs[r].cur->kept);
   }
 
-  void finish(const HeadSeries&, std::vector<CheckRecord>& out, HeadExtras&) override {
+  void finish(const HeadSeries&, std::vector<CheckRecord>& out, HeadExtras& extras) override {
     if (!enabled_) return;
     const AttentionWeightRows head(*h_.view);
     const PrefixWeightRows rows(head, m_);
     const int budget = std::min(h_.k(), m_);
-    check_offline_solution(h_, rows, budget, solve_offline_streaming(rows, budget, 0), runs_, o_, out);
+    StreamingOfflineOptions so;
+    so.evaluate = false;  // the ordering's pass over the rows evaluates the schedule with its certificate
+    extras.opt_dyn =
+        check_offline_solution(h_, rows, budget, solve_offline_streaming(rows, budget, 0, so), runs_, o_, out);
   }
 
  private:
@@ -56,9 +59,9 @@ std::unique_ptr<StepCheck> offline_check(const HeadInfo& h, const TraceChecksOpt
   return std::make_unique<OfflineCheck>(h, o);
 }
 
-void check_offline_solution(const HeadInfo& h, const WeightRows& w, int budget, const OfflineSolution& opt,
-                            const std::vector<ScheduleRun>& runs, const TraceChecksOptions& o,
-                            std::vector<CheckRecord>& out) {
+double check_offline_solution(const HeadInfo& h, const WeightRows& w, int budget, const OfflineSolution& opt,
+                              const std::vector<ScheduleRun>& runs, const TraceChecksOptions& o,
+                              std::vector<CheckRecord>& out) {
   const OfflineOrdering ord = order_against_optimum(w, budget, 0, opt, runs);
   if (check_enabled(o, "C19")) {
     std::vector<std::string> violations = ord.violations;
@@ -96,6 +99,7 @@ void check_offline_solution(const HeadInfo& h, const WeightRows& w, int budget, 
     if (w.n() < h.n) r.detail["offline_steps"] = w.n();
     out.push_back(std::move(r));
   }
+  return ord.opt;
 }
 
 }  // namespace kvo::detail

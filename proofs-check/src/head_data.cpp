@@ -233,8 +233,15 @@ class HeadPass {
     return {};
   }
 
+  // The series the checks read; a light pass (the sweep's, which reads only its own sums) records
+  // the evictions alone.
   void record_series(const HeadStep& s, HeadSeries& series, std::vector<double>& row) const {
     const auto i = static_cast<size_t>(s.i);
+    if (light_) {
+      for (size_t r = 0; r < s.runs.size(); ++r)
+        series.runs[r].evicted[i] = static_cast<int>(s.runs[r].cur->evicted.size());
+      return;
+    }
     row.assign(s.acc.begin(), s.acc.end());
     series.top_acc[i] = top_k_sum(row, h_.k());
     for (size_t r = 0; r < s.runs.size(); ++r) {
@@ -294,28 +301,6 @@ std::vector<StepCheck*> raw(const std::vector<std::unique_ptr<StepCheck>>& a,
 
 }  // namespace
 
-HeadResult check_head(const Trace& trace, int layer, int head, const TraceChecksOptions& o, const Tamper& tamper) {
-  const HeadInfo h = head_info(trace, layer, head, o);
-  const std::vector<std::vector<int>> guess(h.runs.size(), predicted_evictions(h));
-  HeadResult res;
-  res.sampled = sampled_steps(h, guess, o);
-  auto streaming = streaming_checks(h, o);
-  auto sampled = sampled_checks(h, o, res.sampled);
-  HeadPass pass(h, o, false);
-  HeadSeries series = pass.run(raw(streaming, sampled), res.sampled.small_ground, tamper);
-  for (const RunSeries& rs : series.runs) res.evicted.push_back(rs.evicted);
-  const SampledSteps actual = sampled_steps(h, res.evicted, o);
-  if (!(actual == res.sampled)) {  // mispredicted: the sampled checks again, at the right steps
-    res.sampled = actual;
-    res.passes = 2;
-    sampled = sampled_checks(h, o, actual);
-    pass.run(raw(sampled), actual.small_ground, tamper);
-  }
-  for (const auto& c : streaming) c->finish(series, res.records, res.extras);
-  for (const auto& c : sampled) c->finish(series, res.records, res.extras);
-  return res;
-}
-
 namespace {
 
 // The sweep's sums along the stream; then the offline optimum on the head's first offline_steps
@@ -332,10 +317,15 @@ class SweepCollector final : public StepCheck {
     for (size_t r = 0; r < s.runs.size(); ++r)  // schedule values, one running sum in step order
       for (int j : s.runs[r].cur->kept) values_[r] += s.a[static_cast<size_t>(j)];
   }
-  void finish(const HeadSeries&, std::vector<CheckRecord>&, HeadExtras&) override {
-    const AttentionWeightRows head(*h_.view);
-    const PrefixWeightRows rows(head, m_);
-    cell_.dyn = solve_offline_streaming(rows, std::min(h_.k(), m_), 0).value / m_;
+  // OPT_dyn is C19's when that check solved the same problem in the same pass (extras.opt_dyn).
+  void finish(const HeadSeries&, std::vector<CheckRecord>&, HeadExtras& extras) override {
+    double opt = extras.opt_dyn;
+    if (std::isnan(opt)) {
+      const AttentionWeightRows head(*h_.view);
+      const PrefixWeightRows rows(head, m_);
+      opt = solve_offline_streaming(rows, std::min(h_.k(), m_), 0).value;
+    }
+    cell_.dyn = opt / m_;
     for (size_t r = 0; r < values_.size(); ++r) cell_.policy[r] = values_[r] / h_.n;
   }
   SweepCell cell() const { return cell_; }
@@ -348,6 +338,31 @@ class SweepCollector final : public StepCheck {
 };
 
 }  // namespace
+
+HeadResult check_head(const Trace& trace, int layer, int head, const TraceChecksOptions& o, const Tamper& tamper,
+                      bool sweep_cell) {
+  const HeadInfo h = head_info(trace, layer, head, o);
+  const std::vector<std::vector<int>> guess(h.runs.size(), predicted_evictions(h));
+  HeadResult res;
+  res.sampled = sampled_steps(h, guess, o);
+  auto streaming = streaming_checks(h, o);
+  if (sweep_cell) streaming.push_back(std::make_unique<SweepCollector>(h, o));  // finishes after C19's solve
+  auto sampled = sampled_checks(h, o, res.sampled);
+  HeadPass pass(h, o, false);
+  HeadSeries series = pass.run(raw(streaming, sampled), res.sampled.small_ground, tamper);
+  for (const RunSeries& rs : series.runs) res.evicted.push_back(rs.evicted);
+  const SampledSteps actual = sampled_steps(h, res.evicted, o);
+  if (!(actual == res.sampled)) {  // mispredicted: the sampled checks again, at the right steps
+    res.sampled = actual;
+    res.passes = 2;
+    sampled = sampled_checks(h, o, actual);
+    pass.run(raw(sampled), actual.small_ground, tamper);
+  }
+  for (const auto& c : streaming) c->finish(series, res.records, res.extras);
+  for (const auto& c : sampled) c->finish(series, res.records, res.extras);
+  if (sweep_cell) res.sweep = static_cast<const SweepCollector&>(*streaming.back()).cell();
+  return res;
+}
 
 SweepCell sweep_head(const Trace& trace, int layer, int head, const TraceChecksOptions& o) {
   const HeadInfo h = head_info(trace, layer, head, o);

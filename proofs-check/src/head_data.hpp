@@ -80,6 +80,7 @@ struct HeadExtras {
   std::map<std::string, std::vector<double>> rho;  // per policy, rho_i per step (NaN before eviction)
   std::map<std::string, double> rho_min;
   double gamma_proof = NAN, theta_b = NAN;
+  double opt_dyn = NAN;  // C19's OPT_dyn on the offline steps, once solved (a sweep cell of the same budget reads it)
 };
 
 class StepCheck {
@@ -110,28 +111,31 @@ struct StepEdit {
 };
 using Tamper = std::function<void(StepEdit&)>;
 
-struct HeadResult {
-  std::vector<CheckRecord> records;
-  HeadExtras extras;
-  std::vector<std::vector<int>> evicted;  // per run, tokens evicted at each step
-  SampledSteps sampled;
-  int passes = 1;  // 2 when the sampled steps were mispredicted
-};
-// Runs the checks of `o` on one head in one pass (a second pass only when the sampled steps were
-// mispredicted). light: the sweep's replays (kept sets only, no checks).
-HeadResult check_head(const Trace& trace, int layer, int head, const TraceChecksOptions& o,
-                      const Tamper& tamper = nullptr);
-
-// The steps C19, D10 and the sweep's OPT_dyn solve the offline problem on: min(n, o.offline_tokens),
-// or all n when offline_tokens is 0.
-int offline_steps(const HeadInfo& h, const TraceChecksOptions& o);
-
 // The sweep cell of one head at one budget: each policy's retained mass sum_i a_i(S_i) / n, the
 // static optimum's and OPT_dyn's (on the first o.offline_tokens steps).
 struct SweepCell {
   std::vector<double> policy;
   double stat = 0.0, dyn = 0.0;
 };
+
+struct HeadResult {
+  std::vector<CheckRecord> records;
+  HeadExtras extras;
+  std::vector<std::vector<int>> evicted;  // per run, tokens evicted at each step
+  SampledSteps sampled;
+  int passes = 1;                  // 2 when the sampled steps were mispredicted
+  std::optional<SweepCell> sweep;  // with sweep_cell: the sweep cell at the head's own budget
+};
+// Runs the checks of `o` on one head in one pass (a second pass only when the sampled steps were
+// mispredicted). sweep_cell: also the sweep's cell at o's budget, from the same pass and the same
+// offline solve (the values sweep_head(trace, layer, head, o) gives, bit for bit).
+HeadResult check_head(const Trace& trace, int layer, int head, const TraceChecksOptions& o,
+                      const Tamper& tamper = nullptr, bool sweep_cell = false);
+
+// The steps C19, D10 and the sweep's OPT_dyn solve the offline problem on: min(n, o.offline_tokens),
+// or all n when offline_tokens is 0.
+int offline_steps(const HeadInfo& h, const TraceChecksOptions& o);
+
 SweepCell sweep_head(const Trace& trace, int layer, int head, const TraceChecksOptions& o);
 
 // `count` evenly spaced picks from `steps` (the t-th at (2t + 1) / (2 count) of the way), without
@@ -167,10 +171,11 @@ std::unique_ptr<StepCheck> offline_check(const HeadInfo& h, const TraceChecksOpt
 std::unique_ptr<StepCheck> algorithm_variants_check(const HeadInfo& h, const TraceChecksOptions& o);  // D1, D3, D4
 std::unique_ptr<StepCheck> empirical_check(const HeadInfo& h, const TraceChecksOptions& o);           // E2, E3
 
-// C19 and D10 on a given solution of the head's problem (offline_check solves it first).
-void check_offline_solution(const HeadInfo& h, const WeightRows& w, int budget, const OfflineSolution& opt,
-                            const std::vector<ScheduleRun>& runs, const TraceChecksOptions& o,
-                            std::vector<CheckRecord>& out);
+// C19 and D10 on a given solution of the head's problem (offline_check solves it first); returns
+// OPT_dyn, the schedule's value (evaluated here when `opt` was left unevaluated).
+double check_offline_solution(const HeadInfo& h, const WeightRows& w, int budget, const OfflineSolution& opt,
+                              const std::vector<ScheduleRun>& runs, const TraceChecksOptions& o,
+                              std::vector<CheckRecord>& out);
 
 // The (1 - theta) and (1 - gamma) factors of the induction: UDC2's gamma of a per-step optimum
 // series in both directions.

@@ -14,10 +14,21 @@
 namespace kvo {
 namespace {
 
+// f on the set of s's members, taken in increasing order (f's sums depend on the order).
 double eval(const SetFunction& f, std::vector<int> s) {
   std::sort(s.begin(), s.end());
   s.erase(std::unique(s.begin(), s.end()), s.end());
   return f.evaluate(s);
+}
+
+// The union of `sorted` (sorted, distinct) and `more` (any order), sorted and distinct: what eval()
+// would build from their concatenation, by one merge instead of a sort of the whole set.
+std::vector<int> sorted_union(const std::vector<int>& sorted, std::vector<int> more) {
+  std::sort(more.begin(), more.end());
+  std::vector<int> out(sorted.size() + more.size());
+  std::merge(sorted.begin(), sorted.end(), more.begin(), more.end(), out.begin());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 std::vector<int> members_of(unsigned mask, int n) {
@@ -41,15 +52,13 @@ SubmodularityScan scan_submodularity(const SetFunction& f, std::span<const int> 
     std::vector<int> s(base.begin(), base.end()), out;
     for (int j = 0; j < n; ++j)
       if (!in_base[static_cast<size_t>(j)]) (coin(rng) ? s : out).push_back(j);
+    std::sort(s.begin(), s.end());  // every set below is evaluated in increasing order, as eval() does
+    s.erase(std::unique(s.begin(), s.end()), s.end());
     if (out.size() >= 2) {
       std::shuffle(out.begin(), out.end(), rng);
       const int a1 = out[0], a2 = out[1];
-      auto s1 = s, s2 = s, s12 = s;
-      s1.push_back(a1);
-      s2.push_back(a2);
-      s12.push_back(a1);
-      s12.push_back(a2);
-      const double left = eval(f, s1) + eval(f, s2), f12 = eval(f, s12), right = f12 + eval(f, s);
+      const double left = f.evaluate(sorted_union(s, {a1})) + f.evaluate(sorted_union(s, {a2})),
+                   f12 = f.evaluate(sorted_union(s, {a1, a2})), right = f12 + f.evaluate(s);
       ++r.triples;
       if (right - left > tol * (1.0 + std::fabs(f12))) {
         ++r.violations;
@@ -57,11 +66,11 @@ SubmodularityScan scan_submodularity(const SetFunction& f, std::span<const int> 
       }
     }
     if (!out.empty()) {  // Y = s ⊂ X = s + some of out
-      auto x = s;
+      std::vector<int> added;
       for (int j : out)
-        if (coin(rng)) x.push_back(j);
-      if (x.size() == s.size()) x.push_back(out.front());
-      const double fx = eval(f, x), fy = eval(f, s);
+        if (coin(rng)) added.push_back(j);
+      if (added.empty()) added.push_back(out.front());
+      const double fx = f.evaluate(sorted_union(s, std::move(added))), fy = f.evaluate(s);
       ++r.pairs;
       if (fy - fx > tol * (1.0 + std::fabs(fx))) {
         ++r.monotone_violations;

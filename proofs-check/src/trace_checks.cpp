@@ -165,7 +165,38 @@ bool check_enabled(const TraceChecksOptions& o, const std::string& id) {
 struct TraceChecksPlan::Lists {
   std::vector<std::pair<int, int>> heads, sweep;
   std::vector<LossJob> loss;
+  // Sweep cells are numbered (sweep head) x (budget). A cell whose budget resolves to its head's own
+  // budget comes from that head's unit (head_cell), which solves the same offline problem for C19;
+  // the others are units of their own (sweep_units).
+  std::vector<int> sweep_units, head_cell;
 };
+
+namespace {
+
+nlohmann::json cell_json(const detail::SweepCell& c) {
+  return {{"policy", c.policy}, {"stat", c.stat}, {"dyn", c.dyn}};
+}
+
+detail::SweepCell cell_from(const nlohmann::json& j) {
+  detail::SweepCell c;
+  j.at("policy").get_to(c.policy);
+  c.stat = json_number(j.at("stat"));
+  c.dyn = json_number(j.at("dyn"));
+  return c;
+}
+
+TraceChecksOptions sweep_options(const TraceChecksOptions& o, double budget) {
+  TraceChecksOptions so = o;
+  so.run.budget = o.run.budget.with_total(Amount{true, budget});
+  return so;
+}
+
+bool same_budget(const TraceChecksOptions& a, const TraceChecksOptions& b, int n, int layer, int head) {
+  const ResolvedBudget x = a.run.unit_budget(n, layer, head), y = b.run.unit_budget(n, layer, head);
+  return x.total == y.total && x.heavy == y.heavy && x.recent == y.recent;
+}
+
+}  // namespace
 
 TraceChecksPlan::TraceChecksPlan(const Trace& trace, TraceChecksOptions o) : trace_(trace), o_(std::move(o)) {
   o_.validate();
@@ -179,6 +210,17 @@ TraceChecksPlan::TraceChecksPlan(const Trace& trace, TraceChecksOptions o) : tra
   lists->heads = chosen_heads(trace, o_);
   lists->sweep = sweep_heads(trace, o_);
   lists->loss = loss_jobs(trace, o_);
+  lists->head_cell.assign(lists->heads.size(), -1);
+  const size_t budgets = o_.sweep.size();
+  for (size_t c = 0; c < lists->sweep.size() * budgets; ++c) {
+    const auto [l, h] = lists->sweep[c / budgets];
+    const auto at = std::find(lists->heads.begin(), lists->heads.end(), std::make_pair(l, h));
+    int& merged = lists->head_cell[static_cast<size_t>(at - lists->heads.begin())];  // sweep heads are checked heads
+    if (merged < 0 && same_budget(o_, sweep_options(o_, o_.sweep[c % budgets]), trace.n_tokens, l, h))
+      merged = static_cast<int>(c);
+    else
+      lists->sweep_units.push_back(static_cast<int>(c));
+  }
   require_memory(head_pass_bytes(trace, o_, lists->heads),
                  "verify on n = " + std::to_string(trace.n_tokens) + " tokens (" + std::to_string(lists->heads.size()) +
                      " heads, " + std::to_string(o_.policies.size()) + " policies)");
@@ -186,13 +228,13 @@ TraceChecksPlan::TraceChecksPlan(const Trace& trace, TraceChecksOptions o) : tra
 }
 
 int TraceChecksPlan::size() const {
-  return static_cast<int>(lists_->heads.size() + lists_->sweep.size() * o_.sweep.size() + lists_->loss.size());
+  return static_cast<int>(lists_->heads.size() + lists_->sweep_units.size() + lists_->loss.size());
 }
 
 TraceChecksPlan::Unit TraceChecksPlan::unit(int u) const {
   require(u >= 0 && u < size(), "internal: verify unit " + std::to_string(u) + " out of range");
   const int heads = static_cast<int>(lists_->heads.size());
-  const int cells = static_cast<int>(lists_->sweep.size() * o_.sweep.size());
+  const int cells = static_cast<int>(lists_->sweep_units.size());
   if (u < heads) return {UnitKind::Head, u};
   if (u < heads + cells) return {UnitKind::Sweep, u - heads};
   return {UnitKind::Loss, u - heads - cells};
@@ -206,9 +248,10 @@ std::string TraceChecksPlan::name(int u) const {
       return "layer " + std::to_string(l) + " head " + std::to_string(h);
     }
     case UnitKind::Sweep: {
-      const auto [l, h] = lists_->sweep[static_cast<size_t>(x.index) / o_.sweep.size()];
+      const auto cell = static_cast<size_t>(lists_->sweep_units[static_cast<size_t>(x.index)]);
+      const auto [l, h] = lists_->sweep[cell / o_.sweep.size()];
       return "sweep layer " + std::to_string(l) + " head " + std::to_string(h) + " budget " +
-             std::to_string(o_.sweep[static_cast<size_t>(x.index) % o_.sweep.size()]);
+             std::to_string(o_.sweep[cell % o_.sweep.size()]);
     }
     case UnitKind::Loss:
       return "loss instance " + lists_->loss[static_cast<size_t>(x.index)].name;
@@ -235,19 +278,21 @@ std::string TraceChecksPlan::run(int u) const {
   switch (x.kind) {
     case UnitKind::Head: {
       const auto [layer, head] = lists_->heads[static_cast<size_t>(x.index)];
-      const detail::HeadResult hr = detail::check_head(trace_, layer, head, o_);
-      return to_unit_bytes({{"records", records_json(hr.records)},
+      const bool cell = lists_->head_cell[static_cast<size_t>(x.index)] >= 0;
+      const detail::HeadResult hr = detail::check_head(trace_, layer, head, o_, nullptr, cell);
+      nlohmann::json out = {{"records", records_json(hr.records)},
                             {"rho", hr.extras.rho},
                             {"rho_min", hr.extras.rho_min},
                             {"gamma_proof", hr.extras.gamma_proof},
-                            {"theta_b", hr.extras.theta_b}});
+                            {"theta_b", hr.extras.theta_b}};
+      if (cell) out["sweep"] = cell_json(*hr.sweep);
+      return to_unit_bytes(out);
     }
     case UnitKind::Sweep: {
-      const auto [layer, head] = lists_->sweep[static_cast<size_t>(x.index) / o_.sweep.size()];
-      TraceChecksOptions so = o_;
-      so.run.budget = o_.run.budget.with_total(Amount{true, o_.sweep[static_cast<size_t>(x.index) % o_.sweep.size()]});
-      const detail::SweepCell c = detail::sweep_head(trace_, layer, head, so);
-      return to_unit_bytes({{"policy", c.policy}, {"stat", c.stat}, {"dyn", c.dyn}});
+      const auto cell = static_cast<size_t>(lists_->sweep_units[static_cast<size_t>(x.index)]);
+      const auto [layer, head] = lists_->sweep[cell / o_.sweep.size()];
+      return to_unit_bytes(
+          cell_json(detail::sweep_head(trace_, layer, head, sweep_options(o_, o_.sweep[cell % o_.sweep.size()]))));
     }
     case UnitKind::Loss:
       return to_unit_bytes(
@@ -273,6 +318,8 @@ TraceChecksResult TraceChecksPlan::assemble(const std::vector<std::string>& resu
     try {
       if (x.kind == UnitKind::Head) {
         res.report.append(records_from(j.at("records")));
+        if (const int cell = lists_->head_cell[static_cast<size_t>(x.index)]; cell >= 0)
+          cells[static_cast<size_t>(cell)] = cell_from(j.at("sweep"));
         detail::HeadExtras& e = extras[static_cast<size_t>(x.index)];
         for (const auto& [p, v] : j.at("rho").items()) {
           auto& dst = e.rho[p];
@@ -282,10 +329,7 @@ TraceChecksResult TraceChecksPlan::assemble(const std::vector<std::string>& resu
         e.gamma_proof = json_number(j.at("gamma_proof"));
         e.theta_b = json_number(j.at("theta_b"));
       } else if (x.kind == UnitKind::Sweep) {
-        detail::SweepCell& c = cells[static_cast<size_t>(x.index)];
-        j.at("policy").get_to(c.policy);
-        c.stat = json_number(j.at("stat"));
-        c.dyn = json_number(j.at("dyn"));
+        cells[static_cast<size_t>(lists_->sweep_units[static_cast<size_t>(x.index)])] = cell_from(j);
       } else {
         for (auto& r : records_from(j.at("records"))) loss_records.push_back(std::move(r));
       }

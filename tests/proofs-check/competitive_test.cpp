@@ -4,8 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
+
 #include "kvo/core/error.hpp"
 #include "kvo/core/policy_registry.hpp"
+#include "kvo/oracle/offline_streaming.hpp"
+#include "offline_problems.hpp"
 #include "test_support.hpp"
 
 using namespace kvo;
@@ -43,4 +48,28 @@ TEST(CompetitivePlan, UnitsThroughBytesAssembleIntoTheSameResult) {
     }
   }
   EXPECT_THROW(decode_competitive(std::string("\xff\x01", 2)), Error);
+}
+
+// verify and `oracle --offline` skip the solver's closing pass (StreamingOfflineOptions::evaluate =
+// false): the ordering's own pass then gives OPT_dyn, the same bits as the solver's evaluation.
+TEST(OfflineOrdering, AnUnevaluatedSolutionTakesTheSameValueFromTheOrderingsPass) {
+  std::mt19937_64 g(5);
+  for (int t = 0; t < 20; ++t) {
+    const OfflineProblem p = test::random_offline_problem(g, 2 + static_cast<int>(g() % 40), t % 3 == 0);
+    const DenseWeightRows rows(p.w);
+    StreamingOfflineOptions lazy;
+    lazy.evaluate = false;
+    const OfflineSolution full = solve_offline_streaming(rows, p.budget, p.recent),
+                          bare = solve_offline_streaming(rows, p.budget, p.recent, lazy);
+    ASSERT_TRUE(std::isnan(bare.value) && std::isnan(bare.upper));
+    EXPECT_EQ(bare.end, full.end);
+    EXPECT_EQ(bare.price, full.price);
+    EXPECT_EQ(bare.passes + 1, full.passes);
+    const OfflineOrdering a = order_against_optimum(rows, p.budget, p.recent, full, {}),
+                          b = order_against_optimum(rows, p.budget, p.recent, bare, {});
+    EXPECT_EQ(b.opt, full.value) << "trial " << t;
+    EXPECT_EQ(a.opt, b.opt);
+    EXPECT_EQ(a.certificate, b.certificate);
+    EXPECT_TRUE(b.violations.empty()) << b.violations.front();
+  }
 }

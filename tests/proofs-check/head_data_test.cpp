@@ -92,3 +92,23 @@ TEST(HeadPass, SampledStepsAreTheRunsOwnEvenWhenMispredicted) {
       }
   }
 }
+
+// verify computes the sweep cell at the head's own budget inside the head's pass, reusing C19's
+// offline solve; it must be the cell the sweep's own unit computes, bit for bit (also when C19 is
+// off and the cell solves the offline problem itself).
+TEST(HeadPass, SweepCellAtTheHeadsBudgetIsTheSweepsOwn) {
+  const Trace tr = small_trace(0);
+  for (const bool c19 : {true, false}) {
+    TraceChecksOptions o = options(0);
+    if (!c19) o.checks = {"C1"};
+    const HeadResult res = check_head(tr, 0, 1, o, nullptr, true);
+    ASSERT_TRUE(res.sweep.has_value());
+    EXPECT_EQ(std::isnan(res.extras.opt_dyn), !c19);
+    const SweepCell want = sweep_head(tr, 0, 1, o);
+    EXPECT_EQ(res.sweep->policy, want.policy) << "C19 " << c19;
+    EXPECT_EQ(res.sweep->stat, want.stat) << "C19 " << c19;
+    EXPECT_EQ(res.sweep->dyn, want.dyn) << "C19 " << c19;
+    EXPECT_GT(want.dyn, 0.0);
+  }
+  EXPECT_FALSE(check_head(tr, 0, 1, options(0)).sweep.has_value());
+}

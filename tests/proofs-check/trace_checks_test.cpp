@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
+#include "head_data.hpp"
 #include "kvo/core/attention.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/synth.hpp"
@@ -108,6 +110,30 @@ TEST(TraceChecks, UnitsInAnyOrderAssembleIntoTheSameResult) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(plan.name(0)), std::string::npos) << e.what();
+  }
+}
+
+// A sweep budget that resolves to the checked budget is no unit of its own: the head's unit
+// computes that cell in its own pass, and the sweep's points are those of the cells sweep_head gives.
+TEST(TraceChecks, SweepCellAtTheCheckedBudgetComesFromTheHeadsUnit) {
+  const Trace tr = test::synthetic_layer(3, 1, 64, 12, 20, 9);
+  TraceChecksOptions o = small_options();
+  o.sweep = {0.25, 0.4};  // 0.25 is the checked budget
+  const TraceChecksPlan plan(tr, o);
+  const int heads = tr.n_layers * tr.n_heads, sweep_heads = tr.n_layers;  // one sweep head per layer
+  ASSERT_EQ(plan.size(), work_units(tr, o));
+  EXPECT_EQ(plan.size(), heads + sweep_heads + (work_units(tr, small_options()) - heads - 2 * sweep_heads));
+  const TraceChecksResult res = run_trace_checks(tr, o);
+  for (const double b : o.sweep) {
+    TraceChecksOptions so = o;
+    so.run.budget = o.run.budget.with_total(Amount{true, b});
+    double dyn = 0.0;
+    for (int layer = 0; layer < tr.n_layers; ++layer)
+      dyn += detail::sweep_head(tr, layer, layer % tr.n_heads, so).dyn / static_cast<double>(sweep_heads);
+    const auto point = std::find_if(res.sweep.begin(), res.sweep.end(),
+                                    [&](const SweepPoint& p) { return p.policy == "OPT_dyn" && p.budget == b; });
+    ASSERT_NE(point, res.sweep.end());
+    EXPECT_EQ(point->retained_mass, dyn) << "budget " << b;
   }
 }
 

@@ -58,6 +58,9 @@ struct StreamingOfflineOptions {
   // rounds read it instead of recomputing the rows (docs/oracle.md §3d); 0, or a table larger than
   // this, prices every round on recomputed rows.
   long long table_bytes = 4LL << 30;
+  // false: no closing pass evaluates the schedule, and value and upper are NaN; for a caller whose
+  // own pass over the rows evaluates it with its certificate (order_against_optimum does).
+  bool evaluate = true;
   std::function<void(int round, long long pairs)> on_round;  // after each restricted solve
 };
 

@@ -50,7 +50,9 @@ struct OfflineOrdering {
   std::vector<PolicyRatio> policies;    // in the order of `runs`
   std::vector<std::string> violations;  // ordering or certificate failures
 };
-// One pass over the rows of w (never the matrix); the dense form reads p.w's rows.
+// One pass over the rows of w (never the matrix); the dense form reads p.w's rows. A solution whose
+// value is NaN (solved with StreamingOfflineOptions::evaluate = false) is evaluated by that pass:
+// opt is then the schedule's value from the same sums the certificate uses.
 OfflineOrdering order_against_optimum(const WeightRows& w, int budget, int recent, const OfflineSolution& opt,
                                       const std::vector<ScheduleRun>& runs);
 OfflineOrdering order_against_optimum(const OfflineProblem& p, const OfflineSolution& opt,
