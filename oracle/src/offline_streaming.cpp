@@ -29,7 +29,7 @@ struct Candidate {
 // The tentative distances of the columns a Dijkstra has reached and not settled, as a tournament
 // tree: each node holds the lowest key below it (ties: the lowest column, the left child), so the
 // lowest is read at the root, and a key that falls or leaves climbs only while it changes a node's
-// winner (O(log columns), where the scans of blocks of 64 keys cost 200-400 dependent steps per settle).
+// winner: O(log columns) per change.
 class KeyMinima {
  public:
   static constexpr double inf = std::numeric_limits<double>::infinity();
