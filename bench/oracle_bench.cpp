@@ -125,16 +125,19 @@ const Trace* real_trace(benchmark::State& st, int n, int kv_heads) {
 }
 
 // Column generation on one head at k = n / 5, with its counters.
-void offline_streaming(benchmark::State& st, const HeadView& head, const StreamingOfflineOptions& o) {
+void offline_streaming(benchmark::State& st, const HeadView& head, const StreamingOfflineOptions& o, int budget = 0) {
   const int n = head.n();
+  if (budget <= 0) budget = n / 5;
   OfflineSolution s;
   bench::reset_peak_rss();
   const auto before = bench::rss_bytes();
-  for (auto _ : st) s = solve_offline_streaming(AttentionWeightRows(head), n / 5, 0, o);
+  for (auto _ : st) s = solve_offline_streaming(AttentionWeightRows(head), budget, 0, o);
   st.counters["value"] = s.value;
   st.counters["rounds"] = s.rounds;
   st.counters["passes"] = s.passes;
-  st.counters["pairs_per_step"] = static_cast<double>(s.pairs) / std::max(1, n - n / 5);
+  st.counters["pairs_per_step"] = static_cast<double>(s.pairs) / std::max(1, n - budget);
+  st.counters["table_stride"] = s.table_stride;
+  st.counters["table_MiB"] = static_cast<double>(s.table_bytes) / 1048576.0;
   st.counters["extra_MiB"] =
       static_cast<double>(bench::peak_rss_bytes() - std::min(before, bench::peak_rss_bytes())) / 1048576.0;
 }
@@ -164,8 +167,38 @@ void BM_OfflineStreamingReal(benchmark::State& st) {
   offline_streaming(st, HeadView(*trace, static_cast<int>(st.range(1)), static_cast<int>(st.range(2))), o);
 }
 
+// Column generation with the cost table on every range(1)-th step only (table_stride): the memory
+// of the table falls by that factor, and its rows bound the costs of the steps between them.
+void BM_OfflineStreamingStride(benchmark::State& st) {
+  StreamingOfflineOptions o;
+  o.table_stride = static_cast<int>(st.range(1));
+  offline_streaming(st, HeadView(bench::trace(static_cast<int>(st.range(0)), 64), 0, 0), o);
+}
+
+// Small budgets, k = n range(1) / 1000: the default options (the table capped at 48 bytes per token
+// and slot, so every few steps' row below k = n / 20), or with PerSlot = false the whole table.
+template <bool PerSlot>
+void BM_OfflineStreamingBudget(benchmark::State& st) {
+  StreamingOfflineOptions o;
+  if (!PerSlot) o.table_bytes_per_slot = 0.0;
+  const int n = static_cast<int>(st.range(0));
+  offline_streaming(st, HeadView(bench::trace(n, 64), 0, 0), o, static_cast<int>(n * st.range(1) / 1000));
+}
+
 }  // namespace
 
+BENCHMARK(BM_OfflineStreamingStride)
+    ->Name("offline/streaming-stride")
+    ->ArgsProduct({{8192, 32768}, {1, 2, 4, 8, 16}})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OfflineStreamingBudget<true>)
+    ->Name("offline/streaming-budget")
+    ->ArgsProduct({{8192, 32768}, {10, 20, 50}})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OfflineStreamingBudget<false>)
+    ->Name("offline/streaming-budget-whole-table")
+    ->ArgsProduct({{8192, 32768}, {10, 20, 50}})
+    ->Unit(benchmark::kMillisecond);
 // One thread, n = 256 .. 32 768 (the baseline: attention/dense/n of checks_bench, the same head).
 BENCHMARK(BM_OfflineStreaming<true>)
     ->Name("offline/streaming")

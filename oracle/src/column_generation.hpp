@@ -15,6 +15,8 @@ struct ColumnGeneration {
   std::vector<double> row_potential;  // per row
   long long work = 0, pairs = 0;      // augmentations of every round; candidate pairs in the last
   int rounds = 0, passes = 0;         // restricted solves; passes over the rows
+  int table_stride = 0;               // the cost table's stride (0: no table)
+  long long table_bytes = 0;          // and its size
 };
 
 // The units must have the same n (checked by the caller, as are budget and recent); steps

@@ -347,19 +347,43 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
   double tolerance = 0.0, largest = 0.0;  // largest: the largest cost, L_j(first) over j
   const size_t c = static_cast<size_t>(o.candidates) * static_cast<size_t>(H);
   auto arrived_at = [&](int t) { return static_cast<size_t>(t - r + 1) * static_cast<size_t>(H); };
-  // The cost table (docs/oracle.md §3d): every pair's L_j(t) rounded to float, step by step, filled
-  // by the first pass when it fits in options.table_bytes.
+  // The cost table (docs/oracle.md §3d): the pairs' L_j(t) rounded to float, filled by the first
+  // pass, on every `stride`-th step (the last step of each stride and the last step). A step reads
+  // the row of the next such step: L only falls along a column (the rows are not negative), so
+  // that row bounds the step's costs from below. stride: options.table_stride, or the smallest
+  // whose rows fit in the memory the options allow.
   std::vector<size_t> table_offset;
   std::vector<float> table;
-  if (steps > 0 && o.table_bytes > 0) {
-    table_offset.resize(static_cast<size_t>(steps) + 1, 0);
-    for (int s = 0; s < steps; ++s)
-      table_offset[static_cast<size_t>(s) + 1] = table_offset[static_cast<size_t>(s)] + arrived_at(first + s);
-    if (static_cast<double>(table_offset.back()) * sizeof(float) <= static_cast<double>(o.table_bytes))
+  int stride = 1;
+  const double table_cap =
+      std::min(static_cast<double>(o.table_bytes), o.table_bytes_per_slot > 0.0
+                                                       ? o.table_bytes_per_slot * static_cast<double>(cols) * budget
+                                                       : std::numeric_limits<double>::infinity());
+  auto table_rows = [&](int every) { return (steps + every - 1) / every; };
+  auto checkpoint = [&](int step) { return std::min(steps - 1, step / stride * stride + stride - 1); };
+  auto fill_offsets = [&](int every) {
+    stride = every;
+    table_offset.assign(static_cast<size_t>(table_rows(every)) + 1, 0);
+    for (int x = 0; x < table_rows(every); ++x)
+      table_offset[static_cast<size_t>(x) + 1] =
+          table_offset[static_cast<size_t>(x)] + arrived_at(first + checkpoint(x * every));
+    return static_cast<double>(table_offset.back()) * sizeof(float) <= table_cap;
+  };
+  if (steps > 0 && table_cap > 0.0) {
+    bool fits = false;
+    if (o.table_stride > 0)
+      fits = fill_offsets(std::min(o.table_stride, steps));
+    else
+      for (int every = 1; !fits; every = every < 8 ? every + 1 : every * 2) {
+        fits = fill_offsets(std::min(every, steps));
+        if (every >= steps) break;
+      }
+    if (fits)
       table.resize(table_offset.back());
     else
       table_offset.clear();
   }
+  auto table_row = [&](int step) { return table.data() + table_offset[static_cast<size_t>(step / stride)]; };
   // Lists the (at most c) lowest-keyed columns of `pool` at step t with their costs; returns how many.
   auto list_lowest = [&](int t, auto cost) {
     const size_t take = std::min(c, pool.size());
@@ -478,8 +502,8 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
       if (u + 1 < H) return;  // the step is priced once every unit's row is in
       const int step = t - first;
       const size_t arrived = arrived_at(t), newcomers = arrived - static_cast<size_t>(H);
-      if (!table.empty() && seed) {
-        float* dst = table.data() + table_offset[static_cast<size_t>(step)];
+      if (!table.empty() && seed && checkpoint(step) == step) {
+        float* dst = table_row(step);
         for (size_t x = 0; x < arrived; ++x) dst[x] = static_cast<float>(suffix[x]);
       }
       if (refresh)
@@ -509,7 +533,7 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
     PassResult res;
     refresh_screen();
     for (int t = n - 1; t >= first; --t) {
-      const float* L = table.data() + table_offset[static_cast<size_t>(t - first)];
+      const float* L = table_row(t - first);
       const auto [added, negative] = price_step(
           t, [&](size_t x) { return static_cast<double>(L[x]); }, 0.0,
           [&](size_t from, size_t to, double ut, double threshold) {
@@ -523,13 +547,14 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
   };
   // Whether the table proves the restricted potentials feasible for every unlisted pair: a float
   // L_f of an exact L satisfies L >= L_f - (2^-22 L_f + 2^-126) (round to nearest, with room for the
-  // double arithmetic), so a pair whose bound prices at >= -tolerance needs no exact look.
+  // double arithmetic), and L at a step is at least L at its checkpoint, so a pair whose bound
+  // prices at >= -tolerance needs no exact look.
   auto table_certifies = [&]() {
     const std::vector<double>& v = ra.column_potentials();
     refresh_screen();
     for (int t = first; t < n; ++t) {
       const int step = t - first;
-      const float* L = table.data() + table_offset[static_cast<size_t>(step)];
+      const float* L = table_row(step);
       const long long here = mark_listed(step);
       const double ut = ra.step_potential(step);
       const size_t arrived = arrived_at(t);
@@ -553,7 +578,7 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
     std::vector<int> held;  // arrived columns the greedy schedule has not evicted
     for (int t = first; t < n; ++t) {
       const int step = t - first;
-      const float* L = table.data() + table_offset[static_cast<size_t>(step)];
+      const float* L = table_row(step);
       for (size_t x = t == first ? 0 : arrived_at(t - 1); x < arrived_at(t); ++x) held.push_back(static_cast<int>(x));
       const long long here = mark_listed(step);
       pool.clear();
@@ -637,6 +662,10 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
     }
   }
   out.pairs = pairs;
+  if (!table.empty()) {
+    out.table_stride = stride;
+    out.table_bytes = static_cast<long long>(table.size() * sizeof(float));
+  }
   out.work = ra.augmentations();
   out.col_of = ra.matching();
   out.row_potential = ra.row_potentials();
@@ -657,6 +686,8 @@ OfflineSolution solve_offline_streaming(const WeightRows& w, int budget, int rec
   sol.passes = cg.passes;
   sol.pairs = cg.pairs;
   sol.work = cg.work;
+  sol.table_stride = cg.table_stride;
+  sol.table_bytes = cg.table_bytes;
   detail::schedule_from_assignment(n, budget, cg.col_of, cg.row_potential, sol);
   if (!o.evaluate) {
     sol.value = sol.upper = std::numeric_limits<double>::quiet_NaN();

@@ -129,6 +129,76 @@ TEST(StreamingOracle, RecomputedAttentionGivesTheDenseSolversBits) {
   }
 }
 
+// A table on every stride-th step only bounds the costs of the steps between its rows from below:
+// the optimum stays the dense solver's, certified, whatever the stride (1, a few steps, longer than
+// the problem), with one candidate per step or 16.
+TEST(StreamingOracle, ATableOnEveryFewStepsGivesTheSameOptimum) {
+  std::mt19937_64 g(85);
+  int strided = 0;
+  for (int t = 0; t < 300; ++t) {
+    const OfflineProblem p = random_offline_problem(g, 1 + static_cast<int>(g() % 80), t % 4 == 0);
+    const OfflineSolution dense = solve_offline(p);
+    const double tol = 1e-9 * std::max(1.0, dense.value);
+    for (const int stride : {1, 2, 3, 7, 1000})
+      for (const int c : {1, 16}) {
+        StreamingOfflineOptions o;
+        o.table_stride = stride;
+        o.table_bytes_per_slot = 0.0;  // the stride asked for, at any budget
+        o.candidates = c;
+        const OfflineSolution s = solve_offline_streaming(DenseWeightRows(p.w), p.budget, p.recent, o);
+        const std::string at = "n=" + std::to_string(p.n()) + " k=" + std::to_string(p.budget) +
+                               " r=" + std::to_string(p.recent) + " stride " + std::to_string(stride);
+        ASSERT_NEAR(s.value, dense.value, tol) << at;
+        ASSERT_NEAR(s.upper, s.value, tol) << at;
+        ASSERT_NEAR(dual_bound(p, s.end, s.price), s.upper, tol) << at;
+        if (s.rounds > 0) {
+          const int steps = p.n() - p.budget;
+          ASSERT_EQ(s.table_stride, std::min(stride, steps)) << at;
+          if (s.table_stride > 1) ++strided;
+        }
+      }
+  }
+  EXPECT_GT(strided, 100);
+}
+
+// The table takes at most table_bytes_per_slot per token and cache slot: at k = n / 5 the default
+// holds every step's row; a cap of 4 bytes per slot, or of a third of the whole table, makes the
+// solver keep every few steps' row, within the cap, and the optimum keeps the dense solver's bits.
+TEST(StreamingOracle, TheCostTableStaysWithinItsMemoryCap) {
+  const Trace tr = test::synthetic_layer(1, 1, 300, 16, 0, 21);
+  const HeadView head(tr, 0, 0);
+  OfflineProblem p;
+  p.w = dense_attention(head);
+  p.budget = 60;
+  const OfflineSolution dense = solve_offline(p);
+  const AttentionWeightRows rows(head);
+  const long long whole = solve_offline_streaming(rows, p.budget, 0).table_bytes;
+  EXPECT_EQ(solve_offline_streaming(rows, p.budget, 0).table_stride, 1);
+  EXPECT_EQ(whole, static_cast<long long>(sizeof(float)) * (300 * 301 - 60 * 61) / 2);  // rows 60..299
+  for (const bool per_slot : {true, false}) {
+    StreamingOfflineOptions o;
+    if (per_slot)
+      o.table_bytes_per_slot = 4.0;
+    else
+      o.table_bytes = whole / 3;
+    const double cap = per_slot ? 4.0 * 300 * 60 : static_cast<double>(whole / 3);
+    const OfflineSolution s = solve_offline_streaming(rows, p.budget, 0, o);
+    EXPECT_GT(s.table_stride, 1) << per_slot;
+    EXPECT_GT(s.table_bytes, 0) << per_slot;
+    EXPECT_LE(static_cast<double>(s.table_bytes), cap) << per_slot;
+    EXPECT_EQ(s.end, dense.end) << per_slot;
+    EXPECT_EQ(s.value, dense.value) << per_slot;
+    EXPECT_NEAR(s.upper, s.value, 1e-9 * s.value) << per_slot;
+  }
+  StreamingOfflineOptions none;
+  none.table_bytes_per_slot = 1e-9;  // not one row fits: every round on the rows
+  const OfflineSolution s = solve_offline_streaming(rows, p.budget, 0, none);
+  EXPECT_EQ(s.table_stride, 0);
+  EXPECT_EQ(s.table_bytes, 0);
+  EXPECT_EQ(s.passes, s.rounds + 2);
+  EXPECT_EQ(s.value, dense.value);
+}
+
 TEST(StreamingOracle, RowsComeInOrderWithTheMatrixBits) {
   const Trace tr = test::synthetic_layer(1, 1, 70, 16, 0, 3);
   const HeadView head(tr, 0, 0);

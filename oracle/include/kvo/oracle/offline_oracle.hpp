@@ -38,6 +38,8 @@ struct OfflineSolution {
   // Column generation only: restricted solves, passes over the rows, candidate pairs in the last.
   int rounds = 0, passes = 0;
   long long pairs = 0;
+  int table_stride = 0;       // the cost table's stride in steps (0: priced on the rows alone)
+  long long table_bytes = 0;  // the cost table's size
   // S_i for every step, ascending.
   std::vector<std::vector<int>> schedule() const;
 };

@@ -54,10 +54,16 @@ struct StreamingOfflineOptions {
   // only the globally cheapest pairs seed the lists.
   bool schedule_seed = true;
   int threads = 1;  // threads producing rows (<= 0: all cores)
-  // Memory for a float copy of every pair's cost, taken from the first pass, so that the pricing
-  // rounds read it instead of recomputing the rows (docs/oracle.md §3d); 0, or a table larger than
-  // this, prices every round on recomputed rows.
+  // Memory for a float copy of the pairs' costs, taken from the first pass, so that the pricing
+  // rounds read it instead of recomputing the rows (docs/oracle.md §3d): at most table_bytes, and
+  // at most table_bytes_per_slot per token and cache slot (n k of them per head; 0: no such cap),
+  // which keeps the solver in O(n (d + k)) memory. 0 prices every round on recomputed rows.
   long long table_bytes = 4LL << 30;
+  double table_bytes_per_slot = 48.0;  // every step's row at budgets from n / 20 up
+  // The table holds every stride-th step's row, which bounds the costs of the steps before it from
+  // below; 0: the smallest stride whose rows fit in the memory above (1: every step). A stride
+  // whose rows do not fit prices every round on the rows.
+  int table_stride = 0;
   // false: no closing pass evaluates the schedule, and value and upper are NaN; for a caller whose
   // own pass over the rows evaluates it with its certificate (order_against_optimum does).
   bool evaluate = true;
