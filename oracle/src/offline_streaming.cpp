@@ -355,33 +355,32 @@ ColumnGeneration column_generation(std::span<const WeightRows* const> units, int
   std::vector<size_t> table_offset;
   std::vector<float> table;
   int stride = 1;
+  auto checkpoint = [&](int step) { return std::min(steps - 1, step / stride * stride + stride - 1); };
+  // The floats of a table on every `every`-th step: the columns arrived by each kept step.
+  auto table_floats = [&](int every) {
+    double floats = 0.0;
+    for (int kept = std::min(every, steps) - 1;; kept = std::min(kept + every, steps - 1)) {
+      floats += static_cast<double>(arrived_at(first + kept));
+      if (kept == steps - 1) return floats;
+    }
+  };
   const double table_cap =
       std::min(static_cast<double>(o.table_bytes), o.table_bytes_per_slot > 0.0
                                                        ? o.table_bytes_per_slot * static_cast<double>(cols) * budget
                                                        : std::numeric_limits<double>::infinity());
-  auto table_rows = [&](int every) { return (steps + every - 1) / every; };
-  auto checkpoint = [&](int step) { return std::min(steps - 1, step / stride * stride + stride - 1); };
-  auto fill_offsets = [&](int every) {
-    stride = every;
-    table_offset.assign(static_cast<size_t>(table_rows(every)) + 1, 0);
-    for (int x = 0; x < table_rows(every); ++x)
-      table_offset[static_cast<size_t>(x) + 1] =
-          table_offset[static_cast<size_t>(x)] + arrived_at(first + checkpoint(x * every));
-    return static_cast<double>(table_offset.back()) * sizeof(float) <= table_cap;
-  };
+  auto fits = [&](int every) { return table_floats(every) * sizeof(float) <= table_cap; };
   if (steps > 0 && table_cap > 0.0) {
-    bool fits = false;
-    if (o.table_stride > 0)
-      fits = fill_offsets(std::min(o.table_stride, steps));
-    else
-      for (int every = 1; !fits; every = every < 8 ? every + 1 : every * 2) {
-        fits = fill_offsets(std::min(every, steps));
-        if (every >= steps) break;
-      }
-    if (fits)
+    stride = std::min(o.table_stride > 0 ? o.table_stride : 1, steps);
+    if (o.table_stride <= 0)  // strides 1..8, then doubling, up to one row
+      while (!fits(stride) && stride < steps) stride = std::min(stride < 8 ? stride + 1 : stride * 2, steps);
+    if (fits(stride)) {
+      const int rows = (steps + stride - 1) / stride;
+      table_offset.assign(static_cast<size_t>(rows) + 1, 0);
+      for (int x = 0; x < rows; ++x)
+        table_offset[static_cast<size_t>(x) + 1] =
+            table_offset[static_cast<size_t>(x)] + arrived_at(first + checkpoint(x * stride));
       table.resize(table_offset.back());
-    else
-      table_offset.clear();
+    }
   }
   auto table_row = [&](int step) { return table.data() + table_offset[static_cast<size_t>(step / stride)]; };
   // Lists the (at most c) lowest-keyed columns of `pool` at step t with their costs; returns how many.
