@@ -43,6 +43,9 @@ endif()
 # every library, program, test and downstream project of the installed package gets the same.
 add_library(kvo_abi INTERFACE)
 set_target_properties(kvo_abi PROPERTIES EXPORT_NAME abi)
+# The headers are C++20 (std::span, concepts): a usage requirement, so that a downstream project
+# whose compiler defaults to C++17 (GCC 12) compiles them without setting a standard itself.
+target_compile_features(kvo_abi INTERFACE cxx_std_20)
 if(KVO_NATIVE)
   target_compile_options(kvo_abi INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
 endif()

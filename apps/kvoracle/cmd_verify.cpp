@@ -28,18 +28,20 @@ namespace {
 const std::vector<std::string> kOutputs = {"traces", "--report", "--json", "--plot", "--checkpoint"};
 
 void print_claims(const std::vector<ClaimSummary>& sums) {
-  Table t({"claim", "kind", "instance", "records", "paper/theorem holds", "worst", "where"});
+  Table t({"claim", "kind", "instance", "records", "paper/theorem holds", "metric", "worst", "where"});
   for (const auto& s : sums)
     t.row({s.id, to_string(s.kind), s.variant, std::to_string(s.records),
-           std::to_string(s.holding) + "/" + std::to_string(s.records), fmt(s.worst), s.where});
+           std::to_string(s.holding) + "/" + std::to_string(s.records), claim_info(s.id).metric, fmt(s.worst),
+           s.where});
   t.print(std::cout);
 }
 
 void print_cross_trace(const std::vector<TraceReportEntry>& traces) {
-  Table t({"claim", "kind", "instance", "traces holding", "records holding", "worst", "where"});
+  Table t({"claim", "kind", "instance", "traces holding", "records holding", "metric", "worst", "where"});
   for (const auto& x : cross_trace_summary(traces))
     t.row({x.id, to_string(x.kind), x.variant, std::to_string(x.traces_holding) + "/" + std::to_string(x.traces),
-           std::to_string(x.holding) + "/" + std::to_string(x.records), fmt(x.worst), x.where});
+           std::to_string(x.holding) + "/" + std::to_string(x.records), claim_info(x.id).metric, fmt(x.worst),
+           x.where});
   t.print(std::cout);
 }
 
@@ -61,7 +63,7 @@ Runner add_verify(CLI::App& app, const Global& g) {
       ->required()
       ->check(CLI::ExistingPath);
   cmd->add_option("--policies", a->policies, "comma-separated policies to replay and check")->capture_default_str();
-  cmd->add_option("--checks", a->checks, "comma-separated check ids (C1..C27, D1..D11, E1..E3); default: all");
+  cmd->add_option("--checks", a->checks, "comma-separated check ids (" + trace_check_ids() + "); default: all");
   cmd->add_option("--report", a->report,
                   "write report.json, report.md and the SVG plots into this directory (several traces: a "
                   "sub-directory each and a summary across them)");
@@ -94,6 +96,10 @@ Runner add_verify(CLI::App& app, const Global& g) {
     if (!r.several) {
       std::cout << '\n';
       print_claims(r.traces.front().summaries);
+      const nlohmann::json& meta = r.traces.front().meta;
+      if (const auto it = meta.find("not_applicable"); it != meta.end())
+        for (const auto& [id, why] : it->items())
+          std::cout << id << ": not applicable (" << why.get<std::string>() << ")\n";
       std::cout << "\nTheorem checks: "
                 << (r.theorem_failures == 0 ? "all hold"
                                             : std::to_string(r.theorem_failures) + " FAIL (a bug in kvoracle)")

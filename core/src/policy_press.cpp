@@ -10,12 +10,6 @@
 #include "kvo/core/text_list.hpp"
 
 namespace kvo {
-namespace {
-
-constexpr std::string_view kPressPrefix = "press:";
-constexpr std::string_view kPolicyPrefix = "policy:";
-
-}  // namespace
 
 bool press_and_policy_share(std::string_view name) { return find_press(name) && find_policy(name); }
 

@@ -132,13 +132,13 @@ constexpr std::array<PolicyEntry, kPolicyCount> kTable = {{
      "oracle",
      "follows the offline optimum of the full-attention trace (kvoracle eval)",
      "k",
-     {true, true, Never, true, ScorerVariant::None, false, false, false, true, false, false},
+     {true, true, Never, false, ScorerVariant::None, false, false, false, true, false, false},
      &make_oracle},
     {Lookahead,
      "lookahead",
      "h2o ranked by the attention of every query, future ones included (the paper's global heavy hitters)",
      "k, r",
-     {true, true, Always, true, ScorerVariant::None, false, false, false, true, false, false},
+     {true, true, Always, false, ScorerVariant::None, false, false, false, true, false, false},
      &make_lookahead},
     {Strided,
      "strided",
@@ -213,6 +213,8 @@ std::optional<PolicyId> find_policy(std::string_view name) {
 }
 
 PolicyId parse_policy(std::string_view name) {
+  // The qualified spelling of every command (policy_press.hpp): "policy:tova" is the policy tova.
+  if (name.starts_with(kPolicyPrefix)) name.remove_prefix(kPolicyPrefix.size());
   if (const auto id = find_policy(name)) return *id;
   throw Error("unknown policy '" + std::string(name) +
               "' (known: " + policy_names_where([](const PolicyTraits&) { return true; }) + ")");
@@ -357,6 +359,8 @@ std::optional<PressId> find_press(std::string_view name) {
 }
 
 PressId parse_press(std::string_view name) {
+  // The qualified spelling of every command (policy_press.hpp): "press:tova" is kvpress's TOVAPress.
+  if (name.starts_with(kPressPrefix)) name.remove_prefix(kPressPrefix.size());
   if (const auto id = find_press(name)) return *id;
   throw Error("unknown press '" + std::string(name) + "' (known: " + press_names_joined() + ")");
 }

@@ -50,7 +50,7 @@ Trace synthesize(const SynthOptions& o) {
   tr.head_dim = d;
   tr.attn_scale = scale;
   tr.prompt_len = o.prompt_len;
-  tr.metadata = {{"model", "synthetic-heavy-hitter"}, {"source", "kvoracle synth seed=" + std::to_string(o.seed)}};
+  tr.metadata = {{"model", std::string(kSyntheticModel)}, {"source", "kvoracle synth seed=" + std::to_string(o.seed)}};
   Rng rng(o.seed);
   tr.tokens.resize(static_cast<size_t>(n));
   for (auto& t : tr.tokens) t = static_cast<std::int32_t>(rng.next() % 32000);
@@ -94,6 +94,13 @@ Trace synthesize(const SynthOptions& o) {
     }
   }
   return tr;
+}
+
+std::string trace_text_missing(const Trace& tr) {
+  if (static_cast<int>(tr.tokens.size()) < tr.n_tokens) return "the trace holds no token ids";
+  if (const auto it = tr.metadata.find("model"); it != tr.metadata.end() && it->second == kSyntheticModel)
+    return "a synthetic trace's token ids are random, not text";
+  return "";
 }
 
 namespace {

@@ -244,10 +244,42 @@ void TaskEvalRequest::validate() const {
     for (PolicyId id : policies)
       require(protocol == TaskProtocol::Streaming && !policy_traits(id).offline,
               "tasks: only streaming rows without the offline optimum can run without the full cache");
+  // Two rows of one name would be merged into one cell of the report.
+  const std::vector<std::string> rows = task_row_names(*this);
+  for (std::size_t x = 0; x < rows.size(); ++x)
+    require(std::find(rows.begin() + static_cast<std::ptrdiff_t>(x) + 1, rows.end(), rows[x]) == rows.end(),
+            "tasks: the row '" + rows[x] + "' is listed twice");
   for (PolicyId id : policies) {
     run.with_policy(id).validate_budget_scope(SharedBudgets::Allowed);        // a shared budget needs a score policy
     if (!policy_traits(id).offline) make_policy(run.with_policy(id).policy);  // bad parameters fail here
   }
+}
+
+namespace {
+
+// A row's name in outcomes and cells. Under the prefill protocol a policy and a press that share a
+// name ("tova", "random") keep different tokens, so both are written qualified, as everywhere
+// (prefill_set_label); under a shared budget a streaming row says who shared it ("h2o@layer").
+std::string policy_row(PolicyId id, const TaskEvalRequest& r) {
+  if (r.protocol == TaskProtocol::Prefill) return prefill_set_label({PrefillSetKind::Policy, PressId::SnapKV, id});
+  return budget_scoped_name(policy_name(id), r.run.budget_scope);
+}
+std::string press_row(PressId id) { return prefill_set_label({PrefillSetKind::Press, id, PolicyId::H2O}); }
+
+}  // namespace
+
+std::vector<std::string> task_row_names(const TaskEvalRequest& r) {
+  std::vector<std::string> rows;
+  if (r.protocol == TaskProtocol::Streaming) {
+    for (PolicyId id : r.policies) rows.push_back(policy_row(id, r));
+    if (r.topk) rows.emplace_back(kTopKRow);
+    return rows;
+  }
+  for (PressId id : r.presses) rows.push_back(press_row(id));
+  for (PolicyId id : r.policies) rows.push_back(policy_row(id, r));
+  if (r.optimum)
+    for (BudgetScope scope : r.optimum_scopes) rows.push_back(shared_optimum_row(scope));
+  return rows;
 }
 
 long task_eval_units(std::size_t instances, const TaskEvalRequest& r) {
@@ -312,7 +344,7 @@ void answer_instance(const Llama& m, const Prepared& p, const TaskEvalRequest& r
     for (PolicyId id : r.policies)
       for (double b : r.budgets) {
         // Under a shared budget the row says who shared it: "h2o@layer", as the optima's rows do.
-        TaskOutcome o = outcome_of(p, budget_scoped_name(policy_name(id), r.run.budget_scope), b);
+        TaskOutcome o = outcome_of(p, policy_row(id, r), b);
         streaming_row(m, p, r, id, b, full ? &*full : nullptr, o);
         emit(std::move(o));
       }
@@ -337,11 +369,11 @@ void answer_instance(const Llama& m, const Prepared& p, const TaskEvalRequest& r
       UnitSets kept;
       for (int l = 0; l < c.n_layers; ++l)
         for (auto& s : run_press(press_layer_of(full->trace, l, C), po).kept) kept.push_back(std::move(s));
-      run_sets(press_name(id), b, kept);
+      run_sets(press_row(id), b, kept);
     }
   for (PolicyId id : r.policies)
     for (double b : r.budgets)
-      run_sets(policy_name(id), b, policy_prefill_kept(full->trace, r.run, id, C, press_n_kept(C, 1.0 - b)));
+      run_sets(policy_row(id, r), b, policy_prefill_kept(full->trace, r.run, id, C, press_n_kept(C, 1.0 - b)));
   if (r.optimum)
     for (double b : r.budgets)
       for (BudgetScope scope : r.optimum_scopes)  // per-head budgets, or shared ones of the same total

@@ -11,6 +11,7 @@
 
 #include "head_data.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/synth.hpp"
 #include "kvo/proofs_check/power_law.hpp"
 #include "rank_correlation.hpp"
 
@@ -53,7 +54,7 @@ class EmpiricalCheck final : public StepCheck {
       : h_(h),
         o_(o),
         e2_(check_enabled(o, "E2")),
-        e3_(check_enabled(o, "E3") && static_cast<int>(h.trace->tokens.size()) >= h.n) {}
+        e3_(check_enabled(o, "E3") && trace_text_missing(*h.trace).empty()) {}
 
   void step(const HeadStep& s) override {
     if ((e2_ || e3_) && s.i == h_.n - 1) final_.assign(s.acc.begin(), s.acc.end());

@@ -426,6 +426,22 @@ const ClaimInfo& claim_info(const std::string& id) {
   throw Error("unknown check id '" + id + "' (expected C1..C27, D1..D11 or E1..E10)");
 }
 
+std::string trace_check_ids() {
+  // Runs of one letter in catalogue order: "C1..C27, D1..D11 and E1..E3".
+  std::vector<std::pair<std::string, std::string>> runs;
+  for (const auto& c : claim_catalogue()) {
+    if (c.closed_loop) continue;
+    if (!runs.empty() && runs.back().first[0] == c.id[0])
+      runs.back().second = c.id;
+    else
+      runs.emplace_back(c.id, c.id);
+  }
+  std::string s;
+  for (std::size_t x = 0; x < runs.size(); ++x)
+    s += (x == 0 ? "" : x + 1 == runs.size() ? " and " : ", ") + runs[x].first + ".." + runs[x].second;
+  return s;
+}
+
 void Report::append(std::vector<CheckRecord> rs) {
   for (auto& r : rs) records_.push_back(std::move(r));
 }

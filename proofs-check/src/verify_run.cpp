@@ -6,6 +6,7 @@
 #include "kvo/core/error.hpp"
 #include "kvo/core/policy_registry.hpp"
 #include "kvo/core/request_json.hpp"
+#include "kvo/core/synth.hpp"
 #include "kvo/core/trace_io.hpp"
 #include "kvo/proofs_check/trace_set.hpp"
 
@@ -113,6 +114,9 @@ std::optional<VerifyResult> run_verify(const VerifyRequest& request, const WorkT
         {"budget", res.budget}, {"policies", policies}, {"prompt_len", o.run.prompt_len}, {"seed", o.run.seed}};
     for (const char* key : {"model", "text_source", "model_sha256"})
       if (tr.metadata.count(key)) meta[key] = tr.metadata.at(key);
+    // A check asked for that this trace cannot answer is said so, not left out in silence.
+    if (const std::string why = trace_text_missing(tr); !why.empty() && check_enabled(o, "E3"))
+      meta["not_applicable"] = {{"E3", why}};
     const long fails = res.report.theorem_failures();
     out.theorem_failures += fails;
     if (on_trace) on_trace({paths[t], names[t], meta, &tr, &res, fails});

@@ -1,4 +1,7 @@
 // kvoracle._core: the Trace class and trace files.
+#include <cmath>
+#include <optional>
+
 #include "bindings_support.hpp"
 #include "kvo/core/synth.hpp"
 #include "kvo/core/trace_io.hpp"
@@ -31,7 +34,7 @@ void bind_trace(py::module_& m) {
       .def_static(
           "from_arrays",
           [](const std::vector<FloatArray>& q, const std::vector<FloatArray>& k, const std::vector<FloatArray>& v,
-             double attn_scale, int prompt_len) {
+             std::optional<double> attn_scale, int prompt_len) {
             require(!q.empty() && q.size() == k.size() && (v.empty() || v.size() == q.size()),
                     "from_arrays: q, k (and v) need one array per layer");
             Trace t;
@@ -41,7 +44,8 @@ void bind_trace(py::module_& m) {
             t.n_tokens = static_cast<int>(q[0].shape(1));
             t.head_dim = static_cast<int>(q[0].shape(2));
             t.n_kv_heads = static_cast<int>(k[0].shape(0));
-            t.attn_scale = attn_scale;
+            // A transformer's logits are q.k / sqrt(d); pre-scaled queries say attn_scale=1.0.
+            t.attn_scale = attn_scale.value_or(1.0 / std::sqrt(static_cast<double>(t.head_dim)));
             t.prompt_len = prompt_len;
             for (size_t l = 0; l < q.size(); ++l) {
               const int li = static_cast<int>(l);
@@ -52,8 +56,11 @@ void bind_trace(py::module_& m) {
             t.validate();
             return t;
           },
-          py::arg("q"), py::arg("k"), py::arg("v") = std::vector<FloatArray>{}, py::arg("attn_scale") = 1.0,
-          py::arg("prompt_len") = 0, "a trace from per-layer arrays q [H, n, d], k and v [H_kv, n, d]");
+          py::arg("q"), py::arg("k"), py::arg("v") = std::vector<FloatArray>{}, py::arg("attn_scale") = py::none(),
+          py::arg("prompt_len") = 0,
+          "a trace from per-layer arrays q [H, n, d], k and v [H_kv, n, d] (post-RoPE); logits are "
+          "attn_scale * q.k, and attn_scale defaults to 1/sqrt(d), a transformer's scaled dot product (1.0 for "
+          "queries already scaled)");
 
   m.def("read_trace", static_cast<Trace (*)(const std::string&)>(&read_trace), py::arg("path"),
         "read a kvoracle trace (.safetensors)");

@@ -75,6 +75,24 @@ void drive(const Trace& tr, KvEvictionManager& m, int seq, const ReplayResult* w
 
 }  // namespace
 
+// The registry's decoder trait is what the manager does: every policy marked drivable builds a
+// manager, and every other one (offline, non-nested, reading the dense attention) is refused.
+TEST(CacheManager, TheDecoderTraitIsWhatTheManagerAccepts) {
+  for (const PolicyEntry& e : policy_table()) {
+    CacheManagerOptions o;
+    o.run.policy = PolicySpec::named(e.name);
+    o.run.budget = Budget(Amount::parse("8"));
+    o.n_layers = 1;
+    o.n_kv_heads = 1;
+    o.max_len = 32;
+    if (e.traits.decoder) {
+      EXPECT_NO_THROW(KvEvictionManager{o}) << e.name;
+    } else {
+      EXPECT_THROW(KvEvictionManager{o}, Error) << e.name;
+    }
+  }
+}
+
 TEST(CacheManager, KeepsWhatTheReplayEngineKeeps) {
   const Trace tr = small_trace(1);
   for (const char* policy : {"h2o", "h2o-paper", "tova", "streaming", "scissorhands", "window", "random"}) {

@@ -156,6 +156,27 @@ TEST(TaskEval, BadRequestsAreRefused) {
   EXPECT_THROW(evaluate_tasks(m, std::vector<TaskInstance>{none}, TaskEvalRequest{}), Error);
 }
 
+// tova and random are both a policy and a press, which keep different tokens: under the prefill
+// protocol the two rows carry the qualified names of every command (two cells, never one), the
+// qualified spellings parse, and a row named twice is refused.
+TEST(TaskEval, APolicyAndAPressOfOneNameAreTwoRows) {
+  TaskEvalRequest r;
+  r.protocol = TaskProtocol::Prefill;
+  r.presses = parse_press_list("tova,press:random");
+  r.policies = parse_policy_list("policy:tova,random,h2o");
+  r.budgets = {0.5};
+  r.validate();
+  EXPECT_EQ(task_row_names(r), (std::vector<std::string>{"press:tova", "press:random", "policy:tova", "policy:random",
+                                                         "h2o", std::string(kPrefillOptimumRow)}));
+  r.policies = {PolicyId::H2O, PolicyId::H2O};
+  EXPECT_THROW(r.validate(), Error);
+  r = TaskEvalRequest{};  // streaming: no press, so the bare names are the rows
+  r.policies = {PolicyId::Tova, PolicyId::H2O};
+  EXPECT_EQ(task_row_names(r), (std::vector<std::string>{"tova", "h2o", std::string(kTopKRow)}));
+  EXPECT_THROW(parse_press("policy:tova"), Error);
+  EXPECT_THROW(parse_policy("press:tova"), Error);
+}
+
 // The offline optimum's row evicts along OPT_dyn of the full cache's trace of the whole instance:
 // it holds the budget, and on its own objective (the mass the question's queries give the needle)
 // it keeps at least as many units' needles as the window of the same budget.

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "kvo/core/error.hpp"
 #include "kvo/model/task_io.hpp"
@@ -169,4 +171,13 @@ TEST(TaskOptions, EveryOptionRoundTripsThroughItsText) {
   EXPECT_THROW(find_task_option("question_first")->set(o, "maybe"), Error);
   EXPECT_EQ(task_options_json(defaults).size(), task_option_table().size());
   EXPECT_EQ(find_task_option("nope"), nullptr);
+}
+
+// A JSON Lines row without max_new_tokens answers with the default, and docs/tasks.md says which.
+TEST(Tasks, TheDocsStateTheDefaultAnswerLength) {
+  std::ifstream in(std::string(KVO_SOURCE_DIR) + "/docs/tasks.md");
+  std::stringstream page;
+  page << in.rdbuf();
+  const std::string want = "`max_new_tokens` defaults to " + std::to_string(TaskInstance{}.max_new_tokens);
+  EXPECT_NE(page.str().find(want), std::string::npos) << want;
 }

@@ -578,6 +578,7 @@ TEST(ClaimCanFail, E3_AttentionThatIgnoresCooccurrence) {
   const int n = tr.n_tokens;
   tr.tokens.resize(static_cast<size_t>(n));
   for (int j = 0; j < n; ++j) tr.tokens[static_cast<size_t>(j)] = (j * j + 3 * j + j / 7) % 17;
+  tr.metadata = {{"text_source", "words of 17 ids"}};  // no longer a synthetic trace's random ids
   std::map<std::int32_t, double> freq;
   for (auto t : tr.tokens) freq[t] += 1.0;
   const auto count = distinct_neighbours(tr.tokens, 4);

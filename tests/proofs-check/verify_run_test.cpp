@@ -158,4 +158,32 @@ TEST(VerifyRun, RequestRoundTripsThroughJsonAndRefusesWhatCannotRun) {
   VerifyRequest ground = small_request({"a.safetensors"});
   ground.checks.ground = 40;
   EXPECT_NE(error_of([&] { ground.validate(); }).find("ground"), std::string::npos);
+  // An unknown id is refused with the ids verify runs, not the closed-loop ones it refuses.
+  VerifyRequest unknown = small_request({"a.safetensors"});
+  unknown.checks.checks = {"C99"};
+  const std::string why = error_of([&] { unknown.validate(); });
+  EXPECT_NE(why.find("unknown check id 'C99' (verify runs C1..C27, D1..D11 and E1..E3)"), std::string::npos) << why;
+}
+
+// E3 reads the trace's token ids as words: on a synthetic trace (random ids) it is not applicable,
+// which the report says, instead of a correlation over ids that are not words.
+TEST(VerifyRun, WordChecksAreNotApplicableWithoutText) {
+  const fs::path d = fresh_dir("verify-run", "e3");
+  const std::string path = write_small_trace(d, "a", 1);
+  VerifyRequest req = small_request({path});
+  req.checks.checks = {"E2", "E3"};
+  const auto r = run_verify(req, WorkTeam(1));
+  ASSERT_TRUE(r.has_value());
+  const nlohmann::json& meta = r->traces.front().meta;
+  EXPECT_EQ(meta.at("not_applicable").at("E3"), "a synthetic trace's token ids are random, not text");
+  for (const auto& s : r->traces.front().summaries) EXPECT_NE(s.id, "E3");
+  // The same heads with their ids marked as text (a recording's metadata) do get E3's records.
+  Trace text = read_trace(path);
+  text.metadata = {{"model", "recorded"}, {"text_source", "test"}};
+  write_trace(path, text);
+  const auto t = run_verify(req, WorkTeam(1));
+  EXPECT_FALSE(t->traces.front().meta.contains("not_applicable"));
+  EXPECT_TRUE(std::any_of(t->traces.front().summaries.begin(), t->traces.front().summaries.end(),
+                          [](const ClaimSummary& s) { return s.id == "E3"; }));
+  fs::remove_all(d);
 }

@@ -30,6 +30,13 @@ def test_trace_round_trip():
     assert r.attn_scale == 0.5
 
 
+def test_from_arrays_scales_logits_as_a_transformer_does():
+    """Without attn_scale, a model's raw q and k give softmax(q.k / sqrt(d)), not unscaled logits."""
+    _, q, k, v = random_trace(d=16)
+    assert kvoracle.Trace.from_arrays(q, k, v).attn_scale == pytest.approx(0.25)
+    assert kvoracle.Trace.from_arrays(q, k, v, attn_scale=1.0).attn_scale == 1.0
+
+
 def test_bad_input_is_a_value_error():
     with pytest.raises(ValueError, match="does not exist|cannot"):
         kvoracle.read_trace("/no/such/trace.safetensors")

@@ -83,40 +83,49 @@ def test_findings_md_analysis_script(tmp_path, kvoracle):
     assert json.load(open(report / "report.json"))["theorem_failures"] == 0
 
 
-def hf_block(page, index, model, tmp_path, model_path):
-    """The example with every from_pretrained(...) of the hub name replaced by local objects."""
-    block = blocks(page, "python")[index]
-    block, n_models = re.subn(r"AutoModelForCausalLM\.from_pretrained\((?:[^()]|\n)*?\)", "__model__", block)
-    assert n_models == 1, "an HF example loads the model once"
-    block = block.replace(
-        "AutoTokenizer.from_pretrained(name)",
-        f"AutoTokenizer.from_pretrained({os.path.dirname(model_path)!r}, gguf_file={os.path.basename(model_path)!r})",
-    )
-    block = block.replace('open("text.txt")', 'open("/usr/share/common-licenses/Apache-2.0")')
-    block = block.replace('"hf-trace.safetensors"', repr(str(tmp_path / "hf-trace.safetensors")))
-    model.set_attn_implementation("eager")
-    return block, {"__model__": model}
+@pytest.fixture
+def as_written(monkeypatch, tmp_path, hf_smollm2, model_path):
+    """Runs the Hugging Face examples as the page shows them, in an empty working folder. Their
+    from_pretrained(dir, gguf_file=...) of kvoracle's GGUF file is answered by the session's copy
+    of that same model (loading it again takes longer than most examples), with the attention
+    implementation the call asks for; a call for anything else fails the test."""
+    import transformers
+
+    where, gguf = os.path.split(model_path)
+
+    def from_pretrained(name, *args, **kwargs):
+        assert (name, kwargs.get("gguf_file")) == (where, gguf), "a docs example loads a model kvoracle does not ship"
+        hf_smollm2.set_attn_implementation(kwargs.get("attn_implementation", "sdpa"))
+        return hf_smollm2
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", from_pretrained)
+    monkeypatch.chdir(tmp_path)
+
+    def run(page, *indices):
+        scope = {}
+        for index in indices:
+            exec(blocks(page, "python")[index], scope)  # noqa: S102
+        return scope
+
+    return run
 
 
 @pytest.mark.transformers
-def test_python_md_transformers_example(tmp_path, hf_smollm2, model_path):
-    block, scope = hf_block("python.md", 2, hf_smollm2, tmp_path, model_path)
-    assert "record_trace(model, ids" in block and "EvictingCache(model" in block
-    exec(block, scope)  # noqa: S102
-    assert scope["meta"]["model_type"] == "llama"
+def test_python_md_transformers_example(as_written, tmp_path):
+    scope = as_written("python.md", 2)
+    assert scope["meta"]["model_type"] == "llama" and (tmp_path / "hf-trace.safetensors").exists()
     assert scope["report"]["theorem_failures"] == 0
     assert tuple(scope["cache"].layers[0].keys.shape) == (1, 3, 12, 64)
     assert scope["out"].shape == (1, 96)
 
 
 @pytest.mark.transformers
-def test_python_md_hand_written_loop(tmp_path, hf_smollm2, model_path):
+def test_python_md_hand_written_loop(as_written, hf_smollm2):
     """The loop generates what EvictingCache generates with the same policy and budget."""
     import torch
     from kvoracle.hf import EvictingCache
 
-    block, scope = hf_block("python.md", 3, hf_smollm2, tmp_path, model_path)
-    exec(block, scope)  # noqa: S102
+    scope = as_written("python.md", 3)
     ids = scope["ids"]
     cache = EvictingCache(hf_smollm2, "h2o", "6")
     out = hf_smollm2.generate(
@@ -126,9 +135,8 @@ def test_python_md_hand_written_loop(tmp_path, hf_smollm2, model_path):
 
 
 @pytest.mark.transformers
-def test_trace_format_md_transformers_example(tmp_path, hf_smollm2, model_path):
-    block, scope = hf_block("trace-format.md", 1, hf_smollm2, tmp_path, model_path)
-    exec(block, scope)  # noqa: S102
+def test_trace_format_md_transformers_example(as_written, tmp_path):
+    scope = as_written("trace-format.md", 1)
     trace = kvoracle.read_trace(str(tmp_path / "hf-trace.safetensors"))
     assert (trace.n_layers, trace.n_tokens) == (30, 10)
     assert scope["meta"]["rope_layout"] == "half-split"
@@ -136,49 +144,25 @@ def test_trace_format_md_transformers_example(tmp_path, hf_smollm2, model_path):
 
 @pytest.mark.transformers
 @pytest.mark.kvpress
-def test_presses_md_kvpress_example(hf_smollm2, kvoracle, tmp_path):
-    """KvoraclePress inside kvpress's hook and compare_presses, on 256 tokens of the Apache text."""
+def test_presses_md_kvpress_examples(as_written):
+    """docs/presses.md's KvoraclePress inside kvpress's hook and compare_presses, then its wrappers
+    around a KvoraclePress of a press: on SmolLM2 (under SDPA, as the page says) AdaKV masks half
+    the prompt's keys over the layer's KV heads; on a random small GQA Llama it masks half over
+    both KV heads, and DecodingPress compresses to its target."""
     import torch
+    import transformers
     from kvoracle import policies as read_policies
-    from kvoracle import read_trace
     from transformers import DynamicCache
 
-    path = tmp_path / "ids.safetensors"
-    subprocess.run(
-        [
-            kvoracle,
-            "-q",
-            "record",
-            "--text",
-            "/usr/share/common-licenses/Apache-2.0",
-            "--tokens",
-            "256",
-            "--layers",
-            "0",
-            "--out",
-            str(path),
-        ],
-        check=True,
-    )
-    ids = torch.tensor(np.asarray(read_trace(str(path)).tokens), dtype=torch.long)[None]
-    scope = {"model": hf_smollm2, "input_ids": ids, "cache": DynamicCache()}
-    exec(blocks("presses.md", "python")[0], scope)  # noqa: S102
+    scope = as_written("presses.md", 0, 1)
     assert scope["cache"].layers[0].keys.shape[2] == 51  # int(256 * 0.2)
     rows = scope["result"]["rows"]
     assert {r["press"] for r in rows} >= {"snapkv", read_policies()[0]["name"], "optimum"}
+    masked = scope["model"].model.layers[0].self_attn.masked_key_indices
+    assert masked is not None and len(masked[0]) == 3 * 128  # (1 - 0.5) of 256 keys, over 3 KV heads
+    for layer in scope["model"].model.layers:
+        layer.self_attn.masked_key_indices = None
 
-
-@pytest.mark.transformers
-@pytest.mark.kvpress
-def test_presses_md_wrapper_example():
-    """docs/presses.md's wrappers around a KvoraclePress of a press, on a random small GQA Llama: AdaKV
-    masks half the prompt's keys over both KV heads; DecodingPress compresses to its target."""
-    import torch
-    import transformers
-    from transformers import DynamicCache
-
-    scope = {}
-    exec(blocks("presses.md", "python")[1], scope)  # noqa: S102
     config = transformers.LlamaConfig(
         vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, max_position_embeddings=1024,
@@ -207,6 +191,22 @@ def test_tasks_md_example(model_path, capsys):
     rows = {(c["row"], c["budget"]) for c in scope["res"]["cells"]}
     assert rows == {("full-cache", 1.0), ("h2o", 0.3), ("window", 0.3), ("topk", 0.3)}
     assert "passkey full-cache 1.0" in capsys.readouterr().out
+
+
+def test_tasks_md_full_cache_recipe(tmp_path, kvoracle):
+    """docs/tasks.md's full-cache recipe, its flags as written on a one-instance suite: the full
+    cache is the only row (no oracle top-k at the default budgets)."""
+    recipe = [c for c in blocks("tasks.md", "sh") if "--policies none" in c]
+    assert len(recipe) == 1
+    lines = recipe[0].strip().splitlines()
+    assert lines[0].startswith("kvoracle tasks generate ") and "--lengths 512,1024,2048" in lines[0]
+    generate = lines[0].replace("--tasks all", "--tasks passkey").replace("--lengths 512,1024,2048", "--lengths 256")
+    generate = generate.replace("--depths 0,0.5,1", "--depths 0.5").replace("--per-cell 2", "--per-cell 1")
+    for command in [generate, *lines[1:]]:
+        subprocess.run(["bash", "-c", command.replace("kvoracle ", f"{kvoracle} -q ", 1)], cwd=tmp_path, check=True)
+    for name in ("plain.json", "chat.json"):
+        outcomes = json.load(open(tmp_path / name))["outcomes"]
+        assert [o["row"] for o in outcomes] == ["full-cache"], name
 
 
 def test_allocation_md_examples(tmp_path, kvoracle):

@@ -274,3 +274,20 @@ def test_adakv_keeps_what_kvpress_adakv_keeps(hf_smollm2, prompt, name, alpha):
     assert exact + near == trace.n_layers
     if name != "knorm":
         assert exact == trace.n_layers, (name, near)
+
+
+def test_kvpress_attention_patch_calls_kvoracle_attention_as_it_calls_sdpa():
+    """kvpress wraps every registered attention function at import (AdaKV's key masking) and passes
+    dropout sixth by position, scaling by keyword: kvoracle's function takes SDPA's order, so a
+    model routed through it still runs after kvpress was imported (before, a TypeError)."""
+    import types
+
+    from kvoracle.hf.attention import kvoracle_attention
+    from kvpress.attention_patch import attention_patch
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 5, 8, generator=g) for _ in range(3))
+    module = types.SimpleNamespace(layer_idx=0)
+    want, _ = kvoracle_attention(module, q, k, v, None, scaling=0.3)
+    got, _ = attention_patch(kvoracle_attention)(module, q, k, v, None, 0.0, scaling=0.3)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)

@@ -86,7 +86,9 @@ def causal_sdpa(query, key, value, scale):
     return out.transpose(1, 2).contiguous()
 
 
-def kvoracle_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+def kvoracle_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+    # SDPA's parameter order: kvpress wraps every registered attention function (AdaKV's key
+    # masking) and passes `dropout` sixth, by position, with `scaling` among the keywords.
     scale = attention_scale(module, scaling, query.shape[-1])
     handler = active()
     if handler is None:

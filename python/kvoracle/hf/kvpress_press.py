@@ -48,6 +48,16 @@ def _refuse(message):
     raise _core.KvoError(f"KvoraclePress: {message}")
 
 
+def _refuse_partial_queries(name, queries, P, layer):
+    """A policy (a score or not) replays every prompt query; a wrapper that passes fewer (kvpress's
+    DecodingPress passes its buffer of recent hidden states) cannot run it."""
+    _refuse(
+        f"policy '{name}' replays all {P} prompt queries, and kvpress passed {queries} hidden states on layer "
+        f"{layer}: a wrapper that passes only recent hidden states (DecodingPress, CAMPress) cannot run a policy; "
+        "a press that reads no more queries than it passes can (kvoracle.press_queries_read)"
+    )
+
+
 def _check_int(name, value, minimum):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         _refuse(f"option {name}={value!r} must be an integer >= {minimum}")
@@ -174,11 +184,7 @@ class KvoraclePress(BasePress):
             r = self._row_press(module, hidden_states, keys, values, kwargs, row)
             return np.stack(r["kept"]), int(r["n_kept"]), r["scores"]
         if hidden_states.shape[1] != P:
-            _refuse(
-                f"policy '{name}' replays every prompt query, and kvpress passed {hidden_states.shape[1]} hidden "
-                f"states for {P} keys on layer {layer} (a policy is not a score: kvpress's DecodingPress and the "
-                "wrappers that take a ScorerPress cannot run it)"
-            )
+            _refuse_partial_queries(name, hidden_states.shape[1], P, layer)
         one = self._row_trace(module, hidden_states, keys, values, kwargs, row)
         seed = int(self.options.get("seed", 0))
         return np.stack(_core.policy_prefill_kept(one, name, P, k, seed=seed)), k, None
@@ -258,10 +264,7 @@ class KvoracleScorerPress(KvoraclePress, ScorerPress):
         this press's ratio (the recent window, +inf in kvoracle, one above the row's highest here)."""
         P, name = keys.shape[2], self._set["name"]
         if hidden_states.shape[1] != P:
-            _refuse(
-                f"policy '{name}' replays every prompt query, and kvpress passed {hidden_states.shape[1]} hidden "
-                f"states for {P} keys on layer {module.layer_idx} (a DecodingPress buffer cannot serve a policy)"
-            )
+            _refuse_partial_queries(name, hidden_states.shape[1], P, module.layer_idx)
         k = compute_n_kept(P, self.compression_ratio)
         if k >= P:
             return np.zeros((keys.shape[1], P))

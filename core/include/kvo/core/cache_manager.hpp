@@ -32,7 +32,8 @@ using PolicyMaker = std::function<std::unique_ptr<EvictionPolicy>(int seq, int l
 class KvEvictionManager {
  public:
   // kvo::Error for policies a decoder cannot drive (the registry's traits): non-nested ones
-  // (h2o-mask) and objectives that need the dense attention of the whole sequence ahead of time.
+  // (h2o-mask), objectives that need the dense attention of the whole sequence ahead of time, and
+  // offline policies (oracle, lookahead) without the schedule a closed loop gives them.
   // A custom maker's policies are held to the same rules through their nested() / needs_dense().
   explicit KvEvictionManager(const CacheManagerOptions& options, PolicyMaker maker = {});
 

@@ -53,10 +53,12 @@ enum class ScorerVariant { None, H2O, Paper };
 enum class DenseNeed { Never, Always, ByObjective };
 
 struct PolicyTraits {
-  bool nested;           // S_i ⊆ S_{i-1} ∪ {i}: an evicted token never comes back
-  bool budgeted;         // holds to the budget (false: the full cache keeps everything)
-  DenseNeed dense;       // reads the dense attention of the whole sequence (not drivable online)
-  bool decoder;          // a decoder can drive it step by step (KvEvictionManager, kvoracle eval)
+  bool nested;      // S_i ⊆ S_{i-1} ∪ {i}: an evicted token never comes back
+  bool budgeted;    // holds to the budget (false: the full cache keeps everything)
+  DenseNeed dense;  // reads the dense attention of the whole sequence (not drivable online)
+  // A decoder can drive it online, step by step (KvEvictionManager, EvictingCache). Offline
+  // policies cannot: closed loops hand them a schedule from the full cache's trace (see offline).
+  bool decoder;
   ScorerVariant scorer;  // replayable by the greedy scorer and its CPU twin
   bool seeded;           // randomised: deterministic given the seed
   bool exposes_scores;   // its per-token score array is snapshotted for the checks (PolicyScores)
@@ -103,9 +105,12 @@ std::span<const PolicyEntry> policy_table();
 const PolicyEntry& policy_entry(PolicyId id);
 inline const PolicyTraits& policy_traits(PolicyId id) { return policy_entry(id).traits; }
 inline std::string policy_name(PolicyId id) { return std::string(policy_entry(id).name); }
+// The qualified spelling of a policy, in every command: "policy:tova" is kvoracle's TOVA policy,
+// where the bare "tova" also names a kvpress press (kvo/core/policy_press.hpp).
+inline constexpr std::string_view kPolicyPrefix = "policy:";
 // kvo::Error "unknown policy 'x' (known: ...)" for a name not in the table.
 std::optional<PolicyId> find_policy(std::string_view name);  // nothing when no policy has this name
-PolicyId parse_policy(std::string_view name);
+PolicyId parse_policy(std::string_view name);                // also "policy:NAME"
 // Comma-separated names ("h2o,tova"), each parsed; kvo::Error on an empty list.
 std::vector<PolicyId> parse_policy_list(std::string_view names);
 std::string join_policy_names(std::span<const PolicyId> ids);

@@ -64,9 +64,12 @@ struct PressOptions {
 std::span<const PressEntry> press_table();
 const PressEntry& press_entry(PressId id);
 inline std::string press_name(PressId id) { return std::string(press_entry(id).name); }
+// The qualified spelling of a press, in every command: "press:tova" is kvpress's TOVAPress, where
+// the bare "tova" also names a kvoracle policy (kvo/core/policy_press.hpp).
+inline constexpr std::string_view kPressPrefix = "press:";
 // kvo::Error "unknown press 'x' (known: ...)" for a name that is neither a registry key nor a class.
-std::optional<PressId> find_press(std::string_view name);  // by registry key or kvpress class
-PressId parse_press(std::string_view name);
+std::optional<PressId> find_press(std::string_view name);       // by registry key or kvpress class
+PressId parse_press(std::string_view name);                     // also "press:NAME"
 std::string press_names_joined();                               // "observed_attention, tova, ..." for messages
 std::vector<PressId> parse_press_list(std::string_view names);  // "snapkv,tova"; "all": every press
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <string>
 #include <string_view>
 #include <variant>
 
@@ -28,8 +29,13 @@ struct SynthOptions {
 };
 
 // kvo::Error naming the option: sizes below 1 (tokens below 2), heads not a multiple of kv_heads,
-// head_dim below 10, prompt_len or sinks outside [0, tokens].
+// head_dim below 10, prompt_len or sinks outside [0, tokens]. The trace's metadata "model" is
+// kSyntheticModel; its token ids are seeded random ids, not text.
 Trace synthesize(const SynthOptions& options);
+inline constexpr std::string_view kSyntheticModel = "synthetic-heavy-hitter";
+// Empty when the trace's token ids are text (n ids, not a synthetic trace's random ones), so that
+// checks about words (E3) can read them; otherwise why not, in one line.
+std::string trace_text_missing(const Trace& trace);
 
 // The one declaration of synth's options: name (Python keyword, JSON key), the CLI's flag, help.
 struct SynthOptionEntry {

@@ -86,6 +86,10 @@ struct TaskEvalResult {
   std::vector<TaskOutcome> outcomes;  // per instance: the full cache, then rows x budgets
 };
 
+// The rows a request answers besides the full cache, in outcome order, as outcomes and cells name
+// them: under the prefill protocol a press and a policy that share a name are "press:NAME" and
+// "policy:NAME" (kvo/core/policy_press.hpp); validate() refuses a request that names a row twice.
+std::vector<std::string> task_row_names(const TaskEvalRequest& request);
 // Units for a progress bar.
 long task_eval_units(std::size_t instances, const TaskEvalRequest& request);
 // kvo::Error for an instance longer than the model's positions (with its answer) or with no answer.

@@ -29,6 +29,8 @@ struct ClaimInfo {
 };
 const std::vector<ClaimInfo>& claim_catalogue();
 const ClaimInfo& claim_info(const std::string& id);  // kvo::Error for an unknown id
+// The ids verify's pass over a trace runs, for messages and help: "C1..C27, D1..D11 and E1..E3".
+std::string trace_check_ids();
 
 struct CheckRecord {
   std::string id;       // claim id
