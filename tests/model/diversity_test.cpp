@@ -26,7 +26,7 @@ TEST(Diversity, WordStatisticsOfKnownTexts) {
 }
 
 TEST(Diversity, FullCacheRowIsGreedyGenerationAndEveryRowIsThere) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   model::DiversityRequest r;
   r.prompts = 2;
   r.prompt_tokens = 24;

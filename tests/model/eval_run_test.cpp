@@ -18,7 +18,7 @@ using namespace kvo;
 using test::error_of;
 
 TEST(EvalRun, TheCallEqualsTheClosedLoopWithTheSameOptions) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   const std::string text = test::gpl3_text();
   model::EvalRequest req;
   req.tokens = 24;
@@ -67,7 +67,7 @@ TEST(EvalRun, RequestsAreValidatedNamingTheOptionAndRoundTripAsJson) {
 }
 
 TEST(PressEvalRun, TheCallEqualsTheClosedLoopWithTheSameOptions) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   const std::string text = test::gpl3_text();
   model::PressEvalRequest req;
   req.tokens = 40;
@@ -124,7 +124,7 @@ TEST(PressEvalRun, RequestsAreValidatedNamingTheOptionAndRoundTripAsJson) {
 }
 
 TEST(Perplexity, IsTheExponentOfTheMeanNllOverTheFirstTokens) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   const model::PerplexityResult r = model::perplexity(m, test::gpl3_text(), 20);
   EXPECT_EQ(r.tokens, 20);
   EXPECT_EQ(r.predictions, 19);

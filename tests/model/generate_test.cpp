@@ -11,7 +11,7 @@
 using namespace kvo;
 
 TEST(Generate, EachTokenIsTheArgmaxOfTheFullForwardPass) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   const auto prompt = test::gpl3_tokens(12);
   model::GenerateRequest req;
   req.max_tokens = 6;
@@ -31,7 +31,7 @@ TEST(Generate, EachTokenIsTheArgmaxOfTheFullForwardPass) {
 }
 
 TEST(Generate, BadRequestsAreRefusedWithOneLine) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   model::GenerateRequest req;
   req.max_tokens = 0;
   EXPECT_THROW(model::generate(m, test::gpl3_tokens(4), req), Error);
@@ -55,5 +55,5 @@ TEST(Generate, RequestsAndRecordOptionsRoundTripAsJson) {
   ro.layers = {-1};
   EXPECT_THROW(ro.validate(), Error);
   ro.layers = {99};  // beyond the model: record_trace refuses it, naming the layer
-  EXPECT_THROW(model::record_trace(test::shared_model(), test::gpl3_text(), ro), Error);
+  EXPECT_THROW(model::record_trace(test::tiny_model(), test::gpl3_text(), ro), Error);
 }

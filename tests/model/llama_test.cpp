@@ -1,5 +1,6 @@
-// The forward pass: incremental decoding with the KV cache equals one batch; perplexity on real
-// text is that of a working model; the recorder reproduces the committed golden trace.
+// The forward pass: incremental decoding with the KV cache equals one batch (tiny test model); on
+// SmolLM2 (the *OnSmolLM2 suites), perplexity on real text is that of a working model and the
+// recorder reproduces the committed golden trace.
 #include "kvo/model/llama.hpp"
 
 #include <gtest/gtest.h>
@@ -38,7 +39,7 @@ void expect_same_tensors(const Trace& ours, const Trace& want, float rel) {
 }  // namespace
 
 TEST(Llama, IncrementalDecodingEqualsOneBatch) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   auto ids = m.tokenizer().encode(test::gpl3_text());
   ids.resize(24);
   auto c1 = m.new_cache(24);
@@ -53,8 +54,8 @@ TEST(Llama, IncrementalDecodingEqualsOneBatch) {
   EXPECT_EQ(c2.length, 24);
 }
 
-TEST(Llama, GreedyContinuationIsSensible) {
-  const auto& m = test::shared_model();
+TEST(LlamaOnSmolLM2, GreedyContinuationIsSensible) {
+  const auto& m = test::real_model();
   const auto ids = m.tokenizer().encode("The capital of France is");
   auto cache = m.new_cache(16);
   const model::MatrixRM logits = m.forward(ids, cache);
@@ -63,8 +64,8 @@ TEST(Llama, GreedyContinuationIsSensible) {
   EXPECT_EQ(m.tokenizer().decode({static_cast<int>(best)}), " Paris");
 }
 
-TEST(Llama, PerplexityOfRealTextIsThatOfAWorkingModel) {
-  const auto& m = test::shared_model();
+TEST(LlamaOnSmolLM2, PerplexityOfRealTextIsThatOfAWorkingModel) {
+  const auto& m = test::real_model();
   auto ids = m.tokenizer().encode(test::gpl3_text());
   ids.resize(256);
   const double ppl = std::exp(model::mean_nll(m, ids, 100));
@@ -78,13 +79,13 @@ TEST(Llama, PerplexityOfRealTextIsThatOfAWorkingModel) {
 
 // tests/data/golden-gpl3-128.safetensors was made by
 //   kvoracle record --text /usr/share/common-licenses/GPL-3 --tokens 128 --layers 0,15,29 --out ...
-TEST(Llama, RecorderReproducesTheGoldenTrace) {
+TEST(LlamaOnSmolLM2, RecorderReproducesTheGoldenTrace) {
   const Trace golden = read_trace(test::source_dir() + "/tests/data/golden-gpl3-128.safetensors");
   model::RecordOptions o;
   o.tokens = 128;
   o.layers = {0, 15, 29};
   o.chunk = 48;  // a different chunking must not matter
-  const Trace tr = model::record_trace(test::shared_model(), test::gpl3_text(), o);
+  const Trace tr = model::record_trace(test::real_model(), test::gpl3_text(), o);
   ASSERT_EQ(tr.tokens, golden.tokens);
   EXPECT_EQ(tr.metadata.at("model_sha256"), golden.metadata.at("model_sha256"));
   expect_same_tensors(tr, golden, 1e-3f);
@@ -93,12 +94,12 @@ TEST(Llama, RecorderReproducesTheGoldenTrace) {
 // A trace recorded along someone else's forward calls (a prefill, then one token at a time) and
 // cut to the ids run equals record_trace of those ids; more ids than positions are refused.
 TEST(Llama, TraceRecorderAlongGenerationEqualsRecordTrace) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   auto ids = m.tokenizer().encode(test::gpl3_text());
   ids.resize(40);
   model::RecordOptions o;
   o.tokens = 56;  // room for 16 more than are run: the trace is cut to 40
-  o.layers = {0, 29};
+  o.layers = {0, 1};
   model::TraceRecorder rec(m, o);
   auto cache = m.new_cache(o.tokens);
   m.forward(std::span<const int>(ids.data(), 30), cache, false, rec.tap());
@@ -130,7 +131,7 @@ TEST(Llama, AModelLargerThanTheMemoryLimitIsRefusedBeforeLoading) {
 }
 
 TEST(Llama, ANaNWeightIsReportedWithItsTensorAndPlace) {
-  std::ifstream in(test::model_path(), std::ios::binary);
+  std::ifstream in(test::tiny_model_path(), std::ios::binary);
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string name = "output_norm.weight";
   size_t at = 0;
@@ -141,7 +142,7 @@ TEST(Llama, ANaNWeightIsReportedWithItsTensorAndPlace) {
     at = static_cast<size_t>(f.data(t) - bytes.data());
     type = t.type;
   }
-  ASSERT_EQ(type, 0u) << "expected an F32 norm weight";  // SmolLM2's norms are F32 in every GGUF
+  ASSERT_EQ(type, 0u) << "expected an F32 norm weight";  // the tiny model's weights are F32
   const float nan = std::nanf("");
   std::memcpy(bytes.data() + at + 4 * 5, &nan, 4);
   const auto path = std::filesystem::temp_directory_path() / "kvo-nan-model.gguf";

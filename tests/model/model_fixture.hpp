@@ -1,8 +1,13 @@
-// The real model for tests: loaded once; a missing model is a failure naming the fix (the
-// README's test command fetches it), never a silent skip.
+// The models of the tests, each loaded once; a missing one is a failure naming the fix, never a
+// silent skip. tiny_model() is the tiny test model (tests/support/make_tiny_model.py: SmolLM2's
+// tokenizer, 2 layers, GQA, random weights), which ctest writes first (fixture tiny_model) and
+// names in KVO_TINY_MODEL: the tests of closed-loop mechanics run on it. real_model() is
+// SmolLM2-135M (scripts/fetch-model), for the tests whose point is the real model: their suites
+// end in OnSmolLM2, and ctest labels them `model` (tests/CMakeLists.txt).
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -20,14 +25,28 @@ inline std::string model_path() {
   return p;
 }
 
-inline const model::Llama& shared_model() {
+inline std::string tiny_model_path() {
+  const char* p = std::getenv("KVO_TINY_MODEL");
+  if (p == nullptr || !std::filesystem::exists(p))
+    ADD_FAILURE() << "the tiny test model is missing: run the tests through ctest, whose fixture tiny_model writes it "
+                     "(tests/support/make_tiny_model.py)";
+  return p == nullptr ? std::string() : std::string(p);
+}
+
+inline const model::Llama& real_model() {
   static const std::unique_ptr<model::Llama> m = std::make_unique<model::Llama>(model_path());
+  return *m;
+}
+
+inline const model::Llama& tiny_model() {
+  static const std::unique_ptr<model::Llama> m = std::make_unique<model::Llama>(tiny_model_path());
   return *m;
 }
 
 inline std::string source_dir() { return KVO_SOURCE_DIR; }
 
-// The GPL-3 text every Debian machine ships, and its first n tokens under the model's tokenizer.
+// The GPL-3 text every Debian machine ships, and its first n tokens under the models' tokenizer
+// (the tiny model's is SmolLM2's).
 inline std::string gpl3_text() {
   std::ifstream in("/usr/share/common-licenses/GPL-3");
   std::stringstream ss;
@@ -35,7 +54,7 @@ inline std::string gpl3_text() {
   return ss.str();
 }
 inline std::vector<int> gpl3_tokens(size_t n) {
-  auto ids = shared_model().tokenizer().encode(gpl3_text());
+  auto ids = tiny_model().tokenizer().encode(gpl3_text());
   ids.resize(n);
   return ids;
 }

@@ -21,13 +21,13 @@ std::vector<TaskInstance> tiny(int count = 2) {
   r.lengths = {256};
   r.depths = {0.5};
   r.per_cell = count;
-  return generate_tasks(test::shared_model().tokenizer(), r);
+  return generate_tasks(test::tiny_model().tokenizer(), r);
 }
 
 }  // namespace
 
 TEST(TaskEval, StreamingRowsKeepTheirBudgetAndFullKeepsTheFullAnswer) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   const auto inst = tiny(1);
   TaskEvalRequest r;
   r.policies = {PolicyId::Full, PolicyId::H2O, PolicyId::Window};
@@ -62,7 +62,7 @@ TEST(TaskEval, StreamingRowsKeepTheirBudgetAndFullKeepsTheFullAnswer) {
 }
 
 TEST(TaskEval, PrefillRowsAtTheWholeContextAnswerAsTheFullCache) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   const auto inst = tiny(1);
   TaskEvalRequest r;
   r.protocol = TaskProtocol::Prefill;
@@ -103,7 +103,7 @@ TEST(TaskEval, PrefillRowsAtTheWholeContextAnswerAsTheFullCache) {
 // Issue 33: the optimum's rows under shared budgets: one row per scope and budget, the same total
 // as per-head budgets (mean kept k), the whole context at budget 1; refused under streaming.
 TEST(TaskEval, PrefillOptimumRowsPerBudgetScope) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   const auto inst = tiny(1);
   TaskEvalRequest r;
   r.protocol = TaskProtocol::Prefill;
@@ -140,7 +140,7 @@ TEST(TaskEval, WilsonIntervals) {
 }
 
 TEST(TaskEval, BadRequestsAreRefused) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   const auto inst = tiny(1);
   TaskEvalRequest r;
   r.budgets = {0.0};
@@ -181,7 +181,7 @@ TEST(TaskEval, APolicyAndAPressOfOneNameAreTwoRows) {
 // it holds the budget, and on its own objective (the mass the question's queries give the needle)
 // it keeps at least as many units' needles as the window of the same budget.
 TEST(TaskEval, OfflineOptimumRowHoldsTheBudget) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   const auto inst = tiny(1);
   TaskEvalRequest r;
   r.policies = {PolicyId::Oracle, PolicyId::Window};
@@ -196,7 +196,7 @@ TEST(TaskEval, OfflineOptimumRowHoldsTheBudget) {
 }
 
 TEST(TaskEval, TheTeamRunEqualsTheOneProcessRunRecordForRecord) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   const auto inst = tiny(2);
   TaskEvalRequest r;
   r.protocol = TaskProtocol::Prefill;

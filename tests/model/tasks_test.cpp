@@ -31,7 +31,7 @@ TaskSuiteRequest small_suite() {
 }  // namespace
 
 TEST(Tasks, GenerationIsDeterministicAndSizedInTokens) {
-  const auto& tok = test::shared_model().tokenizer();
+  const auto& tok = test::tiny_model().tokenizer();
   const auto a = generate_tasks(tok, small_suite()), b = generate_tasks(tok, small_suite());
   ASSERT_EQ(a.size(), b.size());
   // Five tasks with depths (3 depths x 2) and common words (one cell of 2).
@@ -54,7 +54,7 @@ TEST(Tasks, GenerationIsDeterministicAndSizedInTokens) {
 }
 
 TEST(Tasks, NeedleTokensDecodeToTheValueAtTheCellsDepth) {
-  const auto& tok = test::shared_model().tokenizer();
+  const auto& tok = test::tiny_model().tokenizer();
   TaskSuiteRequest r = small_suite();
   r.tasks = {TaskId::Passkey, TaskId::Niah};
   for (const TaskInstance& in : generate_tasks(tok, r)) {
@@ -83,7 +83,7 @@ TEST(Tasks, ScoringRules) {
 }
 
 TEST(Tasks, BadRequestsAreRefusedInOneLine) {
-  const auto& tok = test::shared_model().tokenizer();
+  const auto& tok = test::tiny_model().tokenizer();
   EXPECT_THROW(parse_task("needle"), Error);
   try {
     parse_task("needle");
@@ -107,7 +107,7 @@ TEST(Tasks, BadRequestsAreRefusedInOneLine) {
 // instance itself is the 0-shot one, its needle found past the examples at needle_shift; the JSON
 // row carries them, and a length plus its shots beyond the model's positions is refused.
 TEST(Tasks, ShotsOpenTheInputAndTheNeedleSitsPastThem) {
-  const auto& tok = test::shared_model().tokenizer();
+  const auto& tok = test::tiny_model().tokenizer();
   TaskSuiteRequest r = small_suite();
   r.tasks = {TaskId::Passkey, TaskId::MultiKey};
   r.depths = {0.5};

@@ -19,7 +19,7 @@ std::string slurp(const std::string& p) {
 }  // namespace
 
 TEST(Tokenizer, RoundTripsRealText) {
-  const auto& tok = test::shared_model().tokenizer();
+  const auto& tok = test::tiny_model().tokenizer();
   for (const char* p : {"/usr/share/common-licenses/GPL-3", "/usr/share/common-licenses/Apache-2.0"}) {
     const std::string text = slurp(p);
     ASSERT_FALSE(text.empty()) << p;
@@ -34,7 +34,7 @@ TEST(Tokenizer, RoundTripsRealText) {
 // Ids checked against Hugging Face `tokenizers` built from the same vocabulary (the Python test
 // does this on whole files); pinned here so a C++-only run catches a change too.
 TEST(Tokenizer, KnownIds) {
-  const auto& tok = test::shared_model().tokenizer();
+  const auto& tok = test::tiny_model().tokenizer();
   EXPECT_EQ(tok.encode("The capital of France is"), (std::vector<int>{504, 3575, 282, 4649, 314}));
   const auto digits = tok.encode("2023");
   EXPECT_EQ(digits.size(), 4u);  // SmolLM splits every digit

@@ -10,7 +10,7 @@
 using namespace kvo;
 
 TEST(TopKDecoder, KAtLeastTheSequenceIsFullAttention) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   const int n = 24;
   const auto ids = test::gpl3_tokens(n);
   auto cache = m.new_cache(n);
@@ -22,7 +22,7 @@ TEST(TopKDecoder, KAtLeastTheSequenceIsFullAttention) {
 }
 
 TEST(TopKDecoder, LayeredPrefillEqualsTokenByToken) {
-  const auto& m = test::shared_model();
+  const auto& m = test::tiny_model();
   const int n = 48, k = 8;
   const auto ids = test::gpl3_tokens(n + 2);
   model::TopKDecoder layered(m, k, n + 2), stepped(m, k, n + 2);

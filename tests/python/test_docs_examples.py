@@ -107,7 +107,10 @@ def as_written(monkeypatch, tmp_path, hf_smollm2, model_path):
             exec(blocks(page, "python")[index], scope)  # noqa: S102
         return scope
 
-    return run
+    yield run
+    # The session's model goes back as the other tests expect it: eager attention (an example may
+    # have switched it to SDPA, or EvictingCache to kvoracle's).
+    hf_smollm2.set_attn_implementation("eager")
 
 
 @pytest.mark.transformers
