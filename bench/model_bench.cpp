@@ -13,8 +13,8 @@
 #include "kvo/model/evicting_decoder.hpp"
 #include "kvo/model/llama.hpp"
 #include "kvo/model/model_path.hpp"
-#include "kvo/model/press_eval.hpp"
-#include "kvo/model/task_eval.hpp"
+#include "kvo/studies/press_eval.hpp"
+#include "kvo/studies/task_eval.hpp"
 
 using namespace kvo;
 
@@ -104,7 +104,7 @@ void BM_PressEval(benchmark::State& st) {
   std::ifstream in("/usr/share/common-licenses/GPL-3");
   std::stringstream ss;
   ss << in.rdbuf();
-  model::PressEvalOptions o;
+  studies::PressEvalOptions o;
   o.tokens = 640;
   o.prompt_len = 512;
   PressOptions p;
@@ -112,24 +112,24 @@ void BM_PressEval(benchmark::State& st) {
   p.compression_ratio = 0.8;
   o.presses = {p};
   o.reference_ratios = {0.8};
-  for (auto _ : st) benchmark::DoNotOptimize(model::evaluate_presses(*m, ss.str(), o).full_nll);
-  st.counters["rows"] = static_cast<double>(model::press_eval_rows(o));
+  for (auto _ : st) benchmark::DoNotOptimize(studies::evaluate_presses(*m, ss.str(), o).full_nll);
+  st.counters["rows"] = static_cast<double>(studies::press_eval_rows(o));
 }
 
 // One generated niah instance of n tokens (kvoracle tasks run): the baseline is a full-attention
 // prefill of its input (model/task/prefill/n: chunks of 256 tokens, no logits); the target is
 // the whole instance under h2o at 20% (model/task/h2o/n: the layered prefill with eviction at
 // every step, then the answer decoded token by token) in at most 2x the baseline.
-const model::TaskInstance& niah_instance(const model::Llama& m, int n) {
-  static std::map<int, model::TaskInstance> cache;
+const studies::TaskInstance& niah_instance(const model::Llama& m, int n) {
+  static std::map<int, studies::TaskInstance> cache;
   auto it = cache.find(n);
   if (it == cache.end()) {
-    model::TaskSuiteRequest r;
-    r.tasks = {model::TaskId::Niah};
+    studies::TaskSuiteRequest r;
+    r.tasks = {studies::TaskId::Niah};
     r.lengths = {n};
     r.depths = {0.5};
     r.per_cell = 1;
-    it = cache.emplace(n, model::generate_tasks(m.tokenizer(), r).front()).first;
+    it = cache.emplace(n, studies::generate_tasks(m.tokenizer(), r).front()).first;
   }
   return it->second;
 }
@@ -137,7 +137,7 @@ const model::TaskInstance& niah_instance(const model::Llama& m, int n) {
 void BM_TaskPrefill(benchmark::State& st) {
   const model::Llama* m = shared();
   if (!m) return st.SkipWithError("model missing: run scripts/fetch-model");
-  const model::TaskTokens t = model::task_tokens(m->tokenizer(), niah_instance(*m, static_cast<int>(st.range(0))));
+  const studies::TaskTokens t = studies::task_tokens(m->tokenizer(), niah_instance(*m, static_cast<int>(st.range(0))));
   std::vector<int> ids = t.context;
   ids.insert(ids.end(), t.question.begin(), t.question.end());
   const int n = static_cast<int>(ids.size());
@@ -153,14 +153,14 @@ void BM_TaskPrefill(benchmark::State& st) {
 void BM_TaskUnderPolicy(benchmark::State& st) {
   const model::Llama* m = shared();
   if (!m) return st.SkipWithError("model missing: run scripts/fetch-model");
-  const std::vector<model::TaskInstance> one{niah_instance(*m, static_cast<int>(st.range(0)))};
-  model::TaskEvalRequest r;
+  const std::vector<studies::TaskInstance> one{niah_instance(*m, static_cast<int>(st.range(0)))};
+  studies::TaskEvalRequest r;
   r.policies = {PolicyId::H2O};
   r.budgets = {0.2};
   r.full_cache = false;
   r.topk = false;
   double score = 0;
-  for (auto _ : st) score = model::evaluate_tasks(*m, one, r).outcomes.back().score;
+  for (auto _ : st) score = studies::evaluate_tasks(*m, one, r).outcomes.back().score;
   st.counters["score"] = score;
 }
 
@@ -172,7 +172,7 @@ void BM_TaskUnderPolicy(benchmark::State& st) {
 void BM_LongDecode(benchmark::State& st) {
   const model::Llama* m = shared();
   if (!m) return st.SkipWithError("model missing: run scripts/fetch-model");
-  const model::TaskTokens t = model::task_tokens(m->tokenizer(), niah_instance(*m, 8192));
+  const studies::TaskTokens t = studies::task_tokens(m->tokenizer(), niah_instance(*m, 8192));
   std::vector<int> ids = t.context;
   ids.insert(ids.end(), t.question.begin(), t.question.end());
   const int n = static_cast<int>(ids.size()), decode = 64, share = static_cast<int>(st.range(0));

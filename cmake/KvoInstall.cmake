@@ -1,13 +1,13 @@
 # `cmake --install`: kvoracle as a C++ package others link. Installs the headers, the static
 # libraries, the CLI and a package config, so that a downstream project writes
 #   find_package(kvoracle CONFIG REQUIRED)
-#   target_link_libraries(app PRIVATE kvo::core)   # or kvo::oracle, kvo::proofs_check, kvo::model, ...
+#   target_link_libraries(app PRIVATE kvo::core)   # or kvo::oracle, kvo::proofs_check, kvo::model, kvo::studies, ...
 # (tests/install/ builds such a program against the installed package). The Python module's build
 # (KVO_PYTHON_MODULE) installs only the module.
 include(CMakePackageConfigHelpers)
 set(KVO_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/kvoracle)
 
-set(kvo_installed kvo_core kvo_oracle kvo_proofs_check kvo_model kvo_gpu kvo_scaleout kvo_abi kvo_options)
+set(kvo_installed kvo_core kvo_oracle kvo_proofs_check kvo_model kvo_studies kvo_gpu kvo_scaleout kvo_abi kvo_options)
 if(TARGET kvo_gpu_cuda)
   list(APPEND kvo_installed kvo_gpu_cuda)
 endif()
@@ -16,7 +16,7 @@ install(TARGETS ${kvo_installed} EXPORT kvoracleTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS kvoracle RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(dir core oracle proofs-check model gpu scaleout)
+foreach(dir core oracle proofs-check model studies gpu scaleout)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.hpp")
 endforeach()

@@ -9,9 +9,9 @@
 #include "kvo/core/policy_registry.hpp"
 #include "kvo/core/progress.hpp"
 #include "kvo/core/text_list.hpp"
-#include "kvo/model/diversity.hpp"
-#include "kvo/model/eval_run.hpp"
 #include "kvo/proofs_check/svg_plot.hpp"
+#include "kvo/studies/diversity.hpp"
+#include "kvo/studies/eval_run.hpp"
 #include "model_options.hpp"
 #include "options.hpp"
 #include "paper_table.hpp"
@@ -26,9 +26,9 @@ Runner add_eval(CLI::App& app, const Global& g) {
   struct Args {
     std::string text, model, json, plot;
     std::string policies = join_policy_names(default_policies(PolicyListUse::Eval));
-    std::string budgets = join_list(model::EvalRequest{}.budgets);
-    int tokens = model::EvalRequest{}.tokens;  // eval prefill's default too (PressEvalRequest's)
-    int kv_bits = model::EvalRequest{}.kv_bits, kv_group = model::EvalRequest{}.kv_group;
+    std::string budgets = join_list(studies::EvalRequest{}.budgets);
+    int tokens = studies::EvalRequest{}.tokens;  // eval prefill's default too (PressEvalRequest's)
+    int kv_bits = studies::EvalRequest{}.kv_bits, kv_group = studies::EvalRequest{}.kv_group;
     RunArgs run;
     int prefill = 0;
     PressArgs press;
@@ -95,7 +95,7 @@ Runner add_eval(CLI::App& app, const Global& g) {
   // `kvoracle eval diversity`: greedy continuations under eviction, scored by distinct-n (E10).
   struct DiversityArgs {
     std::string text, model, json, policies = "h2o,window", budgets = "20%";
-    model::DiversityRequest req;
+    studies::DiversityRequest req;
     RunArgs run;
   };
   auto div = std::make_shared<DiversityArgs>();
@@ -123,7 +123,7 @@ Runner add_eval(CLI::App& app, const Global& g) {
   add_model_option(div_cmd, div->model);
 
   const auto run_diversity = [&g](DiversityArgs& x) {
-    model::DiversityRequest req = x.req;
+    studies::DiversityRequest req = x.req;
     req.policies = parse_policy_list(x.policies);
     req.budgets.clear();
     for (const std::string& b : split_list(x.budgets, "budgets")) {
@@ -135,29 +135,29 @@ Runner add_eval(CLI::App& app, const Global& g) {
     req.validate();
     const std::string text = read_text(x.text);
     const model::Llama m = load_model(x.model);
-    Progress bar("diversity", model::diversity_units(req), !g.quiet);
+    Progress bar("diversity", studies::diversity_units(req), !g.quiet);
     req.on_token = [&bar] { bar.tick(); };
-    const model::DiversityResult r = model::continuation_diversity(m, text, req);
+    const studies::DiversityResult r = studies::continuation_diversity(m, text, req);
     bar.finish();
     std::cout << "kvoracle eval diversity " << x.text << ": " << r.prompts << " prompts of " << r.prompt_tokens
               << " tokens, " << r.new_tokens << " greedy tokens each\n";
     Table t({"row", "budget", "words", "distinct-1", "distinct-2", "distinct-3", "4-gram repetition"});
-    std::vector<const model::DiversityRow*> rows = {&r.full};
+    std::vector<const studies::DiversityRow*> rows = {&r.full};
     for (const auto& row : r.rows) rows.push_back(&row);
-    for (const model::DiversityRow* row : rows)
+    for (const studies::DiversityRow* row : rows)
       t.row({row->row, fmt(row->budget, 3), std::to_string(row->mean.words), fmt(row->mean.distinct1, 3),
              fmt(row->mean.distinct2, 3), fmt(row->mean.distinct3, 3), fmt(row->mean.repetition4, 3)});
     t.print(std::cout);
-    print_paper_experiments(model::diversity_paper_experiments(r), std::cout);
+    print_paper_experiments(studies::diversity_paper_experiments(r), std::cout);
     if (!x.json.empty()) {
-      write_file_atomic(x.json, model::diversity_result_json(r).dump(2) + "\n");
+      write_file_atomic(x.json, studies::diversity_result_json(r).dump(2) + "\n");
       std::cout << "results: " << x.json << '\n';
     }
     return 0;
   };
 
   auto run_prefill = [&g](const Args& x, const CLI::App* c) {
-    model::PressEvalRequest req;
+    studies::PressEvalRequest req;
     req.tokens = x.tokens;
     req.prompt_len = x.prefill;
     req.presses = x.press.presses;
@@ -179,7 +179,7 @@ Runner add_eval(CLI::App& app, const Global& g) {
               "--prefill compresses with --presses, --policies and --compression-ratio; it does not take --budgets");
       return run_prefill(*a, cmd);
     }
-    model::EvalRequest req;
+    studies::EvalRequest req;
     req.tokens = a->tokens;
     req.policies = parse_policy_list(a->policies);
     req.budgets = split_list(a->budgets, "budgets");
@@ -189,9 +189,9 @@ Runner add_eval(CLI::App& app, const Global& g) {
     req.validate();
     const std::string text = read_text(a->text);
     const model::Llama m = load_model(a->model);
-    Progress bar("eval", model::eval_units(req.options()), !g.quiet);
+    Progress bar("eval", studies::eval_units(req.options()), !g.quiet);
     req.on_token = [&bar] { bar.tick(); };
-    const model::EvalResult r = model::run_eval(m, text, req);
+    const studies::EvalResult r = studies::run_eval(m, text, req);
     bar.finish();
     std::cout << "kvoracle eval " << a->text << ": " << r.tokens << " tokens, teacher-forced, full-cache perplexity "
               << fmt(r.full_ppl) << " (" << fmt(static_cast<double>(r.full_bytes) / (1 << 20), 3) << " MiB of K/V)"
@@ -216,9 +216,9 @@ Runner add_eval(CLI::App& app, const Global& g) {
       plot.add_point(p.policy, static_cast<double>(p.k) / r.tokens, p.ppl, policy_traits(p.id).offline);
     }
     t.print(std::cout);
-    print_paper_experiments(model::eval_paper_experiments(r), std::cout);
+    print_paper_experiments(studies::eval_paper_experiments(r), std::cout);
     if (!a->json.empty()) {
-      write_file_atomic(a->json, model::eval_result_json(r, a->text).dump(2) + "\n");
+      write_file_atomic(a->json, studies::eval_result_json(r, a->text).dump(2) + "\n");
       std::cout << "results: " << a->json << '\n';
     }
     if (!a->plot.empty()) {

@@ -14,9 +14,9 @@
 #include "kvo/core/error.hpp"
 #include "kvo/core/text_list.hpp"
 #include "kvo/model/model_path.hpp"
-#include "kvo/model/task_io.hpp"
-#include "kvo/model/task_options.hpp"
 #include "kvo/proofs_check/svg_plot.hpp"
+#include "kvo/studies/task_io.hpp"
+#include "kvo/studies/task_options.hpp"
 #include "model_options.hpp"
 #include "options.hpp"
 #include "paper_table.hpp"
@@ -29,12 +29,12 @@ namespace {
 // The options of the task option table a subcommand takes, as the texts typed.
 struct TaskArgs {
   std::map<std::string, std::string> text;
-  std::vector<const model::TaskOptionEntry*> entries;
+  std::vector<const studies::TaskOptionEntry*> entries;
   const CLI::App* cmd = nullptr;
 
   // The requests with every given option applied (kvo::Error naming the option for bad text).
-  model::TaskOptions build(int positions) const {
-    model::TaskOptions o;
+  studies::TaskOptions build(int positions) const {
+    studies::TaskOptions o;
     o.suite.max_positions = positions;
     for (const auto* e : entries)
       if (cmd->count(std::string(e->flag)) > 0) e->set(o, text.at(std::string(e->name)));
@@ -43,10 +43,10 @@ struct TaskArgs {
 };
 
 void add_task_options(CLI::App* cmd, TaskArgs& a, bool run) {
-  const model::TaskOptions defaults;
+  const studies::TaskOptions defaults;
   a.cmd = cmd;
-  for (const model::TaskOptionEntry& e : model::task_option_table()) {
-    if (!run && e.use == model::TaskOptionUse::Run) continue;
+  for (const studies::TaskOptionEntry& e : studies::task_option_table()) {
+    if (!run && e.use == studies::TaskOptionUse::Run) continue;
     a.entries.push_back(&e);
     std::string& slot = a.text[std::string(e.name)];
     std::string flags(e.flag);
@@ -68,27 +68,27 @@ void require_writable_dir(const std::string& dir) {
   require(!ec && std::filesystem::is_directory(dir), "cannot write to directory '" + dir + "'");
 }
 
-void write_plots(const model::TaskEvalResult& r, const std::string& dir) {
+void write_plots(const studies::TaskEvalResult& r, const std::string& dir) {
   // Accuracy against budget, one plot per task and length, one line per row.
   std::map<std::pair<std::string, int>, LinePlot> plots;
-  for (const model::TaskCell& c : model::summarize_tasks(r)) {
+  for (const studies::TaskCell& c : studies::summarize_tasks(r)) {
     LinePlot& p = plots[{c.task, c.length}];
     p.title = c.task + ", " + std::to_string(c.length) + " tokens: accuracy against budget (" +
-              std::string(model::to_string(r.protocol)) + ")";
+              std::string(studies::to_string(r.protocol)) + ")";
     p.x_label = "share of tokens kept";
     p.y_label = "accuracy";
-    if (c.row == model::kFullCacheRow) {
+    if (c.row == studies::kFullCacheRow) {
       if (p.lines.empty()) p.lines.push_back({"full cache", c.accuracy});
       continue;
     }
     p.add_point(c.row, c.budget, c.accuracy,
-                c.row.starts_with(model::kPrefillOptimumRow) || c.row == policy_name(PolicyId::Oracle));
+                c.row.starts_with(studies::kPrefillOptimumRow) || c.row == policy_name(PolicyId::Oracle));
   }
   for (const auto& [key, p] : plots)
     write_file_atomic(dir + "/accuracy-" + key.first + "-" + std::to_string(key.second) + ".svg", p.svg());
   // Length x depth heat maps per row and budget (tasks with depths).
   std::map<std::tuple<std::string, std::string, double>, std::map<std::pair<int, double>, double>> grids;
-  for (const model::TaskCell& c : model::summarize_tasks(r, true))
+  for (const studies::TaskCell& c : studies::summarize_tasks(r, true))
     if (c.depth >= 0) grids[{c.task, c.row, c.budget}][{c.length, c.depth}] = c.accuracy;
   for (const auto& [key, grid] : grids) {
     std::vector<int> lengths;
@@ -122,16 +122,16 @@ void write_plots(const model::TaskEvalResult& r, const std::string& dir) {
 
 // The table of cells: accuracy with its Wilson interval, and why rows failed (needles held, mass
 // of the optimum); then the paper's experiments the rows allow.
-void print_cells(const model::TaskEvalResult& r, std::ostream& out) {
+void print_cells(const studies::TaskEvalResult& r, std::ostream& out) {
   Table t(
       {"task", "length", "row", "budget", "n", "accuracy", "95% interval", "needles held", "mass of optimum", "note"});
   auto mean = [](double x) { return std::isnan(x) ? std::string("-") : fmt(x, 3); };
-  for (const model::TaskCell& c : model::summarize_tasks(r))
+  for (const studies::TaskCell& c : studies::summarize_tasks(r))
     t.row({c.task, std::to_string(c.length), c.row, fmt(c.budget, 3), std::to_string(c.count), fmt(c.accuracy, 3),
            "[" + fmt(c.low, 3) + ", " + fmt(c.high, 3) + "]", mean(c.needles_held), mean(c.mass_of_optimum),
            c.model_fails ? "full cache fails: left out" : ""});
   t.print(out);
-  print_paper_experiments(model::task_paper_experiments(r), out);
+  print_paper_experiments(studies::task_paper_experiments(r), out);
 }
 
 }  // namespace
@@ -178,9 +178,9 @@ Runner add_tasks(CLI::App& app, const Global& g) {
   return [a, b, c, gen, run, report, &g] {
     if (report->parsed()) {
       if (!c->plots.empty()) require_writable_dir(c->plots);
-      const model::TaskEvalResult r = model::read_task_result(c->results);
+      const studies::TaskEvalResult r = studies::read_task_result(c->results);
       std::cout << "kvoracle tasks report: " << c->results << ", " << r.outcomes.size() << " outcomes, protocol "
-                << model::to_string(r.protocol) << "\n";
+                << studies::to_string(r.protocol) << "\n";
       print_cells(r, std::cout);
       if (!c->plots.empty()) {
         write_plots(r, c->plots);
@@ -190,15 +190,15 @@ Runner add_tasks(CLI::App& app, const Global& g) {
     }
     if (gen->parsed()) {
       const model::Llama m = load_model(a->model);
-      const model::TaskOptions o = a->task.build(m.config().context);
-      const auto inst = model::generate_tasks(m.tokenizer(), o.suite);
-      model::write_task_jsonl(a->out, inst);
+      const studies::TaskOptions o = a->task.build(m.config().context);
+      const auto inst = studies::generate_tasks(m.tokenizer(), o.suite);
+      studies::write_task_jsonl(a->out, inst);
       std::cout << "wrote " << a->out << ": " << inst.size() << " instances\n";
       return 0;
     }
     const model::Llama m = load_model(b->model);
-    model::TaskOptions opts = b->task.build(m.config().context);
-    model::TaskEvalRequest& req = opts.run;
+    studies::TaskOptions opts = b->task.build(m.config().context);
+    studies::TaskEvalRequest& req = opts.run;
     req.run = b->run.options().build(req.policies.empty() ? PolicyId::H2O : req.policies.front(), nullptr,
                                      SharedBudgets::Allowed);
     req.press = b->press.defaults;
@@ -217,16 +217,17 @@ Runner add_tasks(CLI::App& app, const Global& g) {
     const scaleout::RankTeam team(1, !g.quiet, checkpoint.get());
     std::unique_ptr<AtomicFile> json;
     if (!b->json.empty() && team.leader()) json = std::make_unique<AtomicFile>(b->json);
-    const std::vector<model::TaskInstance> inst =
-        b->instances.empty() ? model::generate_tasks(m.tokenizer(), opts.suite) : model::read_task_jsonl(b->instances);
-    const std::optional<model::TaskEvalResult> result = model::run_tasks(m, inst, req, team);
+    const std::vector<studies::TaskInstance> inst = b->instances.empty()
+                                                        ? studies::generate_tasks(m.tokenizer(), opts.suite)
+                                                        : studies::read_task_jsonl(b->instances);
+    const std::optional<studies::TaskEvalResult> result = studies::run_tasks(m, inst, req, team);
     if (!result) return 0;
-    const model::TaskEvalResult& r = *result;
-    std::cout << "kvoracle tasks run: " << inst.size() << " instances, protocol " << model::to_string(r.protocol)
+    const studies::TaskEvalResult& r = *result;
+    std::cout << "kvoracle tasks run: " << inst.size() << " instances, protocol " << studies::to_string(r.protocol)
               << "\n";
     print_cells(r, std::cout);
     if (!b->json.empty()) {
-      json->stream() << model::task_result_json(r).dump(2) << '\n';
+      json->stream() << studies::task_result_json(r).dump(2) << '\n';
       json->commit();
       std::cout << "results: " << b->json << '\n';
     }

@@ -11,14 +11,14 @@
 
 namespace kvo::cli {
 
-int print_press_eval(model::PressEvalRequest request, const std::string& text_path, const std::string& model_path,
+int print_press_eval(studies::PressEvalRequest request, const std::string& text_path, const std::string& model_path,
                      const std::string& json_path, const std::string& plot_path, const Global& g) {
   request.validate();
   const std::string text = read_text(text_path);
   const model::Llama m = load_model(model_path);
-  Progress bar("eval --prefill", model::press_eval_rows(request.options()), !g.quiet);
+  Progress bar("eval --prefill", studies::press_eval_rows(request.options()), !g.quiet);
   request.on_row = [&bar] { bar.tick(); };
-  const model::PressEvalResult r = model::run_press_eval(m, text, request);
+  const studies::PressEvalResult r = studies::run_press_eval(m, text, request);
   bar.finish();
   const int following = r.tokens - r.prompt_len;
   std::cout << "kvoracle eval --prefill " << r.prompt_len << " " << text_path << ": prompt " << r.prompt_len
@@ -39,13 +39,13 @@ int print_press_eval(model::PressEvalRequest request, const std::string& text_pa
     t.row({row.name, fmt(row.compression_ratio, 3), fmt(row.mean_k, 4), fmt(row.mass_fraction), fmt(row.mass_share),
            fmt(row.output_error), fmt(row.nll), (row.nll >= r.full_nll ? "+" : "") + fmt(row.nll - r.full_nll),
            fmt(row.mean_kl), fmt(static_cast<double>(row.kv_bytes) / (1 << 20), 3)});
-    plot.add_point(row.name, row.mean_k / r.prompt_len, row.mean_kl, row.set != model::PressEvalSet::Press);
+    plot.add_point(row.name, row.mean_k / r.prompt_len, row.mean_kl, row.set != studies::PressEvalSet::Press);
     plot.y_max = std::max(plot.y_max, row.mean_kl * 1.05);
   }
   if (plot.y_max <= 0) plot.y_max = 1.0;
   t.print(std::cout);
   if (!json_path.empty()) {
-    write_file_atomic(json_path, model::press_eval_result_json(r, text_path).dump(2) + "\n");
+    write_file_atomic(json_path, studies::press_eval_result_json(r, text_path).dump(2) + "\n");
     std::cout << "results: " << json_path << '\n';
   }
   if (!plot_path.empty()) {

@@ -3,17 +3,17 @@
 // `eval prefill`, `tasks generate`, `tasks run` and `tasks report`.
 #include "bindings_support.hpp"
 #include "kvo/core/press_parameters.hpp"
-#include "kvo/model/diversity.hpp"
-#include "kvo/model/eval_run.hpp"
 #include "kvo/model/generate.hpp"
 #include "kvo/model/llama.hpp"
 #include "kvo/model/model_path.hpp"
 #include "kvo/model/perplexity.hpp"
-#include "kvo/model/press_eval_run.hpp"
 #include "kvo/model/recorder.hpp"
-#include "kvo/model/task_io.hpp"
-#include "kvo/model/task_options.hpp"
 #include "kvo/model/tokenizer.hpp"
+#include "kvo/studies/diversity.hpp"
+#include "kvo/studies/eval_run.hpp"
+#include "kvo/studies/press_eval_run.hpp"
+#include "kvo/studies/task_io.hpp"
+#include "kvo/studies/task_options.hpp"
 
 namespace kvo::python {
 
@@ -27,15 +27,15 @@ py::object without_text(nlohmann::json j) {
 
 // The options of the task option table among a call's keyword arguments (a list may be a Python
 // list or "a,b"; a bool is true or false); the others go to `rest` (run options), or are refused.
-model::TaskOptions task_options(const py::kwargs& kwargs, model::TaskOptionUse use, const char* call,
-                                py::kwargs* rest) {
-  model::TaskOptions o;
+studies::TaskOptions task_options(const py::kwargs& kwargs, studies::TaskOptionUse use, const char* call,
+                                  py::kwargs* rest) {
+  studies::TaskOptions o;
   for (const auto& [key, value] : kwargs) {
     const std::string name = py::str(key);
-    const model::TaskOptionEntry* e = model::find_task_option(name);
-    if (e == nullptr || (use == model::TaskOptionUse::Suite && e->use == model::TaskOptionUse::Run)) {
+    const studies::TaskOptionEntry* e = studies::find_task_option(name);
+    if (e == nullptr || (use == studies::TaskOptionUse::Suite && e->use == studies::TaskOptionUse::Run)) {
       require(rest != nullptr,
-              std::string(call) + ": unknown option '" + name + "' (options: " + model::task_option_names(use) + ")");
+              std::string(call) + ": unknown option '" + name + "' (options: " + studies::task_option_names(use) + ")");
       (*rest)[key] = value;
       continue;
     }
@@ -58,11 +58,11 @@ model::TaskOptions task_options(const py::kwargs& kwargs, model::TaskOptionUse u
 }
 
 // "Options (keyword arguments, the CLI's tasks flags): tasks=passkey,niah,multikey: ...".
-std::string task_options_doc(model::TaskOptionUse use) {
-  const model::TaskOptions defaults;
+std::string task_options_doc(studies::TaskOptionUse use) {
+  const studies::TaskOptions defaults;
   std::string s = "Task options (keyword arguments, the CLI's tasks flags; docs/tasks.md):";
-  for (const auto& e : model::task_option_table())
-    if (use == model::TaskOptionUse::Run || e.use == use)
+  for (const auto& e : studies::task_option_table())
+    if (use == studies::TaskOptionUse::Run || e.use == use)
       s += "\n  " + std::string(e.name) + "=" + e.get(defaults) + ": " + std::string(e.help);
   return s;
 }
@@ -73,10 +73,10 @@ void bind_model(py::module_& m) {
   m.def(
       "task_report",
       [](const py::object& result) {
-        const model::TaskEvalResult r = py::isinstance<py::str>(result)
-                                            ? model::read_task_result(result.cast<std::string>())
-                                            : model::task_result_from_json(python_to_json(result), "task_report");
-        return json_to_python(model::task_result_json(r));
+        const studies::TaskEvalResult r = py::isinstance<py::str>(result)
+                                              ? studies::read_task_result(result.cast<std::string>())
+                                              : studies::task_result_from_json(python_to_json(result), "task_report");
+        return json_to_python(studies::task_result_json(r));
       },
       py::arg("result"),
       "the cells of task outcomes again (kvoracle tasks report): `result` is what Model.run_tasks returned (its "
@@ -162,7 +162,7 @@ void bind_model(py::module_& m) {
           "eval",
           [](const model::Llama& self, const std::string& text, const std::optional<std::vector<std::string>>& policies,
              const std::optional<py::list>& budgets, int tokens, int kv_bits, int kv_group, const py::kwargs& kwargs) {
-            model::EvalRequest req;
+            studies::EvalRequest req;
             req.tokens = tokens;
             req.kv_bits = kv_bits;
             req.kv_group = kv_group;
@@ -172,16 +172,16 @@ void bind_model(py::module_& m) {
               for (const auto& b : *budgets) req.budgets.push_back(py::str(b));
             }
             req.run = run_options(kwargs, "eval");
-            model::EvalResult r;
+            studies::EvalResult r;
             {
               py::gil_scoped_release release;
-              r = model::run_eval(self, text, req);
+              r = studies::run_eval(self, text, req);
             }
-            return without_text(model::eval_result_json(r, ""));
+            return without_text(studies::eval_result_json(r, ""));
           },
           py::arg("text"), py::arg("policies") = py::none(), py::arg("budgets") = py::none(),
-          py::arg("tokens") = model::EvalRequest{}.tokens, py::arg("kv_bits") = model::EvalRequest{}.kv_bits,
-          py::arg("kv_group") = model::EvalRequest{}.kv_group,
+          py::arg("tokens") = studies::EvalRequest{}.tokens, py::arg("kv_bits") = studies::EvalRequest{}.kv_bits,
+          py::arg("kv_group") = studies::EvalRequest{}.kv_group,
           ("eviction policies in closed loop with real eviction, teacher-forced over the text's first `tokens` tokens, "
            "against the full cache (kvoracle eval): {tokens, full_ppl, full_bytes, points: [{policy, budget, k, ppl, "
            "mean_kl, peak_bytes}], paper_experiments: [finding records]}. policies and budgets default to the CLI's; "
@@ -192,7 +192,7 @@ void bind_model(py::module_& m) {
           "diversity",
           [](const model::Llama& self, const std::string& text, const std::vector<std::string>& policies,
              std::vector<double> budgets, int prompts, int prompt_tokens, int new_tokens, const py::kwargs& kwargs) {
-            model::DiversityRequest req;
+            studies::DiversityRequest req;
             req.policies = parse_policy_names(policies);
             req.budgets = std::move(budgets);
             req.prompts = prompts;
@@ -200,18 +200,18 @@ void bind_model(py::module_& m) {
             req.new_tokens = new_tokens;
             require(!req.policies.empty(), "diversity: at least one policy");
             req.run = run_options(kwargs, "diversity").build(req.policies.front());
-            model::DiversityResult r;
+            studies::DiversityResult r;
             {
               py::gil_scoped_release release;
-              r = model::continuation_diversity(self, text, req);
+              r = studies::continuation_diversity(self, text, req);
             }
-            return json_to_python(model::diversity_result_json(r));
+            return json_to_python(studies::diversity_result_json(r));
           },
-          py::arg("text"), py::arg("policies") = policy_name_list(model::DiversityRequest{}.policies),
-          py::arg("budgets") = model::DiversityRequest{}.budgets,
-          py::arg("prompts") = model::DiversityRequest{}.prompts,
-          py::arg("prompt_tokens") = model::DiversityRequest{}.prompt_tokens,
-          py::arg("new_tokens") = model::DiversityRequest{}.new_tokens,
+          py::arg("text"), py::arg("policies") = policy_name_list(studies::DiversityRequest{}.policies),
+          py::arg("budgets") = studies::DiversityRequest{}.budgets,
+          py::arg("prompts") = studies::DiversityRequest{}.prompts,
+          py::arg("prompt_tokens") = studies::DiversityRequest{}.prompt_tokens,
+          py::arg("new_tokens") = studies::DiversityRequest{}.new_tokens,
           ("greedy continuations of prompts cut from the text, full cache against each policy and budget (kvoracle "
            "eval diversity): {prompts, prompt_tokens, new_tokens, full, rows: [{row, budget, words, distinct1, "
            "distinct2, distinct3, repetition4, continuations}], paper_experiments: [E10 records]}.\n" +
@@ -222,7 +222,7 @@ void bind_model(py::module_& m) {
           [](const model::Llama& self, const std::string& text, int prompt_len, int tokens, const std::string& presses,
              std::vector<double> ratios, const std::vector<std::string>& policies, const py::dict& press,
              const std::string& scopes, std::vector<double> alpha_safeguard, const py::kwargs& kwargs) {
-            model::PressEvalRequest req;
+            studies::PressEvalRequest req;
             req.scopes = parse_budget_scopes(scopes);
             req.alpha_safeguard = std::move(alpha_safeguard);
             req.tokens = tokens;
@@ -232,17 +232,17 @@ void bind_model(py::module_& m) {
             req.press = press_parameters(press, "eval_prefill");
             req.policies = parse_policy_names(policies);
             req.run = run_options(kwargs, "eval_prefill");
-            model::PressEvalResult r;
+            studies::PressEvalResult r;
             {
               py::gil_scoped_release release;
-              r = model::run_press_eval(self, text, req);
+              r = studies::run_press_eval(self, text, req);
             }
-            return without_text(model::press_eval_result_json(r, ""));
+            return without_text(studies::press_eval_result_json(r, ""));
           },
-          py::arg("text"), py::arg("prompt_len"), py::arg("tokens") = model::PressEvalRequest{}.tokens,
-          py::arg("presses") = model::PressEvalRequest{}.presses, py::arg("ratios") = model::PressEvalRequest{}.ratios,
-          py::arg("policies") = std::vector<std::string>{}, py::arg("press") = py::dict(), py::arg("scopes") = "head",
-          py::arg("alpha_safeguard") = std::vector<double>{},
+          py::arg("text"), py::arg("prompt_len"), py::arg("tokens") = studies::PressEvalRequest{}.tokens,
+          py::arg("presses") = studies::PressEvalRequest{}.presses,
+          py::arg("ratios") = studies::PressEvalRequest{}.ratios, py::arg("policies") = std::vector<std::string>{},
+          py::arg("press") = py::dict(), py::arg("scopes") = "head", py::arg("alpha_safeguard") = std::vector<double>{},
           ("kvpress's protocol in closed loop (kvoracle eval prefill): the first prompt_len tokens compressed once by "
            "each press at each ratio (and under AdaKV at each alpha_safeguard, and by kvoracle's `policies`, and to "
            "the prefill optima's sets in each budget scope of `scopes`), the rest teacher-forced: {tokens, "
@@ -254,24 +254,24 @@ void bind_model(py::module_& m) {
       .def(
           "generate_tasks",
           [](const model::Llama& self, const py::kwargs& kwargs) {
-            model::TaskOptions o = task_options(kwargs, model::TaskOptionUse::Suite, "generate_tasks", nullptr);
+            studies::TaskOptions o = task_options(kwargs, studies::TaskOptionUse::Suite, "generate_tasks", nullptr);
             o.suite.max_positions = self.config().context;
             nlohmann::json rows = nlohmann::json::array();
-            for (const auto& t : model::generate_tasks(self.tokenizer(), o.suite))
-              rows.push_back(model::task_instance_json(t));
+            for (const auto& t : studies::generate_tasks(self.tokenizer(), o.suite))
+              rows.push_back(studies::task_instance_json(t));
             return json_to_python(rows);
           },
           ("a seeded long-context task suite (kvoracle tasks generate): a list of instances, each a dict in kvpress's "
            "dataset columns (context, question, answer_prefix, answer, max_new_tokens) plus id, task, length, depth, "
            "rule and needles.\n" +
-           task_options_doc(model::TaskOptionUse::Suite))
+           task_options_doc(studies::TaskOptionUse::Suite))
               .c_str())
       .def(
           "task_tokens",
           [](const model::Llama& self, const py::dict& instance, bool question_first, const std::string& format) {
-            const model::TaskInstance in = model::task_instance_from_json(python_to_json(instance), "instance");
-            const model::TaskTokens t =
-                model::task_tokens(self.tokenizer(), in, question_first, model::parse_prompt_format(format));
+            const studies::TaskInstance in = studies::task_instance_from_json(python_to_json(instance), "instance");
+            const studies::TaskTokens t =
+                studies::task_tokens(self.tokenizer(), in, question_first, studies::parse_prompt_format(format));
             py::dict out;
             out["context"] = t.context;
             out["question"] = t.question;
@@ -287,29 +287,29 @@ void bind_model(py::module_& m) {
           [](const model::Llama& self, const std::optional<py::list>& instances, const py::dict& press,
              const py::kwargs& kwargs) {
             py::kwargs rest;
-            model::TaskOptions o = task_options(kwargs, model::TaskOptionUse::Run, "run_tasks", &rest);
+            studies::TaskOptions o = task_options(kwargs, studies::TaskOptionUse::Run, "run_tasks", &rest);
             o.suite.max_positions = self.config().context;
-            model::TaskEvalRequest& req = o.run;
+            studies::TaskEvalRequest& req = o.run;
             req.press = press_parameters(press, "run_tasks");
             req.run = run_options(rest, "run_tasks")
                           .build(req.policies.empty() ? PolicyId::H2O : req.policies.front(), nullptr,
                                  SharedBudgets::Allowed);
             req.validate();
-            std::vector<model::TaskInstance> inst;
+            std::vector<studies::TaskInstance> inst;
             if (instances) {
               const auto rows = nlohmann::json::parse(
                   py::str(py::module_::import("json").attr("dumps")(*instances)).cast<std::string>());
               for (size_t i = 0; i < rows.size(); ++i)
-                inst.push_back(model::task_instance_from_json(rows[i], "instance " + std::to_string(i)));
+                inst.push_back(studies::task_instance_from_json(rows[i], "instance " + std::to_string(i)));
             } else {
-              inst = model::generate_tasks(self.tokenizer(), o.suite);
+              inst = studies::generate_tasks(self.tokenizer(), o.suite);
             }
-            model::TaskEvalResult r;
+            studies::TaskEvalResult r;
             {
               py::gil_scoped_release release;
-              r = model::evaluate_tasks(self, inst, req);
+              r = studies::evaluate_tasks(self, inst, req);
             }
-            return json_to_python(model::task_result_json(r));
+            return json_to_python(studies::task_result_json(r));
           },
           py::arg("instances") = py::none(), py::arg("press") = py::dict(),
           ("answer task instances (dicts in kvpress's columns, e.g. from generate_tasks; None: the suite the suite "
@@ -320,7 +320,7 @@ void bind_model(py::module_& m) {
            "row, budget, count, accuracy, low, high, model_fails, needles_held, mass_of_optimum}]}. `press`: a dict of "
            "press parameters; the policies' parameters "
            "are keyword arguments.\n" +
-           task_options_doc(model::TaskOptionUse::Run) + "\n" + press_parameters_doc() + "\n" + run_options_doc())
+           task_options_doc(studies::TaskOptionUse::Run) + "\n" + press_parameters_doc() + "\n" + run_options_doc())
               .c_str());
 }
 

@@ -1,6 +1,6 @@
 // Who shares a KV budget: each (layer, KV head) alone, the KV heads of a layer, the layers with
 // every head of a layer alike, or the whole model. One table of scopes, read by the shared-budget
-// optima (oracle/allocation.hpp) and the closed-loop evaluation (model/press_eval.hpp).
+// optima (oracle/allocation.hpp) and the closed-loop evaluation (studies/press_eval.hpp).
 #pragma once
 #include <cstddef>
 #include <span>

@@ -48,7 +48,7 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m);
 
 // E10 (§5.3 Q4, Appendix C): whether h2o's greedy continuations are at least as diverse as the
 // full cache's at one budget: distinct-2 no lower and 4-gram repetition no higher (each a mean over
-// the same prompts; kvo/model/diversity.hpp measures them).
+// the same prompts; kvo/studies/diversity.hpp measures them).
 struct DiversityComparison {
   double budget = 0.0;
   double full_distinct2 = 0.0, full_repetition4 = 0.0;

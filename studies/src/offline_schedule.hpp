@@ -1,0 +1,17 @@
+// The schedules the offline policies of the closed loops (eval, tasks) follow, from the full-cache
+// trace of the same input, per (layer, KV head) on the group's mean dense attention: `oracle` the
+// end times maximising the retained attention mass under nested eviction (the offline optimum),
+// `lookahead` those of h2o's rule on the attention of every query, future ones included.
+#pragma once
+#include <memory>
+
+#include "kvo/core/budget.hpp"
+#include "kvo/core/policy_registry.hpp"
+#include "kvo/core/trace.hpp"
+
+namespace kvo::studies {
+
+// kvo::Error for a policy that is not offline.
+std::shared_ptr<const ScheduleSource> offline_schedules(PolicyId id, const Trace& trace, const Budget& budget);
+
+}  // namespace kvo::studies
