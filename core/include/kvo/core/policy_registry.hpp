@@ -52,24 +52,26 @@ enum class ScorerVariant { None, H2O, Paper };
 // When a policy reads the dense n × n attention of the whole sequence ahead of time.
 enum class DenseNeed { Never, Always, ByObjective };
 
+// A policy's traits, named in its table row (designated initializers, in this order). The defaults
+// are an ordinary online policy: nested, budgeted, drivable by a decoder, nothing else.
 struct PolicyTraits {
-  bool nested;      // S_i ⊆ S_{i-1} ∪ {i}: an evicted token never comes back
-  bool budgeted;    // holds to the budget (false: the full cache keeps everything)
-  DenseNeed dense;  // reads the dense attention of the whole sequence (not drivable online)
+  bool nested = true;                  // S_i ⊆ S_{i-1} ∪ {i}: an evicted token never comes back
+  bool budgeted = true;                // holds to the budget (false: the full cache keeps everything)
+  DenseNeed dense = DenseNeed::Never;  // reads the dense attention of the whole sequence (not drivable online)
   // A decoder can drive it online, step by step (KvEvictionManager, EvictingCache). Offline
   // policies cannot: closed loops hand them a schedule from the full cache's trace (see offline).
-  bool decoder;
-  ScorerVariant scorer;  // replayable by the greedy scorer and its CPU twin
-  bool seeded;           // randomised: deterministic given the seed
-  bool exposes_scores;   // its per-token score array is snapshotted for the checks (PolicyScores)
-  bool h2o_code;         // obeys the H2O code's invariants (C27): window, argmin, prefill top-h
-  bool offline;          // closed loops run it along a schedule from the full cache's trace (PolicySpec::schedule)
+  bool decoder = true;
+  ScorerVariant scorer = ScorerVariant::None;  // replayable by the greedy scorer and its CPU twin
+  bool seeded = false;                         // randomised: deterministic given the seed
+  bool exposes_scores = false;                 // its per-token score array is snapshotted for the checks (PolicyScores)
+  bool h2o_code = false;                       // obeys the H2O code's invariants (C27): window, argmin, prefill top-h
+  bool offline = false;  // closed loops run it along a schedule from the full cache's trace (PolicySpec::schedule)
   // Its budget counts the slot of the token about to arrive: after step i its cache holds k - 1 of
   // the tokens seen (the masking code's recent window ends at the next token).
-  bool budget_counts_next;
+  bool budget_counts_next = false;
   // Its prompt cut keeps the top-k of a per-token score (EvictionPolicy::eviction_scores), so it is
   // a kvpress ScorerPress as a prefill press (policy_prefill_scores, KvoraclePress).
-  bool prefill_score;
+  bool prefill_score = false;
 };
 
 struct PolicySpec;
