@@ -16,20 +16,21 @@ KvEvictionManager::KvEvictionManager(const CacheManagerOptions& o, PolicyMaker m
   const bool custom = static_cast<bool>(maker);  // its policies answer for themselves below
   const bool shared = o.run.budget_scope != BudgetScope::Head;
   if (!custom) {
+    const std::string name = kvo::policy_name(o.run.policy.id);
+    const auto drivable = [] { return policy_names_where([](const PolicyTraits& t) { return t.decoder; }); };
     // An offline policy runs along the schedule a closed loop computed from the full cache's trace
     // (PolicySpec::schedule); without one no decoder can drive it.
     const bool scheduled = traits.offline && o.run.policy.schedule != nullptr;
-    require(!traits.offline || scheduled,
-            "policy " + kvo::policy_name(o.run.policy.id) +
-                " follows a schedule computed from the whole recorded sequence, so a decoder cannot drive it online "
-                "(kvoracle eval and tasks run drive it from the full cache's trace; decoder policies: " +
-                policy_names_where([](const PolicyTraits& t) { return t.decoder; }) + ")");
-    require(traits.nested, "policy " + kvo::policy_name(o.run.policy.id) +
-                               " lets evicted tokens come back; a decoder cannot drive it (decoder policies: " +
-                               policy_names_where([](const PolicyTraits& t) { return t.decoder; }) + ")");
+    if (traits.offline && !scheduled)
+      throw Error("policy " + name +
+                  " follows a schedule computed from the whole recorded sequence, so a decoder cannot drive it online "
+                  "(kvoracle eval and tasks run drive it from the full cache's trace; decoder policies: " +
+                  drivable() + ")");
+    if (!traits.nested)
+      throw Error("policy " + name +
+                  " lets evicted tokens come back; a decoder cannot drive it (decoder policies: " + drivable() + ")");
     require((traits.decoder || scheduled) && !needs_dense(o.run.policy),
-            "policy " + kvo::policy_name(o.run.policy.id) +
-                " needs the dense attention of the whole sequence; a decoder cannot drive it");
+            "policy " + name + " needs the dense attention of the whole sequence; a decoder cannot drive it");
     o_.run.validate_budget_scope(SharedBudgets::Allowed);
     maker = [&](int, int, int) { return make_policy(o.run.policy); };
   }

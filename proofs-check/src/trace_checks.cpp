@@ -150,14 +150,15 @@ void TraceChecksOptions::validate() const {
   require(cooccurrence_window >= 1, "cooccurrence_window must be >= 1");
   for (double b : sweep)
     require(b > 0 && b <= 1, "sweep budgets must be fractions of n in (0, 1], not " + std::to_string(b));
+  const auto& catalogue = claim_catalogue();
   for (const auto& id : checks) {  // unknown ids fail before any work, naming the ids verify runs
-    const auto& all = claim_catalogue();
-    require(std::any_of(all.begin(), all.end(), [&](const ClaimInfo& c) { return c.id == id; }),
-            "unknown check id '" + id + "' (verify runs " + trace_check_ids() + ")");
-    require(!claim_info(id).closed_loop, "check " + id +
-                                             " is one of the paper's closed-loop experiments: kvoracle eval, tasks run "
-                                             "or eval diversity judge it on the real model (docs/checks.md#" +
-                                             claim_info(id).doc().substr(claim_info(id).doc().find('#') + 1) + ")");
+    const auto c = std::find_if(catalogue.begin(), catalogue.end(), [&](const ClaimInfo& x) { return x.id == id; });
+    if (c == catalogue.end()) throw Error("unknown check id '" + id + "' (verify runs " + trace_check_ids() + ")");
+    if (c->closed_loop)
+      throw Error("check " + id +
+                  " is one of the paper's closed-loop experiments: kvoracle eval, tasks run or eval diversity judge it "
+                  "on the real model (docs/checks.md#" +
+                  c->doc().substr(c->doc().find('#') + 1) + ")");
   }
   require(!policies.empty(), "no policy to check");
 }

@@ -5,8 +5,6 @@
 
 namespace kvo::studies {
 
-using namespace kvo::model;  // the engine the studies drive
-
 std::vector<double> log_softmax(const Eigen::Ref<const Eigen::RowVectorXf>& row) {
   const double m = row.maxCoeff();
   double s = 0.0;

@@ -8,8 +8,6 @@
 #include "kvo/oracle/offline_oracle.hpp"
 
 namespace kvo::studies {
-
-using namespace kvo::model;  // the engine the studies drive
 namespace {
 
 // The end times of a nested policy run on a dense matrix (token j held after steps j..end[j]).

@@ -11,8 +11,6 @@
 
 namespace kvo::studies {
 
-using namespace kvo::model;  // the engine the studies drive
-
 nlohmann::json task_instance_json(const TaskInstance& in) {
   nlohmann::json j = {{"id", in.id},
                       {"task", in.task},

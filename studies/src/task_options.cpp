@@ -6,8 +6,6 @@
 #include "kvo/core/text_list.hpp"
 
 namespace kvo::studies {
-
-using namespace kvo::model;  // the engine the studies drive
 namespace {
 
 bool parse_bool(std::string_view text, std::string_view name) {

@@ -13,7 +13,6 @@
 #include "kvo/core/run_config.hpp"
 #include "kvo/model/llama.hpp"
 #include "kvo/proofs_check/report.hpp"
-#include "kvo/studies/engine.hpp"
 
 namespace kvo::studies {
 

@@ -12,7 +12,6 @@
 #include "kvo/core/run_config.hpp"
 #include "kvo/model/kv_quant.hpp"
 #include "kvo/model/llama.hpp"
-#include "kvo/studies/engine.hpp"
 
 namespace kvo::studies {
 

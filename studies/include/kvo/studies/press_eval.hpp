@@ -14,7 +14,6 @@
 #include "kvo/core/press.hpp"
 #include "kvo/core/run_config.hpp"
 #include "kvo/model/llama.hpp"
-#include "kvo/studies/engine.hpp"
 
 namespace kvo::studies {
 
@@ -73,7 +72,7 @@ std::string shared_optimum_row(BudgetScope scope);
 // the counts may differ, as under a shared budget): each KV head's kept rows packed right-aligned
 // below the longest set, its attention reading rows start[l * H_kv + h].. only, and positions
 // continuing at prompt_len, with `room` rows left for the tokens fed after.
-model::KvCache compressed_cache(const model::Llama& model, const KvCache& prompt,
+model::KvCache compressed_cache(const model::Llama& model, const model::KvCache& prompt,
                                 const std::vector<std::vector<int>>& kept, int prompt_len, int room);
 
 // Rows for the progress bar.

@@ -17,7 +17,6 @@
 #include "kvo/core/run_config.hpp"
 #include "kvo/core/work_team.hpp"
 #include "kvo/model/llama.hpp"
-#include "kvo/studies/engine.hpp"
 #include "kvo/studies/tasks.hpp"
 
 namespace kvo::studies {

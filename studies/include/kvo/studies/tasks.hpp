@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "kvo/model/tokenizer.hpp"
-#include "kvo/studies/engine.hpp"
 
 namespace kvo::studies {
 
