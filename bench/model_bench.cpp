@@ -1,5 +1,5 @@
 // The real model on 2 cores: prefill of 1024 tokens (target >= 200 tokens/s), with and without
-// the logits of every position, one decode step with a full cache, and eval --prefill's rows.
+// the logits of every position, one decode step with a full cache, and eval prefill's rows.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -95,7 +95,7 @@ void BM_EvictingDecode(benchmark::State& st) {
   st.counters["peak_kv_bytes"] = static_cast<double>(bytes);
 }
 
-// eval --prefill on P = 512 of 640 GPL-3 tokens: the trace, the prefill units and their output
+// eval prefill on P = 512 of 640 GPL-3 tokens: the trace, the prefill units and their output
 // pass, one prefill, then a continuation per row; rows: snapkv at 0.8 and the two references.
 // Its baseline in the same run: model/prefill/640/1 (one forward pass of the same tokens).
 void BM_PressEval(benchmark::State& st) {

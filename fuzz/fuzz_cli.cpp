@@ -43,10 +43,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     expect_clean([&] { (void)kvo::Budget::parse("20%", a); });
     expect_clean([&] { (void)kvo::Budget::parse("20%", "", {a}).resolve(97, 1, 2); });
     expect_clean([&] { (void)kvo::parse_policy_list(a); });
-    for (const auto& e : kvo::run_option_table())  // every run option's text through the one parser
+    for (const auto& f : kvo::run_options_schema().fields())  // every run option's text through the one parser
       expect_clean([&] {
         kvo::RunOptions o;
-        kvo::set_run_option(o, e, a);
+        f.set(o, a);
         (void)o.build(kvo::PolicyId::Greedy);
       });
     expect_clean([&] { (void)kvo::parse_concave(a); });

@@ -36,6 +36,7 @@ Cli::Cli() {
   reg(add_perplexity);
   reg(add_eval);
   reg(add_tasks);
+  reg(add_options_markdown);
 }
 
 // The first word after the global options, when it names no command: "unknown command 'x'". (CLI11
@@ -51,7 +52,7 @@ std::string unknown_command(const Cli& cli, int argc, const char* const* argv) {
     std::string known;
     for (const CLI::App* sub : cli.app.get_subcommands({})) {
       if (sub->get_name() == arg) return "";
-      known += (known.empty() ? "" : ", ") + sub->get_name();
+      if (!sub->get_group().empty()) known += (known.empty() ? "" : ", ") + sub->get_name();  // not the hidden ones
     }
     return "unknown command '" + arg + "' (commands: " + known + ")";
   }
@@ -126,7 +127,7 @@ bool distributed_command(const CLI::App* sub) {
   if (name == "verify") return true;
   if (name == "replay") return sub->count("--device") == 0;  // the greedy scorer runs on one process
   if (name == "oracle")  // the offline oracle; the static and prefill oracles run on one process
-    return sub->get_subcommand("offline")->parsed() || sub->count("--offline") > 0;
+    return sub->get_subcommand("offline")->parsed();
   if (name == "tasks") return sub->get_subcommand("run")->parsed();  // generate and report: one process
   return false;
 }

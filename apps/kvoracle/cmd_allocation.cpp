@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -12,10 +11,10 @@
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/progress.hpp"
 #include "kvo/core/trace_io.hpp"
-#include "kvo/oracle/allocation_options.hpp"
 #include "kvo/oracle/shared_decoding.hpp"
 #include "kvo/oracle/shared_prefill.hpp"
 #include "kvo/proofs_check/svg_plot.hpp"
+#include "schema_flags.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
@@ -23,7 +22,7 @@ namespace {
 
 struct AllocationArgs {
   std::string trace, json, plot;
-  std::map<std::string, std::string> text;  // option name -> its text, from the option table
+  RequestFlags<AllocationRequest> request;
 };
 
 // "yes" when the dual bound meets the value up to rounding, else the gap (a bug in kvoracle).
@@ -149,8 +148,7 @@ void report_methods(const SharedPrefillResult& res, LinePlot& plot) {
 }
 
 int run_allocation(const AllocationArgs& a, const Global& g) {
-  AllocationRequest req;
-  for (const auto& [name, text] : a.text) set_allocation_option(req, name, text);
+  AllocationRequest req = a.request.request();
   req.threads = g.threads;
   const Trace tr = read_trace(a.trace);
   req.validate(tr);
@@ -208,23 +206,10 @@ AllocationCommand add_allocation(CLI::App* oracle, const Global& g) {
       "pages), against per-head budgets of the same total: compressing the prompt once (--protocol prefill), "
       "evicting at every step (--protocol decoding) or compressing every N steps (--protocol decoding --interval)");
   cmd->add_option("trace", a->trace, "trace file (.safetensors)")->required()->check(CLI::ExistingFile);
-  const AllocationRequest defaults;
-  for (const AllocationOptionEntry& e : allocation_option_table()) {
-    std::string& slot = a->text[std::string(e.name)];
-    auto* opt = cmd->add_option(std::string(e.flag), slot, std::string(e.help));
-    if (e.required)
-      opt->required();
-    else
-      opt->default_str(e.get(defaults));
-  }
+  a->request.add(cmd);
   cmd->add_option("--json", a->json, "write the rows (with each unit's slots) and the request as JSON");
   cmd->add_option("--plot", a->plot, "write an SVG plot of each scope's gain against the budget");
-  return {cmd, [a, &g] {
-            AllocationArgs run = *a;
-            for (auto it = run.text.begin(); it != run.text.end();)  // unset options keep the request's default
-              it = it->second.empty() ? run.text.erase(it) : std::next(it);
-            return run_allocation(run, g);
-          }};
+  return {cmd, [a, &g] { return run_allocation(*a, g); }};
 }
 
 }  // namespace kvo::cli

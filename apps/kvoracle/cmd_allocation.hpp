@@ -12,7 +12,7 @@ struct AllocationCommand {
   CLI::App* cmd = nullptr;
   Runner run;
 };
-// Registers the subcommand under `oracle`; its flags come from allocation_option_table().
+// Registers the subcommand under `oracle`; its flags come from AllocationRequest::schema().
 AllocationCommand add_allocation(CLI::App* oracle, const Global& g);
 
 }  // namespace kvo::cli

@@ -1,6 +1,7 @@
 // kvoracle eval: eviction policies in closed loop on the real model, against the full cache:
 // perplexity, mean KL of the next-token distribution and K/V bytes held, per policy and budget,
 // as a table, JSON and an SVG plot (perplexity against budget).
+#include <algorithm>
 #include <iostream>
 
 #include "commands.hpp"
@@ -16,81 +17,53 @@
 #include "options.hpp"
 #include "paper_table.hpp"
 #include "press_eval_report.hpp"
-#include "press_options.hpp"
+#include "schema_flags.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
+
+namespace {
+
+// `eval --prefill P` is gone: one line naming `eval prefill`; anything else unknown is named.
+[[noreturn]] void refuse_extras(const std::vector<std::string>& typed) {
+  if (std::find(typed.begin(), typed.end(), "--prefill") != typed.end())
+    throw Error("`eval --prefill P` is now `kvoracle eval prefill --prompt-len P ...`");
+  throw Error("eval: unexpected arguments: " + join_list(typed));
+}
+
+}  // namespace
 
 Runner add_eval(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand("eval", "evaluate eviction policies in closed loop on the real model");
   struct Args {
     std::string text, model, json, plot;
-    std::string policies = join_policy_names(default_policies(PolicyListUse::Eval));
-    std::string budgets = join_list(studies::EvalRequest{}.budgets);
-    int tokens = studies::EvalRequest{}.tokens;  // eval prefill's default too (PressEvalRequest's)
-    int kv_bits = studies::EvalRequest{}.kv_bits, kv_group = studies::EvalRequest{}.kv_group;
-    RunArgs run;
-    int prefill = 0;
-    PressArgs press;
-    std::string scopes = "head";
-    std::vector<double> alpha_safeguard;
-  };
-  // The prefill protocol's references and AdaKV, on `eval --prefill` and `eval prefill` alike.
-  const auto add_allocation_options = [](CLI::App* c, Args& x) {
-    c->add_option("--scopes", x.scopes,
-                  "budget scopes of the optimum's rows: head (per-head budgets), layer, layerwise, model (shared "
-                  "budgets of the same total, docs/allocation.md), comma-separated or all")
-        ->capture_default_str();
-    c->add_option("--alpha-safeguard", x.alpha_safeguard,
-                  "kvpress's AdaKVPress around each press at each alpha_safeguard (comma-separated)")
-        ->delimiter(',');
+    RequestFlags<studies::EvalRequest> request;
   };
   auto a = std::make_shared<Args>();
   cmd->require_subcommand(0, 1);
   cmd->add_option("--text,-t", a->text, "UTF-8 text file (required)")->check(CLI::ExistingFile);
-  cmd->add_option("--tokens,-n", a->tokens, "tokens of the text to decode")->capture_default_str();
-  cmd->add_option("--policies,--policy,-p", a->policies,
-                  "comma-separated policies ('" + policy_name(PolicyId::Oracle) + "': the offline optimum)")
-      ->capture_default_str();
-  cmd->add_option("--budgets,--budget,-b", a->budgets,
-                  "comma-separated budget totals: ratios (20%) or tokens (64); --recent and --budget-override apply "
-                  "to each")
-      ->capture_default_str();
+  a->request.add(cmd);
   cmd->add_option("--json", a->json, "write the results as JSON");
   cmd->add_option("--plot", a->plot, "write an SVG plot of perplexity against budget");
-  cmd->add_option("--kv-bits", a->kv_bits,
-                  "also decode every point with its K/V quantized to this many bits (2-8; FlexGen's group-wise "
-                  "asymmetric scheme), and the full cache so quantized: rows <policy>+int<bits> (the paper's Table 5)")
-      ->capture_default_str();
-  cmd->add_option("--kv-group", a->kv_group, "values per quantization group along the head dimension")
-      ->capture_default_str();
-  add_run_options(cmd, a->run, {.budget_total = false, .trace_selection = false});
   add_model_option(cmd, a->model);
-  cmd->add_option("--prefill", a->prefill,
-                  "prompt length P: compress the first P of --tokens once with each press of --presses (and the "
-                  "prefill optimum's sets) and teacher-force the rest (kvpress's protocol)")
-      ->check(CLI::PositiveNumber);
-  add_press_options(cmd, a->press);
-  add_allocation_options(cmd, *a);
 
-  // `kvoracle eval prefill`: the same run as `eval --prefill P`, with only its own options.
-  auto pre = std::make_shared<Args>();
+  // `kvoracle eval prefill`: kvpress's protocol on the real model.
+  struct PrefillArgs {
+    std::string text, model, json, plot;
+    RequestFlags<studies::PressEvalRequest> request;
+  };
+  auto pre = std::make_shared<PrefillArgs>();
   auto* pre_cmd = cmd->add_subcommand(
       "prefill",
       "kvpress's protocol on the real model: compress the first --prompt-len tokens once with each press (and the "
       "prefill optimum's sets, and kvoracle's --policies when given), teacher-force the rest");
   pre_cmd->add_option("--text,-t", pre->text, "UTF-8 text file")->required()->check(CLI::ExistingFile);
-  pre_cmd->add_option("--tokens,-n", pre->tokens, "tokens of the text: the prompt and its continuation")
-      ->capture_default_str();
-  pre_cmd->add_option("--prompt-len", pre->prefill, "prompt length P")->required()->check(CLI::PositiveNumber);
-  pre_cmd->add_option("--policies,--policy,-p", pre->policies,
-                      "comma-separated kvoracle policies used as prefill presses (default: none)");
+  pre->request.add(pre_cmd);
+  pre_cmd->get_option("--prompt-len")->required();
   pre_cmd->add_option("--json", pre->json, "write the results as JSON");
   pre_cmd->add_option("--plot", pre->plot, "write an SVG plot of KL against the kept share");
-  add_run_options(pre_cmd, pre->run, {.budget_total = false, .trace_selection = false});
   add_model_option(pre_cmd, pre->model);
-  add_press_options(pre_cmd, pre->press);
-  add_allocation_options(pre_cmd, *pre);
+  cmd->allow_extras();  // after the subcommands: they keep refusing what they do not know
 
   // `kvoracle eval diversity`: greedy continuations under eviction, scored by distinct-n (E10).
   struct DiversityArgs {
@@ -156,36 +129,14 @@ Runner add_eval(CLI::App& app, const Global& g) {
     return 0;
   };
 
-  auto run_prefill = [&g](const Args& x, const CLI::App* c) {
-    studies::PressEvalRequest req;
-    req.tokens = x.tokens;
-    req.prompt_len = x.prefill;
-    req.presses = x.press.presses;
-    req.ratios = x.press.ratio_list();
-    req.press = x.press.defaults;
-    if (c->count("--policies") > 0) req.policies = parse_policy_list(x.policies);  // only when asked
-    req.run = x.run.options();
-    req.scopes = parse_budget_scopes(x.scopes);
-    req.alpha_safeguard = x.alpha_safeguard;
-    return print_press_eval(std::move(req), x.text, x.model, x.json, x.plot, g);
-  };
-  return [a, pre, div, &g, cmd, pre_cmd, div_cmd, run_prefill, run_diversity] {
-    if (pre_cmd->parsed()) return run_prefill(*pre, pre_cmd);
+  return [a, pre, div, &g, cmd, pre_cmd, div_cmd, run_diversity] {
+    if (pre_cmd->parsed())
+      return print_press_eval(pre->request.request(), pre->text, pre->model, pre->json, pre->plot, g);
     if (div_cmd->parsed()) return run_diversity(*div);
+    if (!cmd->remaining().empty()) refuse_extras(cmd->remaining());
     require(!a->text.empty(),
             "eval needs --text (kvoracle eval --text FILE, or kvoracle eval prefill --text FILE ...)");
-    if (a->prefill > 0) {
-      require(cmd->count("--budgets") == 0,
-              "--prefill compresses with --presses, --policies and --compression-ratio; it does not take --budgets");
-      return run_prefill(*a, cmd);
-    }
-    studies::EvalRequest req;
-    req.tokens = a->tokens;
-    req.policies = parse_policy_list(a->policies);
-    req.budgets = split_list(a->budgets, "budgets");
-    req.run = a->run.options();
-    req.kv_bits = a->kv_bits;
-    req.kv_group = a->kv_group;
+    studies::EvalRequest req = a->request.request();
     req.validate();
     const std::string text = read_text(a->text);
     const model::Llama m = load_model(a->model);

@@ -13,32 +13,27 @@
 #include "kvo/model/recorder.hpp"
 #include "model_options.hpp"
 #include "options.hpp"
+#include "schema_flags.hpp"
 
 namespace kvo::cli {
 Runner add_record(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand("record", "run the model over a text with full attention and write the trace");
   struct Args {
     std::string text, out, model, dtype = "f32";
-    int tokens = model::RecordOptions{}.tokens, prompt_len = model::RecordOptions{}.prompt_len;
-    std::string layers;
+    RequestFlags<model::RecordOptions> request;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--text,-t", a->text, "UTF-8 text file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--tokens,-n", a->tokens, "tokens to record (the text's first n)")->capture_default_str();
   cmd->add_option("--out,-o", a->out, "output trace (.safetensors)")->required();
-  cmd->add_option("--layers", a->layers, "model layers to record, comma-separated (default: all)");
-  cmd->add_option("--prompt-len", a->prompt_len, "prompt length to store in the metadata")->capture_default_str();
+  a->request.add(cmd);
   add_trace_dtype_option(cmd, a->dtype);
   add_model_option(cmd, a->model);
   return [a, &g] {
-    model::RecordOptions o;
-    o.tokens = a->tokens;
-    o.layers = parse_int_list(a->layers, "layers");
-    o.prompt_len = a->prompt_len;
+    model::RecordOptions o = a->request.request();
     o.text_source = std::filesystem::path(a->text).filename().string();
     o.validate();  // before the model loads
     const model::Llama m = load_model(a->model);
-    Progress bar("record", a->tokens, !g.quiet);
+    Progress bar("record", o.tokens, !g.quiet);
     long last = 0;
     o.progress = [&](int done, int) {
       bar.tick(done - last);
@@ -57,15 +52,14 @@ Runner add_generate(CLI::App& app, const Global&) {
   auto* cmd = app.add_subcommand("generate", "greedy continuation of a prompt with the model (full cache)");
   struct Args {
     std::string prompt, model;
-    int tokens = model::GenerateRequest{}.max_tokens;
+    RequestFlags<model::GenerateRequest> request;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("prompt", a->prompt, "prompt text")->required();
-  cmd->add_option("--tokens,-n", a->tokens, "tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
+  a->request.add(cmd);
   add_model_option(cmd, a->model);
   return [a] {
-    model::GenerateRequest req;
-    req.max_tokens = a->tokens;
+    const model::GenerateRequest req = a->request.request();
     req.validate();
     const model::Llama m = load_model(a->model);
     const std::vector<int> ids = m.tokenizer().encode(a->prompt);

@@ -1,9 +1,11 @@
 // kvoracle oracle: the exact static optimum max_{|S| <= k, S ⊆ [i]} f_i(S) per step and head.
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "cmd_allocation.hpp"
+#include "cmd_oracle_prefill.hpp"
 #include "commands.hpp"
 #include "distributed.hpp"
 #include "kvo/core/atomic_file.hpp"
@@ -17,30 +19,30 @@
 #include "kvo/oracle/static_run.hpp"
 #include "kvo/proofs_check/offline_run.hpp"
 #include "options.hpp"
-#include "press_options.hpp"
+#include "schema_flags.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
 namespace {
 
+struct OfflineArgs {
+  std::string trace, checkpoint;
+  RequestFlags<OfflineOracleRequest> request;
+};
+
 // The heads go to every MPI rank under mpirun/srun; --checkpoint makes the run resumable.
-template <class Args>
-int run_offline(const Args& a, const Global& g, const CLI::App* cmd) {
-  OfflineOracleRequest req;
+int run_offline(const OfflineArgs& a, const Global& g, const CLI::App* cmd) {
+  OfflineOracleRequest req = a.request.request();
   req.trace = a.trace;
-  req.run = a.run.options();
-  req.policies = parse_policy_list(a.policies);
-  req.forced_window = a.forced_window;
-  req.json_path = a.json;
   req.validate();
-  const auto checkpoint = open_checkpoint(a.checkpoint, cmd, {"trace", "--json", "--out", "--checkpoint"}, {a.trace});
+  const auto checkpoint = open_checkpoint(a.checkpoint, cmd, {"trace", "--json", "--checkpoint"}, {a.trace});
   const scaleout::RankTeam team(g.threads, !g.quiet, checkpoint.get());
   const std::optional<OfflineOracleResult> result = run_offline_oracle(req, team);
   if (!result) return 0;  // another rank: rank 0 holds the result
   const OfflineOracleResult& r = *result;
   const double nh = static_cast<double>(r.heads.size());
   std::cout << "offline optimum of the retained dense mass on " << a.trace << " (n = " << r.n_tokens << ", budget "
-            << r.budget << ", forced window " << a.forced_window << ", " << r.heads.size() << " heads)\n"
+            << r.budget << ", forced window " << req.forced_window << ", " << r.heads.size() << " heads)\n"
             << "mean per head: OPT_dyn = " << fmt(r.opt_dyn_sum / nh) << ", sum_i opt_i = " << fmt(r.static_sum / nh)
             << ", OPT_dyn / sum_i opt_i = " << fmt(r.opt_dyn_sum / r.static_sum) << "\n";
   Table t({"policy", "nested", "mean value", "mean ratio", "worst head ratio", "max excess over OPT_dyn", "ordering"});
@@ -55,7 +57,7 @@ int run_offline(const Args& a, const Global& g, const CLI::App* cmd) {
             << r.policies.size() - static_cast<size_t>(unchecked)
             << " policies inside OPT_dyn's problem) and dual certificates: " << r.violations
             << (r.violations ? " violations [FAILS: bug in kvoracle]" : " violations [holds]") << '\n';
-  if (!a.json.empty()) std::cout << "results: " << a.json << '\n';
+  if (!req.json_path.empty()) std::cout << "results: " << req.json_path << '\n';
   return r.violations ? 1 : 0;
 }
 
@@ -63,51 +65,28 @@ int run_offline(const Args& a, const Global& g, const CLI::App* cmd) {
 
 namespace {
 
-// The options of the three oracles; `kvoracle oracle static|offline|prefill` each register their
-// part, the older one-command form (`oracle TRACE [--offline | --prefill P]`) registers all.
-struct OracleArgs {
-  std::string trace, out, json, checkpoint;
-  RunArgs run;
-  int every = 1;
-  long long node_limit = 200000;
-  std::string policies = join_policy_names(default_policies(PolicyListUse::Checks));
-  int forced_window = 0;
-  int prefill = 0;  // the prompt length P
-  bool offline = false;
-  std::string layers;
-  PressArgs press;
-  OracleArgs() { run.values.objective = "dense-acc"; }  // the static objective; also greedy's offline
+struct StaticArgs {
+  std::string trace, out;
+  RequestFlags<StaticOracleRequest> request;
 };
 
-void add_trace(CLI::App* c, OracleArgs& a, bool required) {
-  auto* opt = c->add_option("trace", a.trace, "trace file (.safetensors)")->check(CLI::ExistingFile);
-  if (required) opt->required();
+void add_trace(CLI::App* c, std::string& trace) {
+  c->add_option("trace", trace, "trace file (.safetensors)")->required()->check(CLI::ExistingFile);
 }
 
-void add_static_options(CLI::App* c, OracleArgs& a) {
-  c->add_option("--every", a.every, "solve every N-th step")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--node-limit", a.node_limit,
-                "fl: branch-and-bound nodes per solve; past it the record is inexact with bounds")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  c->add_option("--out,-o", a.out, "per-step optima as JSON Lines");
+// The one-command form of `oracle` (TRACE [--offline | --prefill P]) is gone: one line naming the
+// mode that replaces what was typed.
+[[noreturn]] void refuse_old_oracle_form(const std::vector<std::string>& typed) {
+  const auto has = [&](const char* flag) { return std::find(typed.begin(), typed.end(), flag) != typed.end(); };
+  if (has("--offline") || has("--dynamic"))
+    throw Error("`oracle TRACE --offline` is now `kvoracle oracle offline TRACE ...`");
+  if (has("--prefill"))
+    throw Error("`oracle TRACE --prefill P` is now `kvoracle oracle prefill TRACE --prompt-len P ...`");
+  throw Error("`oracle TRACE` is now `kvoracle oracle static TRACE ...` (modes: static, offline, prefill, allocation)");
 }
 
-void add_offline_options(CLI::App* c, OracleArgs& a, const std::string& when) {
-  c->add_option("--policies", a.policies, when + "comma-separated policies")->capture_default_str();
-  c->add_option("--forced-window", a.forced_window, when + "last r tokens forced into OPT's caches")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  c->add_option("--checkpoint", a.checkpoint,
-                when + "store each finished head in this directory; a rerun with the same arguments resumes");
-}
-
-int run_static(const OracleArgs& a, const Global& g) {
-  require(a.checkpoint.empty(), "--checkpoint needs --offline (the static oracle is not resumable)");
-  StaticOracleRequest req;
-  req.run = a.run.options();
-  req.every = a.every;
-  req.node_limit = a.node_limit;
+int run_static(const StaticArgs& a, const Global& g) {
+  StaticOracleRequest req = a.request.request();
   req.threads = g.threads;
   req.validate();
   const Trace tr = read_trace(a.trace);
@@ -144,10 +123,6 @@ int run_static(const OracleArgs& a, const Global& g) {
   return 0;
 }
 
-int run_prefill(const OracleArgs& a, const Global& g, const std::vector<int>& layers) {
-  return run_prefill_oracle({a.trace, a.json, a.prefill, layers, a.press}, g);
-}
-
 }  // namespace
 
 Runner add_oracle(CLI::App& app, const Global& g) {
@@ -157,63 +132,42 @@ Runner add_oracle(CLI::App& app, const Global& g) {
       "competitive ratio, `oracle prefill` of compressing a prompt once against kvpress's presses, `oracle allocation` "
       "of the same with budgets shared across heads and layers");
   cmd->require_subcommand(0, 1);
-  // The one-command form: oracle TRACE [--offline | --prefill P] (documented; the modes below are
-  // the same runs).
-  auto a = std::make_shared<OracleArgs>();
-  add_trace(cmd, *a, false);
-  add_static_options(cmd, *a);
-  cmd->add_flag("--offline,--dynamic", a->offline,
-                "the same as `oracle offline`: exact offline optimum of the nested problem and each policy's "
-                "competitive ratio (--dynamic: the old name)");
-  add_offline_options(cmd, *a, "--offline: ");
-  cmd->add_option("--json", a->json, "--offline, --prefill: write the results as JSON");
-  cmd->add_option("--prefill", a->prefill, "prompt length P: the same as `oracle prefill --prompt-len P`")
-      ->check(CLI::PositiveNumber);
-  add_press_options(cmd, a->press);
-  add_run_options(cmd,
-                  a->run);  // --objective (dense-acc, mass or fl here), --concave and --window: the static objective
 
-  auto st = std::make_shared<OracleArgs>();
+  auto st = std::make_shared<StaticArgs>();
   auto* st_cmd = cmd->add_subcommand("static", "exact static optimum max_{|S| <= k, S ⊆ [i]} f_i(S) per step and head");
-  add_trace(st_cmd, *st, true);
-  add_static_options(st_cmd, *st);
-  add_run_options(st_cmd, st->run);
+  add_trace(st_cmd, st->trace);
+  st->request.add(st_cmd);  // --objective (dense-acc, mass or fl here), --concave and --window: the static objective
+  st_cmd->add_option("--out,-o", st->out, "per-step optima as JSON Lines");
 
-  auto off = std::make_shared<OracleArgs>();
+  auto off = std::make_shared<OfflineArgs>();
   auto* off_cmd = cmd->add_subcommand(
       "offline",
       "exact offline optimum of the nested problem (retained dense mass) and each policy's competitive ratio");
-  add_trace(off_cmd, *off, true);
-  add_offline_options(off_cmd, *off, "");
-  off_cmd->add_option("--json", off->json, "write per-head results as JSON");
-  add_run_options(off_cmd, off->run);
+  add_trace(off_cmd, off->trace);
+  off->request.add(off_cmd);
+  off_cmd->add_option("--checkpoint", off->checkpoint,
+                      "store each finished head in this directory; a rerun with the same arguments resumes");
 
-  auto pre = std::make_shared<OracleArgs>();
+  auto pre = std::make_shared<PrefillArgs>();
   auto* pre_cmd = cmd->add_subcommand(
       "prefill",
       "exact optimum of compressing the prompt once to k keys per KV head (the following queries' retained mass) "
       "and kvpress's presses against it");
-  add_trace(pre_cmd, *pre, true);
-  pre_cmd->add_option("--prompt-len", pre->prefill, "prompt length P")->required()->check(CLI::PositiveNumber);
+  add_trace(pre_cmd, pre->trace);
+  pre->request.add(pre_cmd);
+  pre_cmd->get_option("--prompt-len")->required();
   pre_cmd->add_option("--json", pre->json, "write the records as JSON");
-  pre_cmd->add_option("--layers", pre->layers, "layers to run (default: all)");
-  add_press_options(pre_cmd, pre->press);
 
   const AllocationCommand alloc = add_allocation(cmd, g);
+  cmd->allow_extras();  // after the modes, which keep refusing what they do not know: the old one-command form
 
-  return [a, st, off, pre, &g, cmd, off_cmd, pre_cmd, st_cmd, alloc] {
+  return [st, off, pre, &g, cmd, off_cmd, pre_cmd, st_cmd, alloc] {
     if (st_cmd->parsed()) return run_static(*st, g);
     if (alloc.cmd->parsed()) return alloc.run();
     if (off_cmd->parsed()) return run_offline(*off, g, off_cmd);
-    if (pre_cmd->parsed()) return run_prefill(*pre, g, parse_int_list(pre->layers, "layers"));
-    require(!a->trace.empty(), "oracle needs a trace (kvoracle oracle static|offline|prefill|allocation TRACE ...)");
-    if (a->prefill > 0) {
-      require(!a->offline && a->checkpoint.empty() && a->out.empty(),
-              "--prefill takes --json for its records; it does not combine with --offline, --checkpoint or --out");
-      return run_prefill(*a, g, a->run.options().layers);
-    }
-    if (a->offline) return run_offline(*a, g, cmd);
-    return run_static(*a, g);
+    if (pre_cmd->parsed()) return run_prefill_oracle(*pre, g);
+    if (!cmd->remaining().empty()) refuse_old_oracle_form(cmd->remaining());
+    throw Error("oracle needs a mode: kvoracle oracle static|offline|prefill|allocation TRACE ...");
   };
 }
 

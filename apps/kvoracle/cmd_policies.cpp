@@ -27,7 +27,7 @@ Runner add_policies(CLI::App& app, const Global&) {
 }
 
 Runner add_presses(CLI::App& app, const Global&) {
-  app.add_subcommand("presses", "list kvpress's presses that kvoracle computes (oracle --prefill)");
+  app.add_subcommand("presses", "list kvpress's presses that kvoracle computes (oracle prefill)");
   return [] {
     Table t({"press", "kvpress class", "values", "reads", "score"});
     for (const auto& p : press_table())

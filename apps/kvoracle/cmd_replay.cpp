@@ -14,6 +14,7 @@
 #include "kvo/core/trace_io.hpp"
 #include "kvo/gpu/score_run.hpp"
 #include "options.hpp"
+#include "schema_flags.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
@@ -21,28 +22,22 @@ namespace kvo::cli {
 namespace {
 
 // kvoracle score (replay --device): the greedy scorer (CUDA or its CPU twin) for the H2O family.
-template <typename Args>
-int run_device_replay(const Args& a, const Global& g) {
-  require(!a.probs, "--probs is not available with --device (the scorer keeps scores, not probabilities)");
-  ScoreRequest req;
-  req.policy = parse_policy(a.policy);
-  req.run = a.run.options();
-  req.budgets = split_list(a.budgets, "budgets");  // --budgets
-  req.device = a.device;
+int run_device_replay(ScoreRequest req, const std::string& trace, const std::string& out, const Global& g) {
   req.threads = g.threads;
   req.validate();
-  const Trace tr = read_trace(a.trace);
+  const Trace tr = read_trace(trace);
   const ScorerOptions so = req.options(tr);
   const std::vector<Budget> budgets = so.budgets();
   const auto t0 = std::chrono::steady_clock::now();
   const ScorerResult r = run_scorer(tr, so);
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!a.out.empty()) {
-    AtomicFile f(a.out);
+  if (!out.empty()) {
+    AtomicFile f(out);
     write_score_records(f.stream(), tr, r, budgets);
     f.commit();
   }
-  std::cout << "policy " << a.policy << " on " << a.trace << " (n = " << tr.n_tokens << ") with the greedy scorer\n"
+  std::cout << "policy " << policy_name(req.policy) << " on " << trace << " (n = " << tr.n_tokens
+            << ") with the greedy scorer\n"
             << "device: " << r.device << "\n";
   Table t({"budget", "k (first head)", "heads", "evictions", "mean final score of kept tokens"});
   for (const ScoreBudgetSummary& s : score_summary(r, budgets))
@@ -53,7 +48,7 @@ int run_device_replay(const Args& a, const Global& g) {
   std::cout << fmt(sec, 3) << " s, " << fmt(head_steps / sec, 4) << " head-steps/s";
   if (r.kernel_seconds > 0) std::cout << " (kernel " << fmt(r.kernel_seconds, 3) << " s)";
   std::cout << '\n';
-  if (!a.out.empty()) std::cout << "per-step records: " << a.out << '\n';
+  if (!out.empty()) std::cout << "per-step records: " << out << '\n';
   return 0;
 }
 
@@ -68,64 +63,64 @@ Runner add_score(CLI::App& app, const Global& g) {
       app.add_subcommand("score", "the greedy scorer (" + scorer_policies() +
                                       ") over every head and several budgets in one pass, on the CPU twin or a GPU");
   struct Args {
-    std::string trace, policy = policy_name(PolicyId::H2O), out, device = "cpu", budgets;
-    bool probs = false;  // not an option here: the scorer keeps scores, not probabilities
-    RunArgs run;
+    std::string trace, out;
+    RequestFlags<ScoreRequest> request;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("trace", a->trace, "trace file (.safetensors)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--policy,-p", a->policy, "eviction policy: " + scorer_policies())->capture_default_str();
-  cmd->add_option("--device", a->device, "cpu (the twin), cuda, or auto (the GPU when there is one)")
-      ->capture_default_str();
-  cmd->add_option("--budgets", a->budgets, "several budget totals in one pass, e.g. 5%,10%,20% (replaces --budget)");
+  a->request.add(cmd);
   cmd->add_option("--out,-o", a->out, "per-step kept and evicted keys as JSON Lines");
-  add_run_options(cmd, a->run);
-  return [a, &g] { return run_device_replay(*a, g); };
+  return [a, &g] { return run_device_replay(a->request.request(), a->trace, a->out, g); };
 }
 
 Runner add_replay(CLI::App& app, const Global& g) {
   auto* cmd = app.add_subcommand("replay", "replay an eviction policy over a trace");
   struct Args {
-    std::string trace, policy = policy_name(PolicyId::H2O), out, device, budgets, checkpoint;
-    bool probs = false;
-    RunArgs run;
+    std::string trace, out, device, budgets, checkpoint;
+    RequestFlags<ReplayRequest> request;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("trace", a->trace, "trace file (.safetensors)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--policy,-p", a->policy, "eviction policy (see `kvoracle policies`)")->capture_default_str();
+  a->request.add(cmd);
   cmd->add_option("--out,-o", a->out, "per-step records as JSON Lines");
-  cmd->add_flag("--probs", a->probs, "include the renormalised probabilities in --out");
   cmd->add_option("--device", a->device,
                   "the same as `kvoracle score --device`: the greedy scorer (" + scorer_policies() +
                       ") on cpu (the twin), cuda, or auto");
   cmd->add_option("--budgets", a->budgets,
                   "with --device: several budget totals in one pass, e.g. 5%,10%,20% (replaces --budget)");
-  add_run_options(cmd, a->run);
   cmd->add_option("--checkpoint", a->checkpoint,
                   "store each finished head in this directory; a rerun with the same arguments resumes from it");
   return [a, &g, cmd] {
-    if (!a->device.empty()) return run_device_replay(*a, g);  // the greedy scorer: rank 0 alone (threads or GPU)
+    if (!a->device.empty()) {  // the greedy scorer: rank 0 alone (threads or GPU)
+      const ReplayRequest req = a->request.request();
+      require(!req.record_probs, "--probs is not available with --device (the scorer keeps scores, not probabilities)");
+      ScoreRequest score;
+      score.policy = req.policy;
+      score.run = req.run;
+      score.device = a->device;
+      score.budgets = split_list(a->budgets, "budgets");
+      return run_device_replay(score, a->trace, a->out, g);
+    }
     require(a->budgets.empty(), "--budgets needs --device (the scorer replays several budgets in one pass)");
     const auto checkpoint = open_checkpoint(a->checkpoint, cmd, {"trace", "--out", "--checkpoint"}, {a->trace});
     const scaleout::RankTeam team(g.threads, !g.quiet, checkpoint.get());
+    ReplayRequest req;
     Trace tr;
     std::unique_ptr<ReplayPlan> plan;
     team.together([&] {  // every rank parses and reads; an error all ranks hit is printed once
-      ReplayRequest req;
-      req.policy = parse_policy(a->policy);
-      req.run = a->run.options();
-      req.record_probs = a->probs;
+      req = a->request.request();
       req.record_sets = !a->out.empty();  // without --out, memory stays O(n·d) per head (docs/reliability.md)
       tr = read_trace(a->trace);
       plan = std::make_unique<ReplayPlan>(tr, req.options(tr));  // options() validates the request
     });
     const ReplayOptions& o = plan->options();
-    const std::optional<ReplayResult> result = team.run(*plan, "t0", "replay " + a->policy);
+    const std::string policy = policy_name(req.policy);
+    const std::optional<ReplayResult> result = team.run(*plan, "t0", "replay " + policy);
     if (!result) return 0;  // another rank: rank 0 holds the result
     const ReplayResult& r = *result;
     if (!a->out.empty()) {
       AtomicFile f(a->out);
-      write_step_records(f.stream(), r, a->probs);
+      write_step_records(f.stream(), r, req.record_probs);
       f.commit();
     }
     std::cout << "policy " << r.policy << " on " << a->trace << " (n = " << tr.n_tokens << ", budget "

@@ -20,45 +20,28 @@
 #include "model_options.hpp"
 #include "options.hpp"
 #include "paper_table.hpp"
-#include "press_options.hpp"
+#include "schema_flags.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
 namespace {
 
-// The options of the task option table a subcommand takes, as the texts typed.
+// The options of the task schema a subcommand takes, as the texts typed.
 struct TaskArgs {
-  std::map<std::string, std::string> text;
-  std::vector<const studies::TaskOptionEntry*> entries;
-  const CLI::App* cmd = nullptr;
+  SchemaFlags flags;
 
-  // The requests with every given option applied (kvo::Error naming the option for bad text).
+  // The options with every given one applied (kvo::Error naming the option for bad text).
   studies::TaskOptions build(int positions) const {
     studies::TaskOptions o;
+    flags.apply(studies::task_options_schema(), o);
     o.suite.max_positions = positions;
-    for (const auto* e : entries)
-      if (cmd->count(std::string(e->flag)) > 0) e->set(o, text.at(std::string(e->name)));
     return o;
   }
 };
 
 void add_task_options(CLI::App* cmd, TaskArgs& a, bool run) {
-  const studies::TaskOptions defaults;
-  a.cmd = cmd;
-  for (const studies::TaskOptionEntry& e : studies::task_option_table()) {
-    if (!run && e.use == studies::TaskOptionUse::Run) continue;
-    a.entries.push_back(&e);
-    std::string& slot = a.text[std::string(e.name)];
-    std::string flags(e.flag);
-    if (!e.alias.empty()) flags += "," + std::string(e.alias);
-    if (!e.switch_text.empty()) {
-      const std::string value(e.switch_text);
-      cmd->add_flag_callback(
-          flags, [&slot, value] { slot = value; }, std::string(e.help));
-    } else {
-      cmd->add_option(flags, slot, std::string(e.help))->default_str(e.get(defaults));
-    }
-  }
+  a.flags.add(cmd, studies::task_options_schema(), studies::TaskOptions{},
+              [run](const Field<studies::TaskOptions>& f) { return run || f.info.use == studies::kSuiteUse; });
 }
 
 // An output directory that exists or can be made, checked before any work.
@@ -142,8 +125,6 @@ Runner add_tasks(CLI::App& app, const Global& g) {
   struct Args {
     TaskArgs task;
     std::string out, instances, json, plots, model, checkpoint;
-    RunArgs run;
-    PressArgs press;
   };
   auto a = std::make_shared<Args>();
   auto* gen = cmd->add_subcommand("generate", "write a seeded task suite as JSON Lines (kvpress's columns)");
@@ -162,8 +143,6 @@ Runner add_tasks(CLI::App& app, const Global& g) {
   run->add_option("--plots", b->plots, "write SVG plots (accuracy against budget, length x depth) to this directory");
   run->add_option("--checkpoint", b->checkpoint,
                   "store each answered instance in this directory; a rerun with the same arguments resumes from it");
-  add_run_options(run, b->run, {.budget_total = false, .trace_selection = false});
-  add_press_parameter_options(run, b->press.defaults);
   add_model_option(run, b->model);
 
   struct ReportArgs {
@@ -197,12 +176,8 @@ Runner add_tasks(CLI::App& app, const Global& g) {
       return 0;
     }
     const model::Llama m = load_model(b->model);
-    studies::TaskOptions opts = b->task.build(m.config().context);
-    studies::TaskEvalRequest& req = opts.run;
-    req.run = b->run.options().build(req.policies.empty() ? PolicyId::H2O : req.policies.front(), nullptr,
-                                     SharedBudgets::Allowed);
-    req.press = b->press.defaults;
-    req.validate();
+    const studies::TaskOptions opts = b->task.build(m.config().context);
+    const studies::TaskEvalRequest req = opts.eval_request();
     if (b->instances.empty()) opts.suite.validate();
     if (!b->plots.empty()) require_writable_dir(b->plots);
     // Instances go to every MPI rank under mpirun/srun, one at a time per process (the model's

@@ -18,6 +18,7 @@
 #include "kvo/proofs_check/verify_run.hpp"
 #include "kvo/scaleout/rank_team.hpp"
 #include "options.hpp"
+#include "schema_flags.hpp"
 #include "table.hpp"
 
 namespace kvo::cli {
@@ -52,36 +53,19 @@ Runner add_verify(CLI::App& app, const Global& g) {
       app.add_subcommand("verify", "run every checkable claim of the H2O theory on one or more traces, with a report");
   struct Args {
     std::vector<std::string> traces;
-    std::string policies = join_policy_names(default_policies(PolicyListUse::Checks));
-    std::string checks, report, json, plot, checkpoint;
-    std::string sweep = sweep_text(TraceChecksOptions{}.sweep);
-    RunArgs run;
-    TraceChecksOptions o;
+    std::string checkpoint;
+    RequestFlags<VerifyRequest> request;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("traces", a->traces, "trace files (.safetensors) or directories of them")
       ->required()
       ->check(CLI::ExistingPath);
-  cmd->add_option("--policies", a->policies, "comma-separated policies to replay and check")->capture_default_str();
-  cmd->add_option("--checks", a->checks, "comma-separated check ids (" + trace_check_ids() + "); default: all");
-  cmd->add_option("--report", a->report,
-                  "write report.json, report.md and the SVG plots into this directory (several traces: a "
-                  "sub-directory each and a summary across them)");
-  cmd->add_option("--json", a->json, "also write report.json to this path");
-  cmd->add_option("--plot", a->plot, "also write the ratio plot (SVG) to this path (one trace)");
+  a->request.add(cmd);
   cmd->add_option("--checkpoint", a->checkpoint,
                   "store each finished unit in this directory; a rerun with the same arguments resumes from it");
-  cmd->add_option("--sweep", a->sweep, "budgets (fractions of n) of the retained-mass plot; 'none' to skip")
-      ->capture_default_str();
-  for (const CheckSizeEntry& e : check_size_table())  // the one table of the checks' sizes
-    cmd->add_option(std::string(e.flag), a->o.*e.field, std::string(e.help))->capture_default_str();
-  add_run_options(cmd, a->run);
   return [a, &g, cmd] {
-    TraceChecksOptions checks = a->o;
-    checks.policies = parse_policy_list(a->policies);
-    checks.sweep = parse_sweep(a->sweep);
-    for (const auto& c : split_list(a->checks, "checks")) checks.checks.insert(c);
-    const VerifyRequest req{a->traces, std::move(checks), a->run.options(), a->report, a->json, a->plot, false};
+    VerifyRequest req = a->request.request();
+    req.traces = a->traces;
     req.validate();
 
     const auto checkpoint = open_checkpoint(a->checkpoint, cmd, kOutputs, expand_trace_paths(a->traces));
@@ -104,7 +88,8 @@ Runner add_verify(CLI::App& app, const Global& g) {
                 << (r.theorem_failures == 0 ? "all hold"
                                             : std::to_string(r.theorem_failures) + " FAIL (a bug in kvoracle)")
                 << "; findings and defects are measurements of the paper's claims, not pass/fail.\n";
-      if (!a->report.empty()) std::cout << "report: " << a->report << "/report.md (" << r.report_files << " files)\n";
+      if (!req.report_dir.empty())
+        std::cout << "report: " << req.report_dir << "/report.md (" << r.report_files << " files)\n";
     } else {
       std::cout << "\nAcross " << r.traces.size() << " traces:\n\n";
       print_cross_trace(r.traces);
@@ -112,10 +97,11 @@ Runner add_verify(CLI::App& app, const Global& g) {
                 << (r.theorem_failures == 0 ? "all hold on every trace"
                                             : std::to_string(r.theorem_failures) + " FAIL (a bug in kvoracle)")
                 << "; findings and defects are measurements of the paper's claims, not pass/fail.\n";
-      if (!a->report.empty()) std::cout << "report: " << a->report << "/report.md (" << r.report_files << " traces)\n";
+      if (!req.report_dir.empty())
+        std::cout << "report: " << req.report_dir << "/report.md (" << r.report_files << " traces)\n";
     }
-    if (!a->json.empty()) std::cout << "results: " << a->json << '\n';
-    if (!a->plot.empty()) std::cout << "plot: " << a->plot << '\n';
+    if (!req.json_path.empty()) std::cout << "results: " << req.json_path << '\n';
+    if (!req.plot_path.empty()) std::cout << "plot: " << req.plot_path << '\n';
     return r.theorem_failures == 0 ? 0 : 1;
   };
 }

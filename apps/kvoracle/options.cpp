@@ -9,32 +9,15 @@ namespace kvo::cli {
 
 RunOptions RunArgs::options() const {
   RunOptions o = values;
-  for (const auto& e : run_option_table()) {
-    const auto it = given.find(e.name);
-    if (it == given.end() || it->second.empty()) continue;
-    std::string text;  // a repeated list flag: its items joined
-    for (const auto& v : it->second) text += (text.empty() ? "" : ",") + v;
-    set_run_option(o, e, e.repeatable ? text : it->second.back());
-  }
+  given.apply(run_options_schema(), o);
   return o;
 }
 
 void add_run_options(CLI::App* cmd, RunArgs& a, RunOptionSet set) {
-  for (const auto& e : run_option_table()) {
-    if ((e.scope == RunOptionScope::BudgetTotal && !set.budget_total) ||
-        (e.scope == RunOptionScope::TraceSelection && !set.trace_selection))
-      continue;
-    const std::string name(e.name);
-    std::string flags(e.flag);
-    if (!e.alias.empty()) flags += "," + std::string(e.alias);
-    auto* opt = cmd->add_option(flags, a.given[name], std::string(e.help));
-    opt->default_str(run_option_text(a.values, e));
-    opt->expected(1);  // one value per occurrence: a list is comma-separated or its flag repeated
-    if (!e.repeatable) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    opt->group(e.group == RunOptionGroup::Policy   ? "Policy parameters"
-               : e.group == RunOptionGroup::Budget ? "Budget"
-                                                   : "Run");
-  }
+  a.given.add(cmd, run_options_schema(), a.values, [set](const Field<RunOptions>& f) {
+    return !(f.info.use == kBudgetTotalUse && !set.budget_total) &&
+           !(f.info.use == kTraceSelectionUse && !set.trace_selection);
+  });
 }
 
 void add_trace_dtype_option(CLI::App* cmd, std::string& dtype) {

@@ -3,13 +3,13 @@
 // eval) and parsed into one validated kvo::RunConfig.
 #pragma once
 #include <CLI/CLI.hpp>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "kvo/core/run_options.hpp"
 #include "kvo/core/safetensors.hpp"
+#include "schema_flags.hpp"
 
 namespace kvo::cli {
 
@@ -26,7 +26,7 @@ struct RunOptionSet {
 // command line by the library's one parser, so errors name the option as Python would.
 struct RunArgs {
   RunOptions values;
-  std::map<std::string, std::vector<std::string>, std::less<>> given;  // option name -> texts typed
+  SchemaFlags given;  // the texts typed
 
   RunOptions options() const;  // values with every given text applied (kvo::Error naming the option)
   RunConfig build(PolicyId policy, const Trace* trace = nullptr) const { return options().build(policy, trace); }

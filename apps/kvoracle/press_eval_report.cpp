@@ -16,14 +16,13 @@ int print_press_eval(studies::PressEvalRequest request, const std::string& text_
   request.validate();
   const std::string text = read_text(text_path);
   const model::Llama m = load_model(model_path);
-  Progress bar("eval --prefill", studies::press_eval_rows(request.options()), !g.quiet);
+  Progress bar("eval prefill", studies::press_eval_rows(request.options()), !g.quiet);
   request.on_row = [&bar] { bar.tick(); };
   const studies::PressEvalResult r = studies::run_press_eval(m, text, request);
   bar.finish();
   const int following = r.tokens - r.prompt_len;
-  std::cout << "kvoracle eval --prefill " << r.prompt_len << " " << text_path << ": prompt " << r.prompt_len
-            << " tokens compressed once, " << following << " continuation tokens teacher-forced, full-cache NLL "
-            << fmt(r.full_nll) << "\n"
+  std::cout << "kvoracle eval prefill " << text_path << ": prompt " << r.prompt_len << " tokens compressed once, "
+            << following << " continuation tokens teacher-forced, full-cache NLL " << fmt(r.full_nll) << "\n"
             << "optimum: the k prompt keys with the most attention mass from the continuation's queries "
                "(look-ahead); optimum@layer|layerwise|model: the same with the budget shared (docs/allocation.md); "
                "optimum_output_bound: the minimiser of the certified output-error bound\n";

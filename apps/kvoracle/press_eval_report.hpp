@@ -1,4 +1,4 @@
-// kvoracle eval --prefill: kvpress's presses and the prefill optimum's sets in closed loop on the
+// kvoracle eval prefill: kvpress's presses and the prefill optimum's sets in closed loop on the
 // real model (studies/press_eval.hpp), printed as a table, JSON and an SVG plot of KL against kept share.
 #pragma once
 #include <string>

@@ -46,7 +46,7 @@ def h2o_peer(n, heads, d, reps):
     budget = n // 5
     heavy, recent = budget - budget // 2, budget // 2
     t_np, ev_np = median_time(lambda: h2o_layer(q, k, heavy, recent, scale), reps)
-    t_kv, res = median_time(lambda: kvoracle.score(trace, kvoracle.policy.H2O, [str(budget)], threads=1), reps)
+    t_kv, res = median_time(lambda: kvoracle.score(trace, kvoracle.policy.H2O, budgets=[str(budget)], threads=1), reps)
     ev_kv = np.stack([u["evict_step"] for u in res["units"]])
     agree = float((ev_np == ev_kv).mean())
     steps = heads * n

@@ -13,9 +13,19 @@ void read_json_fields(const nlohmann::json& j, const std::string& what,
       known = read(key, value);
     } catch (const nlohmann::json::exception&) {
       throw Error(what + ": '" + key + "' has the wrong type: " + value.dump());
+    } catch (const JsonWrongType&) {
+      throw Error(what + ": '" + key + "' has the wrong type: " + value.dump());
     }
     require(known, what + ": unknown field '" + key + "'");
   }
+}
+
+void throw_unknown_option(const std::string& what, std::string_view name, const std::string& known) {
+  throw Error(what + ": unknown option '" + std::string(name) + "' (options: " + known + ")");
+}
+
+void throw_renamed_option(const std::string& what, std::string_view old, const std::string& now) {
+  throw Error(what + ": '" + std::string(old) + "' is now called '" + now + "'");
 }
 
 }  // namespace kvo

@@ -9,25 +9,27 @@ namespace kvo {
 
 void ReplayRequest::validate() const { run.build(policy, nullptr, SharedBudgets::Allowed); }
 
-namespace {
-
-const JsonForm<ReplayRequest>& replay_json() {
-  static const JsonForm<ReplayRequest> form = [] {
-    JsonForm<ReplayRequest> f("replay request");
-    policy_field(f, "policy", &ReplayRequest::policy);
-    run_field(f, "run", &ReplayRequest::run);
-    f.field("record_sets", &ReplayRequest::record_sets)
-        .field("record_probs", &ReplayRequest::record_probs)
-        .field("threads", &ReplayRequest::threads);
-    return f;
-  }();
-  return form;
+const Schema<ReplayRequest>& ReplayRequest::schema() {
+  using R = ReplayRequest;
+  static const Schema<R> schema(
+      "replay request",
+      fields<R>(
+          {{member(&R::policy, {.name = "policy", .help = "eviction policy (see `kvoracle policies`)", .alias = "-p"}),
+            member(&R::record_sets, {.name = "record_sets",
+                                     .help = "attended, kept and evicted sets per step (off: O(n d) memory "
+                                             "per head)",
+                                     .cli = false}),
+            member(&R::record_probs, {.name = "record_probs",
+                                      .help = "include the renormalised probabilities in --out",
+                                      .flag = "--probs",
+                                      .switch_text = "true"}),
+            member(&R::threads, {.name = "threads", .help = "threads (<= 0: all cores)", .cli = false})},
+           nested("run", &R::run, run_options_schema())}));
+  return schema;
 }
 
-}  // namespace
-
-nlohmann::json ReplayRequest::to_json() const { return replay_json().write(*this); }
-ReplayRequest ReplayRequest::from_json(const nlohmann::json& j) { return replay_json().read(j); }
+nlohmann::json ReplayRequest::to_json() const { return schema().to_json(*this); }
+ReplayRequest ReplayRequest::from_json(const nlohmann::json& j) { return schema().from_json(j); }
 
 ReplayOptions ReplayRequest::options(const Trace& trace) const {
   ReplayOptions o;

@@ -8,7 +8,6 @@
 #include <type_traits>
 
 #include "kvo/core/error.hpp"
-#include "kvo/core/json_fields.hpp"
 
 namespace kvo {
 namespace {
@@ -103,54 +102,25 @@ std::string trace_text_missing(const Trace& tr) {
   return "";
 }
 
-namespace {
-
-constexpr SynthOptionEntry kSynthOptions[] = {
-    {"layers", "--layers", &SynthOptions::layers, "layers"},
-    {"heads", "--heads", &SynthOptions::heads, "query heads"},
-    {"kv_heads", "--kv-heads", &SynthOptions::kv_heads, "KV heads (grouped-query attention)"},
-    {"tokens", "--tokens", &SynthOptions::tokens, "sequence length"},
-    {"head_dim", "--head-dim", &SynthOptions::head_dim, "head dimension"},
-    {"prompt_len", "--prompt-len", &SynthOptions::prompt_len, "prompt length recorded in the metadata"},
-    {"sinks", "--sinks", &SynthOptions::sinks, "attention-sink tokens at the start"},
-    {"zipf", "--zipf", &SynthOptions::zipf, "Zipf exponent of key importance"},
-    {"importance", "--importance", &SynthOptions::importance, "logit of the most important key"},
-    {"recency", "--recency", &SynthOptions::recency, "logit boost of recent keys"},
-    {"noise", "--noise", &SynthOptions::noise, "standard deviation of random logits"},
-    {"seed", "--seed", &SynthOptions::seed, "random seed"},
-};
-
-}  // namespace
-
-std::span<const SynthOptionEntry> synth_option_table() { return kSynthOptions; }
-
-nlohmann::json to_json(const SynthOptions& o) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& e : kSynthOptions) std::visit([&](auto f) { j[std::string(e.name)] = o.*f; }, e.field);
-  return j;
-}
-
-SynthOptions synth_options_from_json(const nlohmann::json& j) {
-  SynthOptions o;
-  read_json_fields(j, "synth options", [&](const std::string& key, const nlohmann::json& value) {
-    for (const auto& e : kSynthOptions) {
-      if (e.name != key) continue;
-      std::visit(
-          [&](auto f) {
-            using T = std::remove_reference_t<decltype(o.*f)>;
-            // A whole number where an integer is wanted (3.5 is refused, not truncated).
-            require(std::is_floating_point_v<T> ? value.is_number() : value.is_number_integer(),
-                    "synth options: '" + key + "' has the wrong type: " + value.dump());
-            if constexpr (std::is_same_v<T, std::uint64_t>)
-              require(value.is_number_unsigned() || value.get<long long>() >= 0, "synth options: seed must be >= 0");
-            o.*f = value.get<T>();
-          },
-          e.field);
-      return true;
-    }
-    return false;
-  });
-  return o;
+const Schema<SynthOptions>& synth_options_schema() {
+  using O = SynthOptions;
+  static const Schema<SynthOptions> schema(
+      "synth options",
+      {
+          member(&O::layers, {.name = "layers", .help = "layers"}),
+          member(&O::heads, {.name = "heads", .help = "query heads"}),
+          member(&O::kv_heads, {.name = "kv_heads", .help = "KV heads (grouped-query attention)"}),
+          member(&O::tokens, {.name = "tokens", .help = "sequence length", .alias = "-n"}),
+          member(&O::head_dim, {.name = "head_dim", .help = "head dimension"}),
+          member(&O::prompt_len, {.name = "prompt_len", .help = "prompt length recorded in the metadata"}),
+          member(&O::sinks, {.name = "sinks", .help = "attention-sink tokens at the start"}),
+          member(&O::zipf, {.name = "zipf", .help = "Zipf exponent of key importance"}),
+          member(&O::importance, {.name = "importance", .help = "logit of the most important key"}),
+          member(&O::recency, {.name = "recency", .help = "logit boost of recent keys"}),
+          member(&O::noise, {.name = "noise", .help = "standard deviation of random logits"}),
+          member(&O::seed, {.name = "seed", .help = "random seed"}),
+      });
+  return schema;
 }
 
 }  // namespace kvo

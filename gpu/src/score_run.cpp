@@ -14,25 +14,25 @@ void ScoreRequest::validate() const {
   for (const auto& b : budgets) Amount::parse(b);
 }
 
-namespace {
-
-const JsonForm<ScoreRequest>& score_json() {
-  static const JsonForm<ScoreRequest> form = [] {
-    JsonForm<ScoreRequest> f("score request");
-    policy_field(f, "policy", &ScoreRequest::policy);
-    run_field(f, "run", &ScoreRequest::run);
-    f.field("budgets", &ScoreRequest::budgets)
-        .field("device", &ScoreRequest::device)
-        .field("threads", &ScoreRequest::threads);
-    return f;
-  }();
-  return form;
+const Schema<ScoreRequest>& ScoreRequest::schema() {
+  using R = ScoreRequest;
+  static const Schema<R> schema(
+      "score request",
+      fields<R>(
+          {{member(&R::policy, {.name = "policy",
+                                .help = "eviction policy with a scorer kernel (h2o, h2o-realdrop, h2o-paper)",
+                                .alias = "-p"}),
+            member(&R::device, {.name = "device", .help = "cpu (the twin), cuda, or auto (the GPU when there is one)"}),
+            member(&R::budgets, {.name = "budgets",
+                                 .help = "several budget totals in one pass, e.g. 5%,10%,20% (replaces "
+                                         "--budget)"}),
+            member(&R::threads, {.name = "threads", .help = "the twin's threads (<= 0: all cores)", .cli = false})},
+           nested("run", &R::run, run_options_schema())}));
+  return schema;
 }
 
-}  // namespace
-
-nlohmann::json ScoreRequest::to_json() const { return score_json().write(*this); }
-ScoreRequest ScoreRequest::from_json(const nlohmann::json& j) { return score_json().read(j); }
+nlohmann::json ScoreRequest::to_json() const { return schema().to_json(*this); }
+ScoreRequest ScoreRequest::from_json(const nlohmann::json& j) { return schema().from_json(j); }
 
 ScorerOptions ScoreRequest::options(const Trace& trace) const {
   validate();

@@ -1,27 +1,23 @@
 #include "kvo/model/generate.hpp"
 
 #include "kvo/core/error.hpp"
-#include "kvo/core/json_fields.hpp"
+#include "kvo/core/field_schema.hpp"
 
 namespace kvo::model {
 
 void GenerateRequest::validate() const { require(max_tokens >= 1, "max_tokens must be >= 1"); }
 
-namespace {
-
-const JsonForm<GenerateRequest>& generate_json() {
-  static const JsonForm<GenerateRequest> form = [] {
-    JsonForm<GenerateRequest> f("generate request");
-    f.field("max_tokens", &GenerateRequest::max_tokens).field("stop_at_eos", &GenerateRequest::stop_at_eos);
-    return f;
-  }();
-  return form;
+const Schema<GenerateRequest>& GenerateRequest::schema() {
+  using R = GenerateRequest;
+  static const Schema<R> schema(
+      "generate request",
+      {member(&R::max_tokens, {.name = "max_tokens", .help = "tokens to generate", .flag = "--tokens", .alias = "-n"}),
+       member(&R::stop_at_eos, {.name = "stop_at_eos", .help = "stop at the end-of-sequence token", .cli = false})});
+  return schema;
 }
 
-}  // namespace
-
-nlohmann::json GenerateRequest::to_json() const { return generate_json().write(*this); }
-GenerateRequest GenerateRequest::from_json(const nlohmann::json& j) { return generate_json().read(j); }
+nlohmann::json GenerateRequest::to_json() const { return schema().to_json(*this); }
+GenerateRequest GenerateRequest::from_json(const nlohmann::json& j) { return schema().from_json(j); }
 
 GenerateResult generate(const Llama& model, std::span<const int> prompt, const GenerateRequest& request) {
   request.validate();

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/field_schema.hpp"
 #include "kvo/core/file_sha256.hpp"
-#include "kvo/core/json_fields.hpp"
 
 namespace kvo::model {
 namespace {
@@ -49,25 +49,20 @@ void RecordOptions::validate() const {
   require(prompt_len >= 0 && prompt_len <= tokens, "record: prompt_len must be in [0, tokens]");
 }
 
-namespace {
-
-const JsonForm<RecordOptions>& record_json() {
-  static const JsonForm<RecordOptions> form = [] {
-    JsonForm<RecordOptions> f("record options");
-    f.field("tokens", &RecordOptions::tokens)
-        .field("layers", &RecordOptions::layers)
-        .field("prompt_len", &RecordOptions::prompt_len)
-        .field("chunk", &RecordOptions::chunk)
-        .field("text_source", &RecordOptions::text_source);
-    return f;
-  }();
-  return form;
+const Schema<RecordOptions>& RecordOptions::schema() {
+  using R = RecordOptions;
+  static const Schema<R> schema(
+      "record options",
+      {member(&R::tokens, {.name = "tokens", .help = "tokens to record (the text's first n)", .alias = "-n"}),
+       member(&R::layers, {.name = "layers", .help = "model layers to record, comma-separated (default: all)"}),
+       member(&R::prompt_len, {.name = "prompt_len", .help = "prompt length to store in the metadata"}),
+       member(&R::chunk, {.name = "chunk", .help = "tokens per forward pass", .cli = false}),
+       member(&R::text_source, {.name = "text_source", .help = "what the text was, for the metadata", .cli = false})});
+  return schema;
 }
 
-}  // namespace
-
-nlohmann::json RecordOptions::to_json() const { return record_json().write(*this); }
-RecordOptions RecordOptions::from_json(const nlohmann::json& j) { return record_json().read(j); }
+nlohmann::json RecordOptions::to_json() const { return schema().to_json(*this); }
+RecordOptions RecordOptions::from_json(const nlohmann::json& j) { return schema().from_json(j); }
 
 Trace record_trace(const Llama& model, const std::string& text, const RecordOptions& o) {
   o.validate();

@@ -8,54 +8,13 @@
 #include "kvo/core/adakv.hpp"
 #include "kvo/core/budget.hpp"
 #include "kvo/core/error.hpp"
-#include "kvo/core/json_fields.hpp"
 #include "kvo/core/press.hpp"
+#include "kvo/core/press_parameters.hpp"
 #include "kvo/core/request_json.hpp"
 #include "kvo/core/text_list.hpp"
 #include "kvo/oracle/offline_pages.hpp"
 
 namespace kvo {
-namespace {
-
-const JsonForm<AllocationRequest>& request_json() {
-  static const JsonForm<AllocationRequest> form = [] {
-    JsonForm<AllocationRequest> f("shared prefill request");
-    f.field("prompt_len", &AllocationRequest::prompt_len)
-        .field("ratios", &AllocationRequest::ratios)
-        .field(
-            "scopes", [](const AllocationRequest& r) { return nlohmann::json(join_budget_scopes(r.scopes)); },
-            [](AllocationRequest& r, const nlohmann::json& v) {
-              const std::string text = v.get<std::string>();
-              r.scopes = text.empty() ? std::vector<BudgetScope>{} : parse_budget_scopes(text);
-            })
-        .field(
-            "protocol", [](const AllocationRequest& r) { return nlohmann::json(to_string(r.protocol)); },
-            [](AllocationRequest& r, const nlohmann::json& v) {
-              r.protocol = parse_allocation_protocol(v.get<std::string>());
-            })
-        .field("budgets", &AllocationRequest::budgets)
-        .field("intervals", &AllocationRequest::intervals)
-        .field("targets", &AllocationRequest::targets)
-        .field(
-            "solver", [](const AllocationRequest& r) { return nlohmann::json(to_string(r.solver)); },
-            [](AllocationRequest& r, const nlohmann::json& v) {
-              r.solver = parse_decoding_solver(v.get<std::string>());
-            })
-        .field("recent", &AllocationRequest::recent)
-        .field("floor", &AllocationRequest::floor)
-        .field("page_sizes", &AllocationRequest::page_sizes)
-        .field("layers", &AllocationRequest::layers)
-        .field("presses", &AllocationRequest::presses)
-        .field("alpha_safeguard", &AllocationRequest::alpha_safeguard)
-        .field("layer_ratios", &AllocationRequest::layer_ratios)
-        .field("threads", &AllocationRequest::threads);
-    press_field(f, "press", "shared prefill request: press", &AllocationRequest::press);
-    return f;
-  }();
-  return form;
-}
-
-}  // namespace
 
 int resolve_allocation_floor(const std::string& text, int k) {
   Amount a;
@@ -206,7 +165,78 @@ std::vector<std::pair<int, int>> AllocationRequest::periodic_targets(const Trace
   return resolve_amounts(targets, "target", recent, tr.n_tokens);
 }
 
-nlohmann::json AllocationRequest::to_json() const { return request_json().write(*this); }
-AllocationRequest AllocationRequest::from_json(const nlohmann::json& j) { return request_json().read(j); }
+const Schema<AllocationRequest>& AllocationRequest::schema() {
+  using R = AllocationRequest;
+  static const Schema<R> schema(
+      "allocation request",
+      fields<R>(
+          {{custom<R>(
+                {.name = "protocol",
+                 .help = "prefill (the prompt compressed once) or decoding (irreversible eviction at every "
+                         "step, offline optimum)"},
+                "prefill|decoding", [](R& r, std::string_view t) { r.protocol = parse_allocation_protocol(t); },
+                [](const R& r) { return to_string(r.protocol); }),
+            member(&R::prompt_len,
+                   {.name = "prompt_len",
+                    .help = "prefill: prompt length P, compressed once; the queries after it weigh its keys "
+                            "(periodic decoding: the steps before the first decoding step, default 0)"}),
+            member(&R::budgets,
+                   {.name = "budgets",
+                    .help = "decoding, every step: each unit's budget k, comma-separated (tokens, or shares of n: "
+                            "20%); empty: 20%"}),
+            member(&R::intervals,
+                   {.name = "interval",
+                    .help = "decoding, periodic compression (kvpress's DecodingPress): compress every N decoding "
+                            "steps after the prompt (--prompt-len), comma-separated intervals; needs --target",
+                    .renamed_from = "intervals"}),
+            member(&R::targets, {.name = "target",
+                                 .help = "decoding with --interval: tokens each unit keeps after a compression "
+                                         "(kvpress's target_size), comma-separated (tokens, or shares of n)",
+                                 .renamed_from = "targets"}),
+            member(&R::recent,
+                   {.name = "recent",
+                    .help = "decoding: each unit's forced recent window r (tokens, or a share of k); 0: none"}),
+            custom<R>(
+                {.name = "solver",
+                 .help = "decoding, every step: dense (each unit's n x n weights in memory) or "
+                         "column-generation (attention rows recomputed from q and k, O(n (d + candidates)) "
+                         "memory per unit; the same optimum)"},
+                "dense|column-generation", [](R& r, std::string_view t) { r.solver = parse_decoding_solver(t); },
+                [](const R& r) { return to_string(r.solver); }),
+            member(&R::ratios, {.name = "compression_ratio",
+                                .help = "prefill: fractions of each unit's prompt keys removed (kvpress's "
+                                        "compression_ratio): the per-unit share k",
+                                .renamed_from = "ratios"}),
+            member(&R::scopes, {.name = "scopes",
+                                .help = "who shares the budget: head, layer, layerwise (prefill), model "
+                                        "(comma-separated), or all; default: all for prefill, head,layer for "
+                                        "decoding"}),
+            member(&R::floor, {.name = "floor",
+                               .help = "prefill: the least any unit keeps: tokens, or a share of k (20%: Ada-KV's "
+                                       "alpha_safeguard); 0: none"}),
+            member(&R::page_sizes, {.name = "page_sizes",
+                                    .help = "pages of b positions evicted whole (powers of two, comma-separated; "
+                                            "decoding: not with --interval); 1: tokens"}),
+            member(&R::layers, {.name = "layers",
+                                .help = "comma-separated layers (default: all); the model scope shares over these"}),
+            member(&R::presses,
+                   {.name = "presses",
+                    .help = "prefill: kvpress presses whose allocations are measured against the optimum of the same "
+                            "memory, each alone (pyramidkv: its pyramid of layer budgets) and under AdaKV at each "
+                            "--alpha-safeguard (comma-separated, or all)"}),
+            member(&R::alpha_safeguard, {.name = "alpha_safeguard",
+                                         .help = "prefill, with --presses: AdaKVPress's alpha_safeguard values, each "
+                                                 "wrapping every press (comma-separated)"}),
+            member(&R::layer_ratios,
+                   {.name = "layer_ratios",
+                    .help = "prefill, with --presses: kvpress's PerLayerCompressionPress around every press, one "
+                            "compression_ratio per layer (comma-separated, in the order of --layers)"}),
+            member(&R::threads, {.name = "threads", .help = "threads (0: all cores)", .cli = false})},
+           nested("press", &R::press, press_parameters_schema(), "Press parameters", "allocation request: press")}));
+  return schema;
+}
+
+nlohmann::json AllocationRequest::to_json() const { return schema().to_json(*this); }
+AllocationRequest AllocationRequest::from_json(const nlohmann::json& j) { return schema().from_json(j); }
 
 }  // namespace kvo

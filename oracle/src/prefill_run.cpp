@@ -7,6 +7,7 @@
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/parallel.hpp"
+#include "kvo/core/press_parameters.hpp"
 #include "kvo/core/request_json.hpp"
 
 namespace kvo {
@@ -57,27 +58,32 @@ void PrefillOracleRequest::validate(const Trace& tr) const {
   for (const PressOptions& po : grid) run_press(press_layer_of(tr, ls.front(), prompt_len), po);
 }
 
-namespace {
-
-const JsonForm<PrefillOracleRequest>& prefill_json() {
-  static const JsonForm<PrefillOracleRequest> form = [] {
-    JsonForm<PrefillOracleRequest> f("prefill oracle request");
-    f.field("prompt_len", &PrefillOracleRequest::prompt_len)
-        .field("presses", &PrefillOracleRequest::presses)
-        .field("ratios", &PrefillOracleRequest::ratios)
-        .field("output_fidelity", &PrefillOracleRequest::output_fidelity)
-        .field("layers", &PrefillOracleRequest::layers)
-        .field("threads", &PrefillOracleRequest::threads);
-    press_field(f, "press", "prefill oracle request: press", &PrefillOracleRequest::press);
-    return f;
-  }();
-  return form;
+const Schema<PrefillOracleRequest>& PrefillOracleRequest::schema() {
+  using R = PrefillOracleRequest;
+  static const Schema<R> schema(
+      "prefill oracle request",
+      fields<R>(
+          {{member(&R::prompt_len, {.name = "prompt_len",
+                                    .help = "prompt length P: the prompt is compressed once, queries P..n-1 follow"}),
+            member(&R::presses, {.name = "presses", .help = "kvpress presses (comma-separated, or all)"}),
+            member(&R::ratios, {.name = "compression_ratio",
+                                .help = "fractions of the prompt's keys removed (kvpress's compression_ratio), each "
+                                        "in [0, 1)",
+                                .renamed_from = "ratios"}),
+            member(&R::output_fidelity, {.name = "output_fidelity",
+                                         .help = "each set's attention-output error and the output bound "
+                                                 "(--no-output-fidelity: leave them out)",
+                                         .flag = "--no-output-fidelity",
+                                         .switch_text = "false"}),
+            member(&R::layers, {.name = "layers", .help = "layers to run (default: all)"}),
+            member(&R::threads, {.name = "threads", .help = "threads (0: all cores)", .cli = false})},
+           nested("press", &R::press, press_parameters_schema(), "Press parameters",
+                  "prefill oracle request: press")}));
+  return schema;
 }
 
-}  // namespace
-
-nlohmann::json PrefillOracleRequest::to_json() const { return prefill_json().write(*this); }
-PrefillOracleRequest PrefillOracleRequest::from_json(const nlohmann::json& j) { return prefill_json().read(j); }
+nlohmann::json PrefillOracleRequest::to_json() const { return schema().to_json(*this); }
+PrefillOracleRequest PrefillOracleRequest::from_json(const nlohmann::json& j) { return schema().from_json(j); }
 
 nlohmann::json PrefillOracleResult::to_json(const std::string& trace) const {
   return {{"trace", trace}, {"prompt_len", prompt_len}, {"following_queries", following}, {"records", records()}};

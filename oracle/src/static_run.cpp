@@ -21,30 +21,21 @@ void StaticOracleRequest::validate() const {
   require(run.gqa == "query", "the static oracle solves one query head at a time: gqa must be query");
 }
 
-namespace {
-
-const JsonForm<StaticOracleRequest>& static_json() {
-  static const JsonForm<StaticOracleRequest> form = [] {
-    JsonForm<StaticOracleRequest> f("static oracle request");
-    f.field(
-        "run", [](const StaticOracleRequest& r) { return kvo::to_json(r.run); },
-        [](StaticOracleRequest& r, const nlohmann::json& value) {
-          nlohmann::json run = value;
-          if (run.is_object() && !run.contains("objective")) run["objective"] = r.run.objective;  // the default
-          r.run = run_options_from_json(run);
-        });
-    f.field("every", &StaticOracleRequest::every)
-        .field("node_limit", &StaticOracleRequest::node_limit)
-        .field("threads", &StaticOracleRequest::threads);
-    return f;
-  }();
-  return form;
+const Schema<StaticOracleRequest>& StaticOracleRequest::schema() {
+  using R = StaticOracleRequest;
+  static const Schema<R> schema(
+      "static oracle request",
+      fields<R>({nested("run", &R::run, run_options_schema()),
+                 {member(&R::every, {.name = "every", .help = "solve every N-th step (and the last)"}),
+                  member(&R::node_limit, {.name = "node_limit",
+                                          .help = "fl: branch-and-bound nodes per solve; past it the solve is "
+                                                  "inexact, with bounds"}),
+                  member(&R::threads, {.name = "threads", .help = "threads (0: all cores)", .cli = false})}}));
+  return schema;
 }
 
-}  // namespace
-
-nlohmann::json StaticOracleRequest::to_json() const { return static_json().write(*this); }
-StaticOracleRequest StaticOracleRequest::from_json(const nlohmann::json& j) { return static_json().read(j); }
+nlohmann::json StaticOracleRequest::to_json() const { return schema().to_json(*this); }
+StaticOracleRequest StaticOracleRequest::from_json(const nlohmann::json& j) { return schema().from_json(j); }
 
 std::vector<nlohmann::json> StaticOracleResult::records() const {
   std::vector<nlohmann::json> out;

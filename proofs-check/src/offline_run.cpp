@@ -17,24 +17,23 @@ void OfflineOracleRequest::validate() const {
   require(forced_window >= 0, "forced_window must be >= 0");
 }
 
-namespace {
-
-const JsonForm<OfflineOracleRequest>& offline_json() {
-  static const JsonForm<OfflineOracleRequest> form = [] {
-    JsonForm<OfflineOracleRequest> f("offline oracle request");
-    f.field("trace", &OfflineOracleRequest::trace);
-    run_field(f, "run", &OfflineOracleRequest::run);
-    policies_field(f, "policies", &OfflineOracleRequest::policies);
-    f.field("forced_window", &OfflineOracleRequest::forced_window).field("json_path", &OfflineOracleRequest::json_path);
-    return f;
-  }();
-  return form;
+const Schema<OfflineOracleRequest>& OfflineOracleRequest::schema() {
+  using R = OfflineOracleRequest;
+  static const Schema<R> schema(
+      "offline oracle request",
+      fields<R>(
+          {{member(&R::trace, {.name = "trace", .help = "trace file (.safetensors)", .cli = false}),
+            member(&R::policies, {.name = "policies", .help = "policies measured against OPT_dyn (comma-separated)"}),
+            member(&R::forced_window, {.name = "forced_window",
+                                       .help = "the last r tokens forced into OPT_dyn's caches (0: the paper's "
+                                               "problem)"}),
+            member(&R::json_path, {.name = "json", .help = "write per-head results as JSON to this path"})},
+           nested("run", &R::run, run_options_schema())}));
+  return schema;
 }
 
-}  // namespace
-
-nlohmann::json OfflineOracleRequest::to_json() const { return offline_json().write(*this); }
-OfflineOracleRequest OfflineOracleRequest::from_json(const nlohmann::json& j) { return offline_json().read(j); }
+nlohmann::json OfflineOracleRequest::to_json() const { return schema().to_json(*this); }
+OfflineOracleRequest OfflineOracleRequest::from_json(const nlohmann::json& j) { return schema().from_json(j); }
 
 nlohmann::json OfflineOracleResult::to_json() const {
   nlohmann::json jh = nlohmann::json::array();

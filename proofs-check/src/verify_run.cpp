@@ -7,6 +7,7 @@
 #include "kvo/core/policy_registry.hpp"
 #include "kvo/core/request_json.hpp"
 #include "kvo/core/synth.hpp"
+#include "kvo/core/text_list.hpp"
 #include "kvo/core/trace_io.hpp"
 #include "kvo/proofs_check/trace_set.hpp"
 
@@ -20,42 +21,79 @@ void VerifyRequest::validate() const {
   checks.validate();
 }
 
-namespace {
-
-const JsonForm<VerifyRequest>& verify_json() {
-  static const JsonForm<VerifyRequest> form = [] {
-    using R = VerifyRequest;
-    JsonForm<R> f("verify request");
-    f.field("traces", &R::traces);
-    f.field(
-        "policies", [](const R& r) { return nlohmann::json(policy_name_list(r.checks.policies)); },
-        [](R& r, const nlohmann::json& v) {
-          r.checks.policies = parse_policy_names(v.get<std::vector<std::string>>());
-        });
-    f.field(
-        "checks", [](const R& r) { return nlohmann::json(r.checks.checks); },
-        [](R& r, const nlohmann::json& v) { r.checks.checks = v.get<std::set<std::string>>(); });
-    f.field(
-        "sweep", [](const R& r) { return nlohmann::json(r.checks.sweep); },
-        [](R& r, const nlohmann::json& v) { r.checks.sweep = v.get<std::vector<double>>(); });
-    for (const CheckSizeEntry& e : check_size_table())  // the sizes by the table's names
-      f.field(
-          std::string(e.name), [&e](const R& r) { return nlohmann::json(r.checks.*e.field); },
-          [&e](R& r, const nlohmann::json& v) { r.checks.*e.field = v.get<int>(); });
-    run_field(f, "run", &R::run);
-    f.field("report_dir", &R::report_dir)
-        .field("json_path", &R::json_path)
-        .field("plot_path", &R::plot_path)
-        .field("keep_reports", &R::keep_reports);
-    return f;
-  }();
-  return form;
+const Schema<VerifyRequest>& VerifyRequest::schema() {
+  using R = VerifyRequest;
+  using C = TraceChecksOptions;
+  const std::string size = kCheckSizeUse;
+  static const Schema<R> schema(
+      "verify request",
+      fields<R>(
+          {{member(&R::traces,
+                   {.name = "traces", .help = "trace files (.safetensors) or directories of them", .cli = false}),
+            member(&R::checks, &C::policies, {.name = "policies", .help = "policies to replay and check"}),
+            custom<R>(
+                {.name = "checks", .help = "check ids (" + trace_check_ids() + "); default: all"}, "list of check ids",
+                [](R& r, std::string_view t) {
+                  r.checks.checks.clear();
+                  for (const auto& c : split_list(t, "checks")) r.checks.checks.insert(c);
+                },
+                [](const R& r) {
+                  return join_list({r.checks.checks.begin(), r.checks.checks.end()});
+                },
+                [](const R& r) { return nlohmann::json(r.checks.checks); },
+                [](R& r, const nlohmann::json& v) { r.checks.checks = v.get<std::set<std::string>>(); }),
+            custom<R>(
+                {.name = "sweep", .help = "budgets (fractions of n) of the retained-mass plot; 'none' to skip"},
+                "list of shares, or none", [](R& r, std::string_view t) { r.checks.sweep = parse_sweep(t); },
+                [](const R& r) { return sweep_text(r.checks.sweep); },
+                [](const R& r) { return nlohmann::json(r.checks.sweep); },
+                [](R& r, const nlohmann::json& v) { r.checks.sweep = v.get<std::vector<double>>(); }),
+            member(&R::checks, &C::samples,
+                   {.name = "samples", .help = "sampled sets per submodularity scan (C5, C6, C12)", .use = size}),
+            member(&R::checks, &C::sampled_steps,
+                   {.name = "sampled_steps", .help = "steps per head for the brute-force checks", .use = size}),
+            member(&R::checks, &C::ground,
+                   {.name = "ground", .help = "ground-set size of the brute-force checks (<= 16)", .use = size}),
+            member(&R::checks, &C::small_k,
+                   {.name = "small_k", .help = "budget of the brute-force checks", .use = size}),
+            member(&R::checks, &C::sweep_heads,
+                   {.name = "sweep_heads", .help = "heads per layer in the budget sweep", .use = size}),
+            member(&R::checks, &C::offline_tokens,
+                   {.name = "offline_tokens",
+                    .help = "C19, D10 and the sweep's OPT_dyn solve the offline optimum on the first N steps (0: "
+                            "every step)",
+                    .use = size}),
+            member(&R::checks, &C::loss_heads,
+                   {.name = "loss_heads",
+                    .help = "key matrices (first, middle, last layer) of the loss/Hessian checks C23-C26; 0 skips "
+                            "them",
+                    .use = size}),
+            member(&R::checks, &C::loss_random,
+                   {.name = "loss_random", .help = "random instances of the loss/Hessian checks", .use = size}),
+            member(&R::checks, &C::power_law_bootstrap,
+                   {.name = "power_law_bootstrap",
+                    .help = "E2: bootstrap samples of each head's power-law goodness of fit (0: no p-value)",
+                    .use = size}),
+            member(&R::checks, &C::cooccurrence_window,
+                   {.name = "cooccurrence_window",
+                    .help = "E3: two words co-occur when at most this many tokens apart",
+                    .use = size}),
+            member(&R::report_dir,
+                   {
+                       .name = "report",
+                       .help = "write report.json, report.md and the SVG plots into this directory (several traces: "
+                               "a sub-directory each and a summary across them)",
+                   }),
+            member(&R::json_path, {.name = "json", .help = "also write report.json to this path"}),
+            member(&R::plot_path, {.name = "plot", .help = "also write the ratio plot (SVG) to this path (one trace)"}),
+            member(&R::keep_reports,
+                   {.name = "keep_reports", .help = "keep each trace's report.json in the result", .cli = false})},
+           nested("run", &R::run, run_options_schema())}));
+  return schema;
 }
 
-}  // namespace
-
-nlohmann::json VerifyRequest::to_json() const { return verify_json().write(*this); }
-VerifyRequest VerifyRequest::from_json(const nlohmann::json& j) { return verify_json().read(j); }
+nlohmann::json VerifyRequest::to_json() const { return schema().to_json(*this); }
+VerifyRequest VerifyRequest::from_json(const nlohmann::json& j) { return schema().from_json(j); }
 
 nlohmann::json VerifyResult::to_json() const {
   if (!several) return reports.empty() ? nlohmann::json::object() : reports.front();

@@ -4,30 +4,11 @@
 #include "kvo/proofs_check/power_law.hpp"
 #include "kvo/proofs_check/trace_checks.hpp"
 #include "kvo/proofs_check/verify_run.hpp"
+#include "schema_kwargs.hpp"
 
 namespace kvo::python {
 
 namespace {
-
-// The check options of both calls: policies, check ids, the sweep, and the sizes of
-// kvo::check_size_table() taken out of the keyword arguments (the rest are run options).
-TraceChecksOptions checks_options(const std::vector<std::string>& policies, const std::vector<std::string>& checks,
-                                  const std::optional<std::vector<double>>& sweep, py::kwargs& kwargs) {
-  TraceChecksOptions o;
-  if (!policies.empty()) o.policies = parse_policy_names(policies);
-  for (const auto& c : checks) o.checks.insert(c);
-  if (sweep) o.sweep = *sweep;  // None: the library's default sweep, as the CLI's
-  for (const CheckSizeEntry& e : check_size_table()) {
-    const py::str name(std::string(e.name));
-    if (!kwargs.contains(name)) continue;
-    const py::object value = kwargs[name];
-    require(py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value),
-            std::string(e.name) + " takes an integer");
-    o.*e.field = value.cast<int>();
-    PyDict_DelItem(kwargs.ptr(), name.ptr());
-  }
-  return o;
-}
 
 py::dict power_law_dict(const PowerLawFit& f) {
   py::dict d;
@@ -44,14 +25,6 @@ py::dict power_law_dict(const PowerLawFit& f) {
                               py::arg("lambda") = f.exponential.a);
   d["verdict"] = f.verdict();
   return d;
-}
-
-std::string sizes_doc() {
-  const TraceChecksOptions defaults;
-  std::string s = "Check sizes (keyword arguments, the CLI's verify flags):";
-  for (const CheckSizeEntry& e : check_size_table())
-    s += "\n  " + std::string(e.name) + "=" + std::to_string(defaults.*e.field) + ": " + std::string(e.help);
-  return s + "\n";
 }
 
 }  // namespace
@@ -80,12 +53,16 @@ void bind_checks(py::module_& m) {
       "the power-law fit of check E2 (Clauset, Shalizi and Newman): x_min by the smallest KS distance, the MLE "
       "exponent, a bootstrap p-value, Vuong's tests against a log-normal and an exponential; with xmin given, the "
       "tail above it alone (no search, no bootstrap). Returns a dict.");
+  // verify() takes a Trace object and returns its report: no trace paths, no output files.
+  const auto on_object = not_named("traces", "report", "json", "plot", "keep_reports");
   m.def(
       "verify",
-      [](const Trace& t, std::vector<std::string> policies, std::vector<std::string> checks,
-         std::optional<std::vector<double>> sweep, py::kwargs kwargs) {
-        TraceChecksOptions o = checks_options(policies, checks, sweep, kwargs);
-        o.run = run_options(kwargs, "verify").build(o.policies.front(), &t);
+      [on_object](const Trace& t, const py::kwargs& kwargs) {
+        VerifyRequest req;
+        apply_kwargs(VerifyRequest::schema(), req, kwargs, "verify", on_object);
+        TraceChecksOptions o = req.checks;
+        require(req.run.gqa == "query", "verify checks one cache per query head: gqa must be query");
+        o.run = req.run.build(o.policies.front(), &t);
         TraceChecksResult r;
         {
           py::gil_scoped_release release;
@@ -93,24 +70,21 @@ void bind_checks(py::module_& m) {
         }
         return json_to_python(r.report.to_json({{"budget", r.budget}}));
       },
-      py::arg("trace"), py::arg("policies") = std::vector<std::string>{},
-      py::arg("checks") = std::vector<std::string>{}, py::arg("sweep") = py::none(),
+      py::arg("trace"),
       ("run the claim checks C1-C27, D1-D11 and E1-E3; returns report.json as a dict (docs/report-format.md).\n" +
-       sizes_doc() + run_options_doc())
+       kwargs_doc(VerifyRequest::schema(), VerifyRequest{}, "Options (keyword arguments, the CLI's verify flags)",
+                  on_object))
           .c_str());
 
+  const auto on_files = not_named("traces", "keep_reports");
   m.def(
       "verify_traces",
-      [](std::vector<std::string> traces, std::string report, std::string json, std::string plot,
-         std::vector<std::string> policies, std::vector<std::string> checks, std::optional<std::vector<double>> sweep,
-         int threads, py::kwargs kwargs) {
+      [on_files](std::vector<std::string> traces, const py::kwargs& kwargs) {
         VerifyRequest req;
+        py::dict rest;
+        apply_kwargs(VerifyRequest::schema(), req, kwargs, "verify_traces", on_files, &rest);
+        const int threads = team_threads(rest, "verify_traces", VerifyRequest::schema().names());
         req.traces = std::move(traces);
-        req.checks = checks_options(policies, checks, sweep, kwargs);
-        req.run = run_options(kwargs, "verify_traces");
-        req.report_dir = std::move(report);
-        req.json_path = std::move(json);
-        req.plot_path = std::move(plot);
         req.keep_reports = true;
         std::optional<VerifyResult> r;
         {
@@ -119,13 +93,13 @@ void bind_checks(py::module_& m) {
         }
         return json_to_python(r->to_json());
       },
-      py::arg("traces"), py::kw_only(), py::arg("report") = "", py::arg("json") = "", py::arg("plot") = "",
-      py::arg("policies") = std::vector<std::string>{}, py::arg("checks") = std::vector<std::string>{},
-      py::arg("sweep") = py::none(), py::arg("threads") = 0,
+      py::arg("traces"),
       ("`kvoracle verify` on trace files or directories: the claim checks, the report directory (report=), "
        "report.json (json=) and the ratio plot (plot=, one trace) as the CLI writes them. Returns one trace's "
-       "report.json as a dict, or for several the report across them with every trace's under 'reports'.\n" +
-       sizes_doc() + run_options_doc())
+       "report.json as a dict, or for several the report across them with every trace's under 'reports'. "
+       "threads=0: all cores.\n" +
+       kwargs_doc(VerifyRequest::schema(), VerifyRequest{}, "Options (keyword arguments, the CLI's verify flags)",
+                  on_files))
           .c_str());
 }
 

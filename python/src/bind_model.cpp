@@ -14,6 +14,7 @@
 #include "kvo/studies/press_eval_run.hpp"
 #include "kvo/studies/task_io.hpp"
 #include "kvo/studies/task_options.hpp"
+#include "schema_kwargs.hpp"
 
 namespace kvo::python {
 
@@ -25,47 +26,14 @@ py::object without_text(nlohmann::json j) {
   return json_to_python(j);
 }
 
-// The options of the task option table among a call's keyword arguments (a list may be a Python
-// list or "a,b"; a bool is true or false); the others go to `rest` (run options), or are refused.
-studies::TaskOptions task_options(const py::kwargs& kwargs, studies::TaskOptionUse use, const char* call,
-                                  py::kwargs* rest) {
-  studies::TaskOptions o;
-  for (const auto& [key, value] : kwargs) {
-    const std::string name = py::str(key);
-    const studies::TaskOptionEntry* e = studies::find_task_option(name);
-    if (e == nullptr || (use == studies::TaskOptionUse::Suite && e->use == studies::TaskOptionUse::Run)) {
-      require(rest != nullptr,
-              std::string(call) + ": unknown option '" + name + "' (options: " + studies::task_option_names(use) + ")");
-      (*rest)[key] = value;
-      continue;
-    }
-    if (value.is_none()) continue;
-    std::string text;
-    if (py::isinstance<py::bool_>(value)) {
-      text = value.cast<bool>() ? "true" : "false";
-    } else if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
-      for (const auto& x : value) {
-        if (!text.empty()) text.append(",");
-        text.append(py::str(x).cast<std::string>());
-      }
-      if (text.empty() && name == "policies") text = "none";
-    } else {
-      text = py::str(value).cast<std::string>();
-    }
-    e->set(o, text);
-  }
-  return o;
+// eval_prefill takes the prompt length as its own parameter.
+template <class R>
+bool on_prompt_of(const Field<R>& f) {
+  return f.name() != "prompt_len";
 }
 
-// "Options (keyword arguments, the CLI's tasks flags): tasks=passkey,niah,multikey: ...".
-std::string task_options_doc(studies::TaskOptionUse use) {
-  const studies::TaskOptions defaults;
-  std::string s = "Task options (keyword arguments, the CLI's tasks flags; docs/tasks.md):";
-  for (const auto& e : studies::task_option_table())
-    if (use == studies::TaskOptionUse::Run || e.use == use)
-      s += "\n  " + std::string(e.name) + "=" + e.get(defaults) + ": " + std::string(e.help);
-  return s;
-}
+// generate_tasks takes the suite's options alone; run_tasks every task option.
+bool suite_option(const Field<studies::TaskOptions>& f) { return f.info.use == studies::kSuiteUse; }
 
 }  // namespace
 
@@ -110,13 +78,12 @@ void bind_model(py::module_& m) {
           py::arg("ids"))
       .def(
           "generate",
-          [](const model::Llama& self, const py::object& prompt, int max_tokens, bool stop_at_eos) {
+          [](const model::Llama& self, const py::object& prompt, const py::kwargs& kwargs) {
             const std::vector<int> ids = py::isinstance<py::str>(prompt)
                                              ? self.tokenizer().encode(prompt.cast<std::string>())
                                              : prompt.cast<std::vector<int>>();
             model::GenerateRequest req;
-            req.max_tokens = max_tokens;
-            req.stop_at_eos = stop_at_eos;
+            apply_kwargs(model::GenerateRequest::schema(), req, kwargs, "generate");
             model::GenerateResult r;
             {
               py::gil_scoped_release release;
@@ -124,26 +91,24 @@ void bind_model(py::module_& m) {
             }
             return py::dict(py::arg("ids") = r.ids, py::arg("text") = r.text);
           },
-          py::arg("prompt"), py::arg("max_tokens") = model::GenerateRequest{}.max_tokens,
-          py::arg("stop_at_eos") = model::GenerateRequest{}.stop_at_eos,
-          "greedy continuation (argmax, ties to the smallest id) of a prompt given as text or token ids, with the "
-          "full KV cache: {'ids': generated ids, 'text': their decoding} (kvoracle generate)")
+          py::arg("prompt"),
+          ("greedy continuation (argmax, ties to the smallest id) of a prompt given as text or token ids, with the "
+           "full KV cache: {'ids': generated ids, 'text': their decoding} (kvoracle generate).\n" +
+           kwargs_doc(model::GenerateRequest::schema(), model::GenerateRequest{}, "Options (keyword arguments)"))
+              .c_str())
       .def(
           "record",
-          [](const model::Llama& self, const std::string& text, int tokens, std::vector<int> layers, int prompt_len,
-             std::string text_source) {
+          [](const model::Llama& self, const std::string& text, const py::kwargs& kwargs) {
             model::RecordOptions o;
-            o.tokens = tokens;
-            o.layers = std::move(layers);
-            o.prompt_len = prompt_len;
-            o.text_source = std::move(text_source);
+            apply_kwargs(model::RecordOptions::schema(), o, kwargs, "record");
             py::gil_scoped_release release;
             return model::record_trace(self, text, o);
           },
-          py::arg("text"), py::arg("tokens") = model::RecordOptions{}.tokens, py::arg("layers") = std::vector<int>{},
-          py::arg("prompt_len") = 0, py::arg("text_source") = "",
-          "the text's first `tokens` tokens through the model with full attention: a Trace of every chosen layer's "
-          "q, k, v (kvoracle record; write it with write_trace)")
+          py::arg("text"),
+          ("the text's first `tokens` tokens through the model with full attention: a Trace of every chosen layer's "
+           "q, k, v (kvoracle record; write it with write_trace).\n" +
+           kwargs_doc(model::RecordOptions::schema(), model::RecordOptions{}, "Options (keyword arguments)"))
+              .c_str())
       .def(
           "perplexity",
           [](const model::Llama& self, const std::string& text, int tokens) {
@@ -160,18 +125,9 @@ void bind_model(py::module_& m) {
           "perplexity)")
       .def(
           "eval",
-          [](const model::Llama& self, const std::string& text, const std::optional<std::vector<std::string>>& policies,
-             const std::optional<py::list>& budgets, int tokens, int kv_bits, int kv_group, const py::kwargs& kwargs) {
+          [](const model::Llama& self, const std::string& text, const py::kwargs& kwargs) {
             studies::EvalRequest req;
-            req.tokens = tokens;
-            req.kv_bits = kv_bits;
-            req.kv_group = kv_group;
-            if (policies) req.policies = parse_policy_names(*policies);
-            if (budgets) {  // ratios ("20%", 0.2) or token counts (64), as the CLI's --budgets items
-              req.budgets.clear();
-              for (const auto& b : *budgets) req.budgets.push_back(py::str(b));
-            }
-            req.run = run_options(kwargs, "eval");
+            apply_kwargs(studies::EvalRequest::schema(), req, kwargs, "eval");
             studies::EvalResult r;
             {
               py::gil_scoped_release release;
@@ -179,14 +135,13 @@ void bind_model(py::module_& m) {
             }
             return without_text(studies::eval_result_json(r, ""));
           },
-          py::arg("text"), py::arg("policies") = py::none(), py::arg("budgets") = py::none(),
-          py::arg("tokens") = studies::EvalRequest{}.tokens, py::arg("kv_bits") = studies::EvalRequest{}.kv_bits,
-          py::arg("kv_group") = studies::EvalRequest{}.kv_group,
+          py::arg("text"),
           ("eviction policies in closed loop with real eviction, teacher-forced over the text's first `tokens` tokens, "
            "against the full cache (kvoracle eval): {tokens, full_ppl, full_bytes, points: [{policy, budget, k, ppl, "
-           "mean_kl, peak_bytes}], paper_experiments: [finding records]}. policies and budgets default to the CLI's; "
-           "kv_bits > 0 adds every point with its K/V quantized (rows <policy>+int<bits>, and full+int<bits>).\n" +
-           run_options_doc())
+           "mean_kl, peak_bytes}], paper_experiments: [finding records]}. kv_bits > 0 adds every point with its K/V "
+           "quantized (rows <policy>+int<bits>, and full+int<bits>).\n" +
+           kwargs_doc(studies::EvalRequest::schema(), studies::EvalRequest{},
+                      "Options (keyword arguments, the CLI's flags)"))
               .c_str())
       .def(
           "diversity",
@@ -219,19 +174,11 @@ void bind_model(py::module_& m) {
               .c_str())
       .def(
           "eval_prefill",
-          [](const model::Llama& self, const std::string& text, int prompt_len, int tokens, const std::string& presses,
-             std::vector<double> ratios, const std::vector<std::string>& policies, const py::dict& press,
-             const std::string& scopes, std::vector<double> alpha_safeguard, const py::kwargs& kwargs) {
+          [](const model::Llama& self, const std::string& text, int prompt_len, const py::kwargs& kwargs) {
             studies::PressEvalRequest req;
-            req.scopes = parse_budget_scopes(scopes);
-            req.alpha_safeguard = std::move(alpha_safeguard);
-            req.tokens = tokens;
             req.prompt_len = prompt_len;
-            req.presses = presses;
-            req.ratios = std::move(ratios);
-            req.press = press_parameters(press, "eval_prefill");
-            req.policies = parse_policy_names(policies);
-            req.run = run_options(kwargs, "eval_prefill");
+            apply_kwargs(studies::PressEvalRequest::schema(), req, kwargs, "eval_prefill",
+                         on_prompt_of<studies::PressEvalRequest>);
             studies::PressEvalResult r;
             {
               py::gil_scoped_release release;
@@ -239,22 +186,21 @@ void bind_model(py::module_& m) {
             }
             return without_text(studies::press_eval_result_json(r, ""));
           },
-          py::arg("text"), py::arg("prompt_len"), py::arg("tokens") = studies::PressEvalRequest{}.tokens,
-          py::arg("presses") = studies::PressEvalRequest{}.presses,
-          py::arg("ratios") = studies::PressEvalRequest{}.ratios, py::arg("policies") = std::vector<std::string>{},
-          py::arg("press") = py::dict(), py::arg("scopes") = "head", py::arg("alpha_safeguard") = std::vector<double>{},
+          py::arg("text"), py::arg("prompt_len"),
           ("kvpress's protocol in closed loop (kvoracle eval prefill): the first prompt_len tokens compressed once by "
            "each press at each ratio (and under AdaKV at each alpha_safeguard, and by kvoracle's `policies`, and to "
            "the prefill optima's sets in each budget scope of `scopes`), the rest teacher-forced: {tokens, "
            "prompt_len, full_nll, full_bytes, rows: [{set, compression_ratio, mean_k, mass_fraction, mass_share, "
-           "output_error, nll, mean_kl, kv_bytes}]}. `press`: a dict of press parameters; the policies' "
-           "parameters are keyword arguments.\n" +
-           press_parameters_doc() + "\n" + run_options_doc())
+           "output_error, nll, mean_kl, kv_bytes}]}.\n" +
+           kwargs_doc(studies::PressEvalRequest::schema(), studies::PressEvalRequest{},
+                      "Options (keyword arguments, the CLI's flags; press_seed is kvpress's seed)",
+                      on_prompt_of<studies::PressEvalRequest>))
               .c_str())
       .def(
           "generate_tasks",
           [](const model::Llama& self, const py::kwargs& kwargs) {
-            studies::TaskOptions o = task_options(kwargs, studies::TaskOptionUse::Suite, "generate_tasks", nullptr);
+            studies::TaskOptions o;
+            apply_kwargs(studies::task_options_schema(), o, kwargs, "generate_tasks", suite_option);
             o.suite.max_positions = self.config().context;
             nlohmann::json rows = nlohmann::json::array();
             for (const auto& t : studies::generate_tasks(self.tokenizer(), o.suite))
@@ -264,7 +210,8 @@ void bind_model(py::module_& m) {
           ("a seeded long-context task suite (kvoracle tasks generate): a list of instances, each a dict in kvpress's "
            "dataset columns (context, question, answer_prefix, answer, max_new_tokens) plus id, task, length, depth, "
            "rule and needles.\n" +
-           task_options_doc(studies::TaskOptionUse::Suite))
+           kwargs_doc(studies::task_options_schema(), studies::TaskOptions{},
+                      "Suite options (keyword arguments, the CLI's tasks flags; docs/tasks.md)", suite_option))
               .c_str())
       .def(
           "task_tokens",
@@ -284,17 +231,11 @@ void bind_model(py::module_& m) {
           "the context opens with the question too (needle_shift: where the context's own tokens start)")
       .def(
           "run_tasks",
-          [](const model::Llama& self, const std::optional<py::list>& instances, const py::dict& press,
-             const py::kwargs& kwargs) {
-            py::kwargs rest;
-            studies::TaskOptions o = task_options(kwargs, studies::TaskOptionUse::Run, "run_tasks", &rest);
+          [](const model::Llama& self, const std::optional<py::list>& instances, const py::kwargs& kwargs) {
+            studies::TaskOptions o;
+            apply_kwargs(studies::task_options_schema(), o, kwargs, "run_tasks");
             o.suite.max_positions = self.config().context;
-            studies::TaskEvalRequest& req = o.run;
-            req.press = press_parameters(press, "run_tasks");
-            req.run = run_options(rest, "run_tasks")
-                          .build(req.policies.empty() ? PolicyId::H2O : req.policies.front(), nullptr,
-                                 SharedBudgets::Allowed);
-            req.validate();
+            const studies::TaskEvalRequest req = o.eval_request();
             std::vector<studies::TaskInstance> inst;
             if (instances) {
               const auto rows = nlohmann::json::parse(
@@ -311,16 +252,15 @@ void bind_model(py::module_& m) {
             }
             return json_to_python(studies::task_result_json(r));
           },
-          py::arg("instances") = py::none(), py::arg("press") = py::dict(),
+          py::arg("instances") = py::none(),
           ("answer task instances (dicts in kvpress's columns, e.g. from generate_tasks; None: the suite the suite "
            "options generate) with the full cache and under every policy (and press, protocol='prefill') at every "
            "budget (kvoracle tasks run): {protocol, outcomes: [{instance, task, length, depth, input_tokens, row, "
            "budget, kept, score, answer, needles_held, mass_of_optimum}], cells, cells_by_depth: [{task, length, "
            "depth, "
-           "row, budget, count, accuracy, low, high, model_fails, needles_held, mass_of_optimum}]}. `press`: a dict of "
-           "press parameters; the policies' parameters "
-           "are keyword arguments.\n" +
-           task_options_doc(studies::TaskOptionUse::Run) + "\n" + press_parameters_doc() + "\n" + run_options_doc())
+           "row, budget, count, accuracy, low, high, model_fails, needles_held, mass_of_optimum}]}.\n" +
+           kwargs_doc(studies::task_options_schema(), studies::TaskOptions{},
+                      "Options (keyword arguments, the CLI's tasks run flags; press_seed is kvpress's seed)"))
               .c_str());
 }
 

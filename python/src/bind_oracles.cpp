@@ -2,7 +2,6 @@
 #include "bindings_support.hpp"
 #include "kvo/core/greedy.hpp"
 #include "kvo/core/modular_concave.hpp"
-#include "kvo/oracle/allocation_options.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 #include "kvo/oracle/prefill_run.hpp"
 #include "kvo/oracle/shared_decoding.hpp"
@@ -10,35 +9,16 @@
 #include "kvo/oracle/static_oracle.hpp"
 #include "kvo/oracle/static_run.hpp"
 #include "kvo/proofs_check/offline_run.hpp"
+#include "schema_kwargs.hpp"
 
 namespace kvo::python {
-
-namespace {
-
-// "Allocation options (keyword arguments, the CLI's flags): compression_ratio=0.5,0.8,0.9: ...".
-std::string allocation_options_doc() {
-  const AllocationRequest defaults;
-  std::string s = "Allocation options (keyword arguments, the CLI's `oracle allocation` flags; docs/allocation.md):";
-  for (const auto& e : allocation_option_table())
-    s += "\n  " + std::string(e.name) + (e.required ? "" : "=" + e.get(defaults)) + ": " + std::string(e.help);
-  return s;
-}
-
-}  // namespace
 
 void bind_oracles(py::module_& m) {
   m.def(
       "allocation_oracle",
       [](const Trace& t, const py::kwargs& kwargs) {
         AllocationRequest req;
-        for (const auto& [key, value] : kwargs) {
-          const std::string name = py::str(key);
-          if (name == "threads") {
-            req.threads = value.cast<int>();
-            continue;
-          }
-          if (!value.is_none()) set_allocation_option(req, name, keyword_text(value));
-        }
+        apply_kwargs(AllocationRequest::schema(), req, kwargs, "allocation_oracle");
         nlohmann::json j;  // an in-memory trace: no file name
         {
           py::gil_scoped_release release;
@@ -52,20 +32,15 @@ void bind_oracles(py::module_& m) {
       ("the exact optima when KV heads and layers share one budget, against per-head budgets of the same total "
        "(kvoracle oracle allocation): prefill compression, decoding eviction (protocol=...) or periodic compression "
        "(protocol='decoding', interval=..., target=...); the --json file's "
-       "content. "
-       "threads=0: all cores.\n" +
-       allocation_options_doc())
+       "content.\n" +
+       kwargs_doc(AllocationRequest::schema(), AllocationRequest{},
+                  "Allocation options (keyword arguments, the CLI's `oracle allocation` flags; docs/allocation.md)"))
           .c_str());
   m.def(
       "static_oracle",
-      [](const Trace& t, int every, long long node_limit, int threads, const py::kwargs& kwargs) {
+      [](const Trace& t, const py::kwargs& kwargs) {
         StaticOracleRequest req;
-        const std::string objective = req.run.objective;
-        req.run = run_options(kwargs, "static_oracle");
-        if (!kwargs.contains("objective")) req.run.objective = objective;
-        req.every = every;
-        req.node_limit = node_limit;
-        req.threads = threads;
+        apply_kwargs(StaticOracleRequest::schema(), req, kwargs, "static_oracle");
         StaticOracleResult r;
         {
           py::gil_scoped_release release;
@@ -73,24 +48,18 @@ void bind_oracles(py::module_& m) {
         }
         return json_to_python(nlohmann::json(r.records()));
       },
-      py::arg("trace"), py::arg("every") = 1, py::arg("node_limit") = 200000, py::arg("threads") = 0,
+      py::arg("trace"),
       ("the exact static optimum of every chosen head at every N-th step (kvoracle oracle static): one record per "
        "solve (layer, head, step, objective, value, upper, exact, method, set). objective: dense-acc (default), mass "
        "or fl.\n" +
-       run_options_doc())
+       kwargs_doc(StaticOracleRequest::schema(), StaticOracleRequest{}, "Options (keyword arguments, the CLI's flags)"))
           .c_str());
   m.def(
       "prefill_oracle",
-      [](const Trace& t, int prompt_len, const std::string& presses, std::vector<double> ratios, bool output_fidelity,
-         std::vector<int> layers, int threads, const py::kwargs& kwargs) {
+      [](const Trace& t, int prompt_len, const py::kwargs& kwargs) {
         PrefillOracleRequest req;
         req.prompt_len = prompt_len;
-        req.presses = presses;
-        req.ratios = std::move(ratios);
-        req.press = press_parameters(kwargs, "prefill_oracle");
-        req.output_fidelity = output_fidelity;
-        req.layers = std::move(layers);
-        req.threads = threads;
+        apply_kwargs(PrefillOracleRequest::schema(), req, kwargs, "prefill_oracle", not_named("prompt_len"));
         PrefillOracleResult r;
         {
           py::gil_scoped_release release;
@@ -108,23 +77,20 @@ void bind_oracles(py::module_& m) {
                         py::arg("output_fidelity") = r.fidelity, py::arg("summary") = summary,
                         py::arg("records") = json_to_python(r.records()));
       },
-      py::arg("trace"), py::arg("prompt_len"), py::arg("presses") = PrefillOracleRequest{}.presses,
-      py::arg("ratios") = PrefillOracleRequest{}.ratios, py::arg("output_fidelity") = true,
-      py::arg("layers") = std::vector<int>{}, py::arg("threads") = 0,
+      py::arg("trace"), py::arg("prompt_len"),
       ("the exact prefill optimum against kvpress's presses on every chosen layer and KV head (kvoracle oracle "
        "prefill): per (press, ratio) means in `summary`, one record per unit in `records`.\n" +
-       press_parameters_doc())
+       kwargs_doc(PrefillOracleRequest::schema(), PrefillOracleRequest{},
+                  "Options (keyword arguments, the CLI's flags)", not_named("prompt_len")))
           .c_str());
   m.def(
       "offline_oracle",
-      [](const std::string& trace, std::vector<std::string> policies, int forced_window, std::string json, int threads,
-         const py::kwargs& kwargs) {
+      [](const std::string& trace, const py::kwargs& kwargs) {
         OfflineOracleRequest req;
         req.trace = trace;
-        if (!policies.empty()) req.policies = parse_policy_names(policies);
-        req.forced_window = forced_window;
-        req.json_path = std::move(json);
-        req.run = run_options(kwargs, "offline_oracle");
+        py::dict rest;
+        apply_kwargs(OfflineOracleRequest::schema(), req, kwargs, "offline_oracle", not_named("trace"), &rest);
+        const int threads = team_threads(rest, "offline_oracle", OfflineOracleRequest::schema().names());
         std::optional<OfflineOracleResult> r;
         {
           py::gil_scoped_release release;
@@ -134,12 +100,12 @@ void bind_oracles(py::module_& m) {
         j["summary"] = r->summary_json();
         return json_to_python(j);
       },
-      py::arg("trace"), py::kw_only(), py::arg("policies") = std::vector<std::string>{}, py::arg("forced_window") = 0,
-      py::arg("json") = "", py::arg("threads") = 0,
+      py::arg("trace"),
       ("the exact offline optimum OPT_dyn on every head of a trace file and each policy's competitive ratio "
        "(kvoracle oracle offline): the --json file's fields (trace, forced_window, heads) and `summary`, the "
-       "table the CLI prints.\n" +
-       run_options_doc())
+       "table the CLI prints. threads=0: all cores.\n" +
+       kwargs_doc(OfflineOracleRequest::schema(), OfflineOracleRequest{},
+                  "Options (keyword arguments, the CLI's flags)", not_named("trace")))
           .c_str());
   m.def(
       "topk_optimum",

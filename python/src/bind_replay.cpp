@@ -7,6 +7,7 @@
 #include "kvo/core/policy_registry.hpp"
 #include "kvo/core/replay_run.hpp"
 #include "kvo/gpu/score_run.hpp"
+#include "schema_kwargs.hpp"
 
 namespace kvo::python {
 
@@ -42,7 +43,7 @@ void bind_replay(py::module_& m) {
       [](const Trace& t, const std::string& policy, const py::kwargs& kwargs) {
         ReplayRequest req;
         req.policy = parse_policy(policy);
-        req.run = run_options(kwargs, "replay");
+        apply_kwargs(ReplayRequest::schema(), req, kwargs, "replay", not_named("policy"));
         const ReplayOptions o = req.options(t);
         ReplayResult r;
         {
@@ -65,23 +66,20 @@ void bind_replay(py::module_& m) {
         return heads;
       },
       py::arg("trace"), py::arg("policy") = policy_name(PolicyId::H2O),
-      ("replay a policy over every head: per head the kept and evicted positions per step.\n" + run_options_doc())
+      ("replay a policy over every head: per head the kept and evicted positions per step.\n" +
+       kwargs_doc(ReplayRequest::schema(), ReplayRequest{}, "Options (keyword arguments, the CLI's flags)",
+                  not_named("policy")))
           .c_str());
 
   m.def(
       "score",
-      [](const Trace& t, const std::string& policy, const std::optional<std::vector<std::string>>& budgets, int threads,
-         const std::string& device, const py::kwargs& kwargs) {
+      [](const Trace& t, const std::string& policy, const py::kwargs& kwargs) {
         ScoreRequest req;
         req.policy = parse_policy(policy);
-        req.run = run_options(kwargs, "score");
-        if (budgets) {  // several totals in one pass, as the CLI's --budgets (which replaces --budget)
-          require(!budgets->empty(), "score: budgets names no budget");
-          require(!kwargs.contains("budget"), "score: give the budgets as budgets=[...] or budget=..., not both");
-          req.budgets = *budgets;
-        }
-        req.device = device;
-        req.threads = threads;
+        apply_kwargs(ScoreRequest::schema(), req, kwargs, "score", not_named("policy"));
+        // several totals in one pass, as the CLI's --budgets (which replaces --budget)
+        require(req.budgets.empty() || !kwargs.contains("budget"),
+                "score: give the budgets as budgets=[...] or budget=..., not both");
         const ScorerOptions o = req.options(t);
         const std::vector<std::string> labels = req.budget_labels();
         ScorerResult r;
@@ -100,12 +98,12 @@ void bind_replay(py::module_& m) {
         }
         return py::dict(py::arg("device") = r.device, py::arg("units") = units);
       },
-      py::arg("trace"), py::arg("policy") = policy_name(PolicyId::H2O), py::arg("budgets") = py::none(),
-      py::arg("threads") = ScoreRequest{}.threads, py::arg("device") = ScoreRequest{}.device,
+      py::arg("trace"), py::arg("policy") = policy_name(PolicyId::H2O),
       ("the greedy scorer (h2o, h2o-paper) over every head and several budgets in one pass (kvoracle score; "
        "budgets=None: the run option budget alone): per unit the step each token left the cache (-1: kept) and its "
        "final score.\n" +
-       run_options_doc())
+       kwargs_doc(ScoreRequest::schema(), ScoreRequest{}, "Options (keyword arguments, the CLI's flags)",
+                  not_named("policy")))
           .c_str());
 }
 

@@ -5,6 +5,7 @@
 #include "bindings_support.hpp"
 #include "kvo/core/synth.hpp"
 #include "kvo/core/trace_io.hpp"
+#include "schema_kwargs.hpp"
 
 namespace kvo::python {
 
@@ -71,32 +72,18 @@ void bind_trace(py::module_& m) {
         write_trace(path, t, dtype == "f16" ? DType::F16 : dtype == "bf16" ? DType::BF16 : DType::F32);
       },
       py::arg("path"), py::arg("trace"), py::arg("dtype") = "f32");
-  std::string synth_doc =
-      "a seeded synthetic heavy-hitter trace (kvoracle synth): Zipf key importance, attention sinks and a recency "
-      "bias. Options (keyword arguments, the CLI's synth flags):";
-  const nlohmann::json synth_defaults = to_json(SynthOptions{});
-  for (const SynthOptionEntry& e : synth_option_table())
-    synth_doc +=
-        "\n  " + std::string(e.name) + "=" + synth_defaults[std::string(e.name)].dump() + ": " + std::string(e.help);
   m.def(
       "synthesize",
       [](const py::kwargs& kwargs) {
-        nlohmann::json j = nlohmann::json::object();
-        for (const auto& [key, value] : kwargs) {
-          const std::string name = py::str(key);
-          require(!py::isinstance<py::bool_>(value) &&
-                      (py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value)),
-                  "synthesize: " + name + " takes a number");
-          if (py::isinstance<py::int_>(value))
-            j[name] = value.cast<long long>();
-          else
-            j[name] = value.cast<double>();
-        }
-        const SynthOptions o = synth_options_from_json(j);
+        SynthOptions o;
+        apply_kwargs(synth_options_schema(), o, kwargs, "synthesize");
         py::gil_scoped_release release;
         return synthesize(o);
       },
-      synth_doc.c_str());
+      ("a seeded synthetic heavy-hitter trace (kvoracle synth): Zipf key importance, attention sinks and a recency "
+       "bias.\n" +
+       kwargs_doc(synth_options_schema(), SynthOptions{}, "Options (keyword arguments, the CLI's synth flags)"))
+          .c_str());
 }
 
 }  // namespace kvo::python

@@ -81,10 +81,10 @@ inline py::array_t<int> to_array(const std::vector<int>& v) {
   return out;
 }
 
-// The run options of a call, from its keyword arguments: the names of kvo::run_option_table(), the
-// same table and the same parser as the CLI's flags (a list may be a Python list or "a,b"). A
-// keyword the table does not name is refused with the known ones.
-RunOptions run_options(const py::kwargs& kwargs, const char* call);
+// The run options of a call, from its keyword arguments: the names of kvo::run_options_schema(), the
+// same schema and the same parser as the CLI's flags (a list may be a Python list or "a,b"). A
+// keyword the schema does not name is refused with the known ones.
+RunOptions run_options(const py::dict& kwargs, const char* call);
 // The validated run configuration of one policy; prompt_len defaults to the trace's, as in the CLI.
 inline RunConfig run_config(const std::string& policy, const py::kwargs& kwargs, const char* call,
                             const Trace* trace = nullptr) {
@@ -93,7 +93,7 @@ inline RunConfig run_config(const std::string& policy, const py::kwargs& kwargs,
 // "Run options (keyword arguments): sinks=4, history=32, ...": the docstring part every call shares.
 std::string run_options_doc();
 // kvpress's press parameters from keyword arguments (window_size=..., n_sink=..., seed=...): the
-// names of kvo::press_parameter_table(), the same table as the CLI's press flags.
+// names of kvo::press_parameters_schema(), the same schema as the CLI's press flags.
 PressOptions press_parameters(const py::dict& kwargs, const char* call);
 // "Press parameters (keyword arguments): window_size=64, ...".
 std::string press_parameters_doc();
@@ -103,15 +103,6 @@ inline py::object json_to_python(const nlohmann::json& j) {
 }
 inline nlohmann::json python_to_json(const py::handle& o) {
   return nlohmann::json::parse(py::module_::import("json").attr("dumps")(o).cast<std::string>());
-}
-
-// A keyword's value as an option table's text: a list or tuple joined by commas, anything else as
-// str() writes it ("20%", 0.5, 12).
-inline std::string keyword_text(const py::handle& value) {
-  if (!py::isinstance<py::list>(value) && !py::isinstance<py::tuple>(value)) return py::str(value);
-  std::vector<std::string> items;
-  for (const auto& x : value) items.push_back(py::str(x));
-  return join_list(items);
 }
 
 // One function per binding file, each adding its part of the module.

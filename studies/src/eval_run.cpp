@@ -30,26 +30,31 @@ EvalOptions EvalRequest::options() const {
   return o;
 }
 
-namespace {
-
-const JsonForm<EvalRequest>& eval_json() {
-  static const JsonForm<EvalRequest> form = [] {
-    JsonForm<EvalRequest> f("eval request");
-    f.field("tokens", &EvalRequest::tokens)
-        .field("budgets", &EvalRequest::budgets)
-        .field("kv_bits", &EvalRequest::kv_bits)
-        .field("kv_group", &EvalRequest::kv_group);
-    policies_field(f, "policies", &EvalRequest::policies);
-    run_field(f, "run", &EvalRequest::run);
-    return f;
-  }();
-  return form;
+const Schema<EvalRequest>& EvalRequest::schema() {
+  using R = EvalRequest;
+  static const Schema<R> schema(
+      "eval request",
+      fields<R>(
+          {{member(&R::tokens, {.name = "tokens", .help = "tokens of the text to decode", .alias = "-n"}),
+            member(&R::policies,
+                   {.name = "policies",
+                    .help = "comma-separated policies ('" + policy_name(PolicyId::Oracle) + "': the offline optimum)",
+                    .alias = "--policy,-p"}),
+            member(&R::budgets, {.name = "budgets",
+                                 .help = "comma-separated budget totals: ratios (20%) or tokens (64); --recent and "
+                                         "--budget-override apply to each",
+                                 .alias = "--budget,-b"}),
+            member(&R::kv_bits, {.name = "kv_bits",
+                                 .help = "also run every point with K/V quantized to this many bits (2..8; 0: fp32 "
+                                         "only)"}),
+            member(&R::kv_group,
+                   {.name = "kv_group", .help = "values per quantization group along the head dimension"})},
+           nested("run", &R::run, run_options_schema(), "", "", decoding_run_option)}));
+  return schema;
 }
 
-}  // namespace
-
-nlohmann::json EvalRequest::to_json() const { return eval_json().write(*this); }
-EvalRequest EvalRequest::from_json(const nlohmann::json& j) { return eval_json().read(j); }
+nlohmann::json EvalRequest::to_json() const { return schema().to_json(*this); }
+EvalRequest EvalRequest::from_json(const nlohmann::json& j) { return schema().from_json(j); }
 
 std::vector<CheckRecord> eval_paper_experiments(const EvalResult& r) {
   LoopMeasurements m;

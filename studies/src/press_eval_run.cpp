@@ -2,6 +2,7 @@
 
 #include "kvo/core/adakv.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/press_parameters.hpp"
 #include "kvo/core/request_json.hpp"
 #include "kvo/oracle/prefill_run.hpp"
 
@@ -34,31 +35,37 @@ PressEvalOptions PressEvalRequest::options() const {
   return o;
 }
 
-namespace {
-
-const JsonForm<PressEvalRequest>& press_eval_json() {
-  static const JsonForm<PressEvalRequest> form = [] {
-    JsonForm<PressEvalRequest> f("prefill evaluation request");
-    f.field("tokens", &PressEvalRequest::tokens)
-        .field("prompt_len", &PressEvalRequest::prompt_len)
-        .field("presses", &PressEvalRequest::presses)
-        .field("ratios", &PressEvalRequest::ratios)
-        .field(
-            "scopes", [](const PressEvalRequest& r) { return nlohmann::json(join_budget_scopes(r.scopes)); },
-            [](PressEvalRequest& r, const nlohmann::json& v) { r.scopes = parse_budget_scopes(v.get<std::string>()); })
-        .field("alpha_safeguard", &PressEvalRequest::alpha_safeguard);
-    press_field(f, "press", "prefill evaluation request: press", &PressEvalRequest::press);
-    policies_field(f, "policies", &PressEvalRequest::policies);
-    run_field(f, "run", &PressEvalRequest::run);
-    return f;
-  }();
-  return form;
+const Schema<PressEvalRequest>& PressEvalRequest::schema() {
+  using R = PressEvalRequest;
+  static const Schema<R> schema(
+      "prefill evaluation request",
+      fields<R>(
+          {{member(&R::tokens,
+                   {.name = "tokens", .help = "tokens of the text: the prompt and its continuation", .alias = "-n"}),
+            member(&R::prompt_len, {.name = "prompt_len", .help = "prompt length P"}),
+            member(&R::presses, {.name = "presses",
+                                 .help = "comma-separated kvpress presses, or all (kvoracle presses lists them)"}),
+            member(&R::ratios, {.name = "compression_ratio",
+                                .help = "fractions of the prompt's keys removed (kvpress's compression_ratio)",
+                                .renamed_from = "ratios"}),
+            member(&R::policies, {.name = "policies",
+                                  .help = "comma-separated kvoracle policies scored as prefill presses",
+                                  .alias = "--policy,-p"}),
+            member(&R::scopes, {.name = "scopes",
+                                .help = "budget scopes of the optimum's rows: head (per-head budgets), layer, "
+                                        "layerwise, model (shared budgets of the same total, docs/allocation.md), "
+                                        "comma-separated or all"}),
+            member(&R::alpha_safeguard,
+                   {.name = "alpha_safeguard",
+                    .help = "kvpress's AdaKVPress around each press at each alpha_safeguard (comma-separated)"})},
+           nested_beside_run("press", &R::press, press_parameters_schema(), "Press parameters",
+                             "prefill evaluation request: press"),
+           nested("run", &R::run, run_options_schema(), "", "", decoding_run_option)}));
+  return schema;
 }
 
-}  // namespace
-
-nlohmann::json PressEvalRequest::to_json() const { return press_eval_json().write(*this); }
-PressEvalRequest PressEvalRequest::from_json(const nlohmann::json& j) { return press_eval_json().read(j); }
+nlohmann::json PressEvalRequest::to_json() const { return schema().to_json(*this); }
+PressEvalRequest PressEvalRequest::from_json(const nlohmann::json& j) { return schema().from_json(j); }
 
 nlohmann::json press_eval_result_json(const PressEvalResult& r, const std::string& text_name) {
   nlohmann::json rows = nlohmann::json::array();

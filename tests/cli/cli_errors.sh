@@ -29,7 +29,7 @@ KVO_MEMORY_LIMIT=4K expect_error "needs about 128.2 KiB in memory, more than the
 KVO_MEMORY_LIMIT=8M expect_error "verify on n = 2048 tokens (1 heads, 8 policies) needs about" \
   verify "$dir/long.safetensors" --report "$dir/out.jsonl"
 KVO_MEMORY_LIMIT=4M expect_error "the offline oracle (each running unit's replay records and cost table) needs about" \
-  oracle --offline "$dir/long.safetensors" --json "$dir/out.jsonl"
+  oracle offline "$dir/long.safetensors" --json "$dir/out.jsonl"
 KVO_MEMORY_LIMIT=lots expect_error "KVO_MEMORY_LIMIT='lots' is not a byte count" replay "$dir/ok.safetensors"
 expect_error "exceeds the file size" replay "$dir/garbage.safetensors" --out "$dir/out.jsonl"
 expect_error "must be > 0" replay "$dir/ok.safetensors" --budget 0 --out "$dir/out.jsonl"
@@ -45,21 +45,29 @@ expect_error "replays h2o, h2o-realdrop, h2o-paper, not 'tova'" score "$dir/ok.s
 expect_error "gqa must be query" score "$dir/ok.safetensors" --gqa kv-max
 expect_error "unknown policy" eval --text /usr/share/common-licenses/GPL-3 --tokens 16 --policies nope
 expect_error "must be in" eval --text /usr/share/common-licenses/GPL-3 --tokens 1
-expect_error "does not take --budgets" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --budgets 10
-expect_error "continuation of 2 or more" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 39 --json "$dir/out.jsonl"
-expect_error "must be longer than window_size" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --presses snapkv --json "$dir/out.jsonl"
+# the old one-command spellings: one line naming the new one
+expect_error "\`eval --prefill P\` is now \`kvoracle eval prefill --prompt-len P ...\`" eval \
+  --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --budgets 10
+expect_error "\`oracle TRACE --offline\` is now \`kvoracle oracle offline TRACE ...\`" oracle --offline "$dir/ok.safetensors"
+expect_error "\`oracle TRACE --prefill P\` is now \`kvoracle oracle prefill TRACE --prompt-len P ...\`" oracle \
+  "$dir/ok.safetensors" --prefill 32
+expect_error "\`oracle TRACE\` is now \`kvoracle oracle static TRACE ...\`" oracle "$dir/ok.safetensors" --budget 10
+expect_error "oracle needs a mode" oracle
+expect_error "must be longer than window_size" eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 40 \
+  --prompt-len 20 --presses snapkv --json "$dir/out.jsonl"
 expect_error "continuation of 2 or more" eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 40 --prompt-len 39 --json "$dir/out.jsonl"
 expect_error "eval needs --text" eval --tokens 40
 expect_error "unknown budget scope 'heads'" eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 40 \
   --prompt-len 20 --presses knorm --scopes heads --json "$dir/out.jsonl"
 expect_error "alpha_safeguard 1.5" eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 40 --prompt-len 20 \
   --presses knorm --alpha-safeguard 1.5 --json "$dir/out.jsonl"
-expect_error "keeps every token" eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 20 --presses knorm --policies full --json "$dir/out.jsonl"
+expect_error "keeps every token" eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 40 --prompt-len 20 \
+  --presses knorm --policies full --json "$dir/out.jsonl"
 expect_error "unknown check id" verify "$dir/ok.safetensors" --checks C99
 # budgets shared across cache units: refused where a check assumes each head's own budget, for a
 # policy without a score to compare, and for the allocation-only scope
 expect_error "budget scope 'layer' is refused here" verify "$dir/ok.safetensors" --budget-scope layer --report "$dir/out.jsonl"
-expect_error "budget scope 'model' is refused here" oracle --offline "$dir/ok.safetensors" --budget-scope model --json "$dir/out.jsonl"
+expect_error "budget scope 'model' is refused here" oracle offline "$dir/ok.safetensors" --budget-scope model --json "$dir/out.jsonl"
 expect_error "budget scope 'layer' is refused here" eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 40 \
   --prompt-len 20 --presses knorm --budget-scope layer --json "$dir/out.jsonl"
 expect_error "policy streaming has no per-token score" replay "$dir/ok.safetensors" --policy streaming --budget-scope layer --out "$dir/out.jsonl"
@@ -69,12 +77,13 @@ expect_error "budget_scope is read by the dynamic protocol" tasks run --instance
 expect_error "fractions of n" verify "$dir/ok.safetensors" --sweep 0.1,12
 expect_error "unknown concave" verify "$dir/ok.safetensors" --h cube
 expect_error "not in the trace" replay "$dir/ok.safetensors" --layers 7 --out "$dir/out.jsonl"
-expect_error "larger than the sequence" oracle "$dir/ok.safetensors" --budget 1000 --out "$dir/out.jsonl"
-expect_error "unknown press 'h2o'" oracle "$dir/ok.safetensors" --prefill 32 --presses h2o --json "$dir/out.jsonl"
-expect_error "prompt_len must be in \[1, 63\]" oracle "$dir/ok.safetensors" --prefill 64 --json "$dir/out.jsonl"
-expect_error "outside \[0, 1)" oracle "$dir/ok.safetensors" --prefill 32 --compression-ratio 1 --json "$dir/out.jsonl"
-expect_error "must be longer than window_size (64)" oracle "$dir/ok.safetensors" --prefill 32 --presses snapkv --json "$dir/out.jsonl"
-expect_error "does not combine with --offline" oracle "$dir/ok.safetensors" --prefill 32 --offline
+expect_error "larger than the sequence" oracle static "$dir/ok.safetensors" --budget 1000 --out "$dir/out.jsonl"
+expect_error "every: 'x' is not an integer" oracle static "$dir/ok.safetensors" --every x --out "$dir/out.jsonl"
+expect_error "unknown press 'h2o'" oracle prefill "$dir/ok.safetensors" --prompt-len 32 --presses h2o --json "$dir/out.jsonl"
+expect_error "prompt_len must be in \[1, 63\]" oracle prefill "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"
+expect_error "outside \[0, 1)" oracle prefill "$dir/ok.safetensors" --prompt-len 32 --compression-ratio 1 --json "$dir/out.jsonl"
+expect_error "must be longer than window_size (64)" oracle prefill "$dir/ok.safetensors" --prompt-len 32 --presses snapkv \
+  --json "$dir/out.jsonl"
 # shared budgets: floors past the total, a floor that is no amount, an unknown scope, a prompt too long
 expect_error "the floors would exceed the total budget" oracle allocation "$dir/ok.safetensors" --prompt-len 32 \
   --compression-ratio 0.9 --floor 4 --json "$dir/out.jsonl"
@@ -125,7 +134,6 @@ expect_error "layer_ratios: one ratio per layer, in the order of layers: 2 layer
 # The oracle's modes as subcommands, with the same library errors as the older spellings.
 expect_error "prompt_len must be in \[1, 63\]" oracle prefill "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"
 expect_error "objective is dense-acc, mass or fl, not 'acc'" oracle static "$dir/ok.safetensors" --objective acc --out "$dir/out.jsonl"
-expect_error "oracle needs a trace" oracle
 expect_error "prompt-len is required" oracle prefill "$dir/ok.safetensors"
 expect_error "larger than the sequence" verify "$dir/ok.safetensors" --budget 1000
 expect_error "cannot write" synth --out "$dir/no/such/dir/x.safetensors"

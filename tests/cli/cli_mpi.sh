@@ -35,20 +35,20 @@ diff <(sed "s|$w/one|X|" "$w/one.out") <(sed "s|$w/three|X|" "$w/three.out") >/d
 run 2 "$k" -q verify "$w/a.safetensors" --json "$w/a2.json" >/dev/null
 cmp -s "$w/a1.json" "$w/a2.json" || fail "single-trace report.json of 2 ranks differs from one process's"
 
-# replay --out and oracle --offline --json: one process against three ranks; the offline oracle
+# replay --out and oracle offline --json: one process against three ranks; the offline oracle
 # resumes from a checkpoint after rank 0 is killed.
 "$k" -q replay "$w/b.safetensors" -p random --probs --out "$w/r1.jsonl" >"$w/r1.out"
 run 3 "$k" -q replay "$w/b.safetensors" -p random --probs --out "$w/r3.jsonl" >"$w/r3.out"
 cmp -s "$w/r1.jsonl" "$w/r3.jsonl" || fail "replay --out of 3 ranks differs from one process's"
 diff <(sed "s|$w/r1|X|" "$w/r1.out") <(sed "s|$w/r3|X|" "$w/r3.out") >"$w/r.diff" ||
   fail "replay's table differs on 3 ranks: $(cat "$w/r.diff")"
-"$k" -q oracle --offline "$w/b.safetensors" --json "$w/o1.json" >/dev/null
-run 3 "$k" -q oracle --offline "$w/b.safetensors" --json "$w/o3.json" >/dev/null
-cmp -s "$w/o1.json" "$w/o3.json" || fail "oracle --offline --json of 3 ranks differs from one process's"
-KVO_TEST_KILL_AFTER=5 run 2 "$k" -q oracle --offline "$w/b.safetensors" --checkpoint "$w/cko" >/dev/null 2>&1 &&
+"$k" -q oracle offline "$w/b.safetensors" --json "$w/o1.json" >/dev/null
+run 3 "$k" -q oracle offline "$w/b.safetensors" --json "$w/o3.json" >/dev/null
+cmp -s "$w/o1.json" "$w/o3.json" || fail "oracle offline --json of 3 ranks differs from one process's"
+KVO_TEST_KILL_AFTER=5 run 2 "$k" -q oracle offline "$w/b.safetensors" --checkpoint "$w/cko" >/dev/null 2>&1 &&
   fail "the killed oracle job exited 0"
 [ "$(ls "$w/cko/t0" | wc -l)" -eq 5 ] || fail "the oracle's checkpoint holds $(ls "$w/cko/t0" | wc -l) units, not 5"
-run 3 "$k" -q oracle --offline "$w/b.safetensors" --checkpoint "$w/cko" --json "$w/ok.json" >/dev/null
+run 3 "$k" -q oracle offline "$w/b.safetensors" --checkpoint "$w/cko" --json "$w/ok.json" >/dev/null
 cmp -s "$w/o1.json" "$w/ok.json" || fail "the resumed oracle's results differ"
 
 # tasks run (docs/tasks.md's example): instances across 2 ranks give one process's JSON; killed

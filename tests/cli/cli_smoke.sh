@@ -6,7 +6,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$K" -q synth --out "$dir/t.safetensors" --tokens 96 --layers 1 --dtype f16
 "$K" -q replay "$dir/t.safetensors" --policy h2o-mask --budget 20% --out "$dir/r.jsonl" --probs
-"$K" -q oracle "$dir/t.safetensors" --budget 16 --out "$dir/o.jsonl"
+"$K" -q oracle static "$dir/t.safetensors" --budget 16 --out "$dir/o.jsonl"
 # a budget shared by a layer's heads: the heads' counts differ, the layer holds their sum at every step
 "$K" -q replay "$dir/t.safetensors" --policy h2o --budget 12 --budget-scope layer --prompt-len 0 --out "$dir/rs.jsonl" |
   grep -q "shared per layer"
@@ -26,17 +26,17 @@ grep -q "^device: " "$dir/s.txt"
 "$K" -q score "$dir/t.safetensors" --device auto --budgets 10%,30% --out "$dir/s2.jsonl" >"$dir/s2.txt"
 cmp "$dir/s.jsonl" "$dir/s2.jsonl"
 diff <(grep -v "head-steps/s" "$dir/s.txt" | grep -v "^per-step") <(grep -v "head-steps/s" "$dir/s2.txt" | grep -v "^per-step")
-"$K" -q oracle "$dir/t.safetensors" --budget 6 --objective fl --every 24
+"$K" -q oracle static "$dir/t.safetensors" --budget 6 --objective fl --every 24
 # synth writes prompt_len 64, which every command honours; the prefill holds more than k tokens, so
 # OPT_dyn's ordering is checked on a decode-only run (--prompt-len 0) and reported unchecked otherwise.
-"$K" -q oracle --offline "$dir/t.safetensors" --budget 12 --prompt-len 0 --json "$dir/d.json" | grep -q "0 violations"
-"$K" -q oracle --offline "$dir/t.safetensors" --budget 12 | grep -q "not checked: holds 13 > k tokens at step 12"
+"$K" -q oracle offline "$dir/t.safetensors" --budget 12 --prompt-len 0 --json "$dir/d.json" | grep -q "0 violations"
+"$K" -q oracle offline "$dir/t.safetensors" --budget 12 | grep -q "not checked: holds 13 > k tokens at step 12"
 # the prefill optimum and every press against it: no press above the optimum
-"$K" -q oracle "$dir/t.safetensors" --prefill 40 --window-size 8 --lag-size 8 --compression-ratio 0.5,0.8 \
+"$K" -q oracle prefill "$dir/t.safetensors" --prompt-len 40 --window-size 8 --lag-size 8 --compression-ratio 0.5,0.8 \
   --json "$dir/p.json" | grep -q "lagkv"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"records\"]; assert len(r) == 11 * 2 * 2, len(r); assert all(x[\"value\"] <= x[\"optimum\"] * (1 + 1e-12) for x in r); assert all(0 <= x[\"output_error\"] <= x[\"output_bound\"] * (1 + 1e-12) and x[\"bound_optimum_bound\"] <= x[\"output_bound\"] * (1 + 1e-12) for x in r)" "$dir/p.json"
 # without the output pass the records carry no output error
-"$K" -q oracle "$dir/t.safetensors" --prefill 40 --presses tova --no-output-fidelity --json "$dir/p2.json" >/dev/null
+"$K" -q oracle prefill "$dir/t.safetensors" --prompt-len 40 --presses tova --no-output-fidelity --json "$dir/p2.json" >/dev/null
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"records\"]; assert r and all(x[\"output_error\"] is None for x in r)" "$dir/p2.json"
 # budgets shared across heads and layers: every scope certified, sharing never loses, the plot drawn
 "$K" -q oracle allocation "$dir/t.safetensors" --prompt-len 40 --compression-ratio 0.5 --page-sizes 1,16 --floor 20% \
@@ -81,7 +81,7 @@ grep -q "| \*\*C27\*\*" "$dir/rep/report.md"
   --json "$dir/e.json" --plot "$dir/e.svg" >/dev/null
 grep -q "<polyline" "$dir/e.svg"
 # prefill compression in closed loop, small (the larger runs are in cli_smoke_model.sh)
-"$K" -q eval --text /usr/share/common-licenses/GPL-3 --tokens 20 --prefill 12 --presses knorm --compression-ratio 0.5 \
+"$K" -q eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 20 --prompt-len 12 --presses knorm --compression-ratio 0.5 \
   --scopes head,model --alpha-safeguard 0.2 --json "$dir/pe.json" >/dev/null
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"rows\"]; assert [x[\"set\"] for x in r] == [\"knorm\", \"adakv(knorm, 0.2)\", \"optimum\", \"optimum@model\", \"optimum_output_bound\"] and all(x[\"mean_kl\"] >= 0 for x in r), r; assert r[3][\"mass_share\"] >= r[2][\"mass_share\"] - 1e-12" "$dir/pe.json"
 # long-context tasks (the closed-loop runs are in cli_smoke_model.sh): a generated suite as JSON

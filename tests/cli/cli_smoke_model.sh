@@ -9,12 +9,12 @@ K="$1"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # prefill compression in closed loop: at ratio 0 a press is the full cache
-"$K" -q eval --text /usr/share/common-licenses/GPL-3 --tokens 40 --prefill 28 --presses tova,knorm \
+"$K" -q eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 40 --prompt-len 28 --presses tova,knorm \
   --compression-ratio 0,0.5 --json "$dir/pe.json" --plot "$dir/pe.svg" >/dev/null
 grep -q "<polyline" "$dir/pe.svg"
 # the same run gives the same bits (the output pass once depended on where the heap put a buffer)
 for i in 1 2; do
-  "$K" -q eval --text /usr/share/common-licenses/GPL-3 --tokens 96 --prefill 64 --presses tova,knorm --policies h2o \
+  "$K" -q eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 96 --prompt-len 64 --presses tova,knorm --policies h2o \
     --compression-ratio 0,0.5 --json "$dir/det$i.json" >/dev/null
 done
 cmp "$dir/det1.json" "$dir/det2.json"

@@ -29,19 +29,6 @@ TEST(RunOptions, DefaultsAreThePolicyRegistrys) {
   EXPECT_EQ(c.prompt_len, 0);
 }
 
-TEST(RunOptions, TableNamesAreUniqueAndFlagsSpelledOut) {
-  std::set<std::string_view> names, flags;
-  for (const auto& e : run_option_table()) {
-    EXPECT_TRUE(names.insert(e.name).second) << e.name;
-    EXPECT_TRUE(flags.insert(e.flag).second) << e.flag;
-    EXPECT_EQ(e.flag.substr(0, 2), "--") << e.flag;
-    EXPECT_GT(e.flag.size(), 3u) << "a long option is a word: " << e.flag;
-    EXPECT_FALSE(e.help.empty()) << e.name;
-    EXPECT_EQ(find_run_option(e.name), &e);
-  }
-  EXPECT_EQ(find_run_option("nope"), nullptr);
-}
-
 TEST(RunOptions, EveryOptionParsesItsOwnTextForm) {
   RunOptions o;
   o.sinks = 2;
@@ -50,12 +37,14 @@ TEST(RunOptions, EveryOptionParsesItsOwnTextForm) {
   o.prompt_len = 7;
   o.seed = 9;
   o.layers = {0, 2};
-  for (const auto& e : run_option_table()) {
+  const auto& schema = run_options_schema();
+  for (const auto& f : schema.fields()) {
+    if (!f.has_text()) continue;
     RunOptions back;
-    const std::string text = run_option_text(o, e);
+    const std::string text = f.get(o);
     if (text.empty()) continue;
-    set_run_option(back, e, text);
-    EXPECT_EQ(run_option_text(back, e), text) << e.name;
+    schema.set(back, f.name(), text);
+    EXPECT_EQ(f.get(back), text) << f.name();
   }
 }
 
@@ -64,13 +53,18 @@ TEST(RunOptions, JsonRoundTripsAndRefusesUnknownNames) {
   o.history = 8;
   o.concave = "sqrt";
   o.heads = {1};
-  const RunOptions back = run_options_from_json(to_json(o));
-  EXPECT_EQ(to_json(back), to_json(o));
-  EXPECT_NE(error_of([] {
-              run_options_from_json({{"budgett", "3"}});
-            }).find("unknown run option 'budgett'"),
+  const auto& schema = run_options_schema();
+  const RunOptions back = schema.from_json(schema.to_json(o));
+  EXPECT_EQ(schema.to_json(back), schema.to_json(o));
+  EXPECT_EQ(schema.to_json(RunOptions{})["prompt_len"], nullptr);  // unset: the trace's
+  EXPECT_NE(error_of([&] {
+              schema.from_json({{"budgett", "3"}});
+            }).find("run options: unknown field 'budgett'"),
             std::string::npos);
-  EXPECT_NE(error_of([] { run_options_from_json({{"sinks", "many"}}); }).find("sinks"), std::string::npos);
+  EXPECT_NE(error_of([&] {
+              schema.from_json({{"sinks", "many"}});
+            }).find("'sinks' has the wrong type"),
+            std::string::npos);
 }
 
 TEST(RunOptions, PromptLengthDefaultsToTheTraces) {
@@ -92,7 +86,7 @@ TEST(RunOptions, ErrorsNameTheOptionNotAFlag) {
            {"concave", "cube", "unknown concave transform 'cube'"}}) {
     const std::string got = error_of([&] {
       RunOptions o;
-      set_run_option(o, *find_run_option(name), text);
+      run_options_schema().set(o, name, text);
       o.build(PolicyId::Streaming);
     });
     EXPECT_NE(got.find(want), std::string::npos) << name << "=" << text << ": " << got;
@@ -119,7 +113,7 @@ TEST(ObjectiveRegistry, OneTableBehindEveryObjectiveName) {
     listed += (listed.empty() ? "" : ", ") + std::string(e.name);
   }
   // The objective option's help lists exactly the table's names, in its order.
-  EXPECT_NE(find_run_option("objective")->help.find("(" + listed + ")"), std::string::npos);
+  EXPECT_NE(run_options_schema().find("objective")->info.help.find("(" + listed + ")"), std::string::npos);
   EXPECT_EQ(objective_names_where([](const ObjectiveTraits& t) { return t.static_oracle; }), "dense-acc, mass or fl");
   EXPECT_NE(error_of([] { parse_objective("nope"); }).find("expected acc, one-step"), std::string::npos);
 }

@@ -51,28 +51,26 @@ TEST(Synth, OptionsAreDeclaredOnceWithTheirJsonForm) {
   o.kv_heads = 1;
   o.zipf = 0.7;
   o.seed = 99;
-  const nlohmann::json j = to_json(o);
-  EXPECT_EQ(j.size(), synth_option_table().size());
-  for (const SynthOptionEntry& e : synth_option_table()) {
-    std::string flag = "--" + std::string(e.name);
+  const auto& schema = synth_options_schema();
+  const nlohmann::json j = schema.to_json(o);
+  EXPECT_EQ(j.size(), schema.fields().size());
+  for (const auto& f : schema.fields()) {
+    std::string flag = "--" + f.name();
     std::replace(flag.begin(), flag.end(), '_', '-');
-    EXPECT_EQ(e.flag, flag);
-    EXPECT_TRUE(j.contains(std::string(e.name)));
+    EXPECT_EQ(f.flag(), flag);
+    EXPECT_TRUE(j.contains(f.name()));
   }
-  EXPECT_EQ(to_json(synth_options_from_json(j)), j);
-  EXPECT_EQ(synth_options_from_json({{"zipf", 2}}).zipf, 2.0);  // an integer where a float is wanted
-  EXPECT_NE(test::error_of([] {
-              synth_options_from_json({{"heads", 2.5}});
+  EXPECT_EQ(schema.to_json(schema.from_json(j)), j);
+  EXPECT_EQ(schema.from_json({{"zipf", 2}}).zipf, 2.0);  // an integer where a float is wanted
+  EXPECT_NE(test::error_of([&] {
+              schema.from_json({{"heads", 2.5}});
             }).find("'heads' has the wrong type"),
             std::string::npos);
-  EXPECT_NE(test::error_of([] {
-              synth_options_from_json({{"head-dim", 16}});
+  EXPECT_NE(test::error_of([&] {
+              schema.from_json({{"head-dim", 16}});
             }).find("unknown field 'head-dim'"),
             std::string::npos);
-  EXPECT_NE(test::error_of([] {
-              synth_options_from_json({{"seed", -1}});
-            }).find("seed must be >= 0"),
-            std::string::npos);
+  EXPECT_NE(test::error_of([&] { schema.from_json({{"seed", -1}}); }).find("seed must be >= 0"), std::string::npos);
   SynthOptions bad;
   bad.head_dim = 8;
   EXPECT_NE(test::error_of([&] { synthesize(bad); }).find("head_dim must be >= 10"), std::string::npos);

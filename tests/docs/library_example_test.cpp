@@ -90,7 +90,7 @@ TEST(LibraryExample, CommandsAsLibraryCalls) {
   const std::string trace_path = (dir / "trace.safetensors").string(), report_dir = (dir / "report").string();
   kvo::write_trace(trace_path, trace);
   // --8<-- [start:commands]
-  kvo::RunOptions run;  // the options of kvo::run_option_table(): the CLI's flags, Python's keywords
+  kvo::RunOptions run;  // the fields of kvo::run_options_schema(): the CLI's flags, Python's keywords
   run.budget = "8";
   run.sinks = 2;
   const kvo::RunConfig config = run.build(kvo::PolicyId::Streaming, &trace);  // prompt_len: the trace's

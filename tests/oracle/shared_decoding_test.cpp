@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "kvo/core/error.hpp"
-#include "kvo/oracle/allocation_options.hpp"
+#include "kvo/oracle/allocation.hpp"
 #include "kvo/oracle/offline_pages.hpp"
 #include "kvo/oracle/offline_periodic.hpp"
 #include "kvo/oracle/offline_shared.hpp"
@@ -26,7 +26,7 @@ AllocationRequest decoding_request(std::initializer_list<std::pair<const char*, 
                                    const char* scopes) {
   AllocationRequest req;
   req.protocol = AllocationProtocol::Decoding;
-  for (const auto& [name, text] : options) set_allocation_option(req, name, text);
+  for (const auto& [name, text] : options) AllocationRequest::schema().set(req, name, text);
   req.scopes = parse_budget_scopes(scopes);
   return req;
 }
@@ -165,7 +165,7 @@ TEST(SharedDecoding, ColumnGenerationGivesTheDenseRows) {
   const SharedDecodingResult dense = run_shared_decoding(tr, req);
   for (const int threads : {1, 2}) {
     AllocationRequest cg = req;
-    set_allocation_option(cg, "solver", "column-generation");
+    AllocationRequest::schema().set(cg, "solver", "column-generation");
     cg.threads = threads;
     const SharedDecodingResult s = run_shared_decoding(tr, cg);
     ASSERT_EQ(s.rows.size(), dense.rows.size());
@@ -182,7 +182,7 @@ TEST(SharedDecoding, ColumnGenerationGivesTheDenseRows) {
   }
   EXPECT_EQ(AllocationRequest::from_json(req.to_json()).solver, DecodingSolver::Dense);
   AllocationRequest cg = req;
-  set_allocation_option(cg, "solver", "column-generation");
+  AllocationRequest::schema().set(cg, "solver", "column-generation");
   EXPECT_EQ(AllocationRequest::from_json(cg.to_json()).solver, DecodingSolver::ColumnGeneration);
 }
 
@@ -195,57 +195,57 @@ TEST(SharedDecoding, RefusesWhatDecodingDoesNotCompute) {
   AllocationRequest layerwise, floor, pages, too_long, window;
   layerwise.scopes = {BudgetScope::Layerwise};
   refuses(layerwise, "the layerwise scope is computed for the prefill protocol only");
-  set_allocation_option(floor, "floor", "2");
+  AllocationRequest::schema().set(floor, "floor", "2");
   refuses(floor, "floor is computed for the prefill protocol only");
-  set_allocation_option(pages, "budgets", "4");
+  AllocationRequest::schema().set(pages, "budgets", "4");
   pages.page_sizes = {8};
   refuses(pages, "page size 8 exceeds the per-unit budget k = 4: no whole page fits");
   AllocationRequest odd_page = pages, wide_window = pages, periodic_pages;
   odd_page.page_sizes = {1, 6};
   refuses(odd_page, "page size 6 is not a positive power of two");
   wide_window.page_sizes = {4};
-  set_allocation_option(wide_window, "recent", "2");
+  AllocationRequest::schema().set(wide_window, "recent", "2");
   refuses(wide_window, "the recent window r = 2 can span 2 pages of 4, but k = 4 holds only 1");
-  set_allocation_option(periodic_pages, "interval", "4");
-  set_allocation_option(periodic_pages, "target", "4");
+  AllocationRequest::schema().set(periodic_pages, "interval", "4");
+  AllocationRequest::schema().set(periodic_pages, "target", "4");
   periodic_pages.page_sizes = {2};
   refuses(periodic_pages, "page sizes are computed for eviction at every step and for the prefill protocol");
-  set_allocation_option(too_long, "budgets", "20");
+  AllocationRequest::schema().set(too_long, "budgets", "20");
   refuses(too_long, "budget 20 (20 tokens) is larger than the sequence (16 tokens)");
-  set_allocation_option(window, "budgets", "4");
-  set_allocation_option(window, "recent", "5");
+  AllocationRequest::schema().set(window, "budgets", "4");
+  AllocationRequest::schema().set(window, "recent", "5");
   refuses(window, "recent");
   AllocationRequest no_target, no_interval, zero, both, prompt, long_prompt;
-  set_allocation_option(no_target, "interval", "64");
+  AllocationRequest::schema().set(no_target, "interval", "64");
   refuses(no_target, "interval needs target");
-  set_allocation_option(no_interval, "target", "4");
+  AllocationRequest::schema().set(no_interval, "target", "4");
   refuses(no_interval, "target is read with interval only");
-  set_allocation_option(zero, "interval", "0");
-  set_allocation_option(zero, "target", "4");
+  AllocationRequest::schema().set(zero, "interval", "0");
+  AllocationRequest::schema().set(zero, "target", "4");
   refuses(zero, "compression interval 0 must be at least 1 step");
   both = zero;
-  set_allocation_option(both, "interval", "2");
-  set_allocation_option(both, "budgets", "4");
+  AllocationRequest::schema().set(both, "interval", "2");
+  AllocationRequest::schema().set(both, "budgets", "4");
   refuses(both, "budgets is read by eviction at every step; with interval, give target");
-  set_allocation_option(prompt, "prompt_len", "3");
+  AllocationRequest::schema().set(prompt, "prompt_len", "3");
   refuses(prompt, "prompt_len is read by the prefill protocol and by periodic compression");
   long_prompt = zero;
-  set_allocation_option(long_prompt, "interval", "2");
-  set_allocation_option(long_prompt, "prompt_len", "16");
+  AllocationRequest::schema().set(long_prompt, "interval", "2");
+  AllocationRequest::schema().set(long_prompt, "prompt_len", "16");
   refuses(long_prompt, "prompt_len must be in [0, 15] for periodic compression");
   AllocationRequest big_target = long_prompt;
-  set_allocation_option(big_target, "prompt_len", "0");
-  set_allocation_option(big_target, "target", "17");
+  AllocationRequest::schema().set(big_target, "prompt_len", "0");
+  AllocationRequest::schema().set(big_target, "target", "17");
   refuses(big_target, "larger than the sequence");
   EXPECT_THROW(parse_allocation_protocol("decode"), Error);
   AllocationRequest periodic_cg = zero;
-  set_allocation_option(periodic_cg, "interval", "2");
-  set_allocation_option(periodic_cg, "solver", "column-generation");
+  AllocationRequest::schema().set(periodic_cg, "interval", "2");
+  AllocationRequest::schema().set(periodic_cg, "solver", "column-generation");
   refuses(periodic_cg, "solver column-generation solves eviction at every step");
   test::expect_refusal([] { parse_decoding_solver("sparse"); },
                        "unknown solver 'sparse' (known: dense, column-generation)");
   AllocationRequest prefill_cg;
   prefill_cg.prompt_len = 8;
-  set_allocation_option(prefill_cg, "solver", "column-generation");
+  AllocationRequest::schema().set(prefill_cg, "solver", "column-generation");
   test::expect_refusal([&] { prefill_cg.validate(tr); }, "solver is read by the decoding protocol only");
 }

@@ -1,4 +1,4 @@
-// The checks' sizes declared once (proofs-check/check_options.hpp): the table's names and flags
+// The checks' sizes declared once (VerifyRequest::schema()): their names and flags
 // agree, the sweep's text parses in the library with the CLI's rules, and a verify request's JSON
 // form carries every size by the table's names.
 #include "kvo/proofs_check/check_options.hpp"
@@ -14,17 +14,24 @@
 using namespace kvo;
 using test::error_of;
 
+// The sizes among VerifyRequest's fields (FieldInfo::use).
+std::vector<const Field<VerifyRequest>*> check_sizes() {
+  std::vector<const Field<VerifyRequest>*> out;
+  for (const auto& f : VerifyRequest::schema().fields())
+    if (f.info.use == kCheckSizeUse) out.push_back(&f);
+  return out;
+}
+
 TEST(CheckOptions, EverySizeHasOneNameAndTheFlagSpellsIt) {
   std::set<std::string> names;
-  for (const CheckSizeEntry& e : check_size_table()) {
-    std::string flag = "--" + std::string(e.name);
+  for (const auto* f : check_sizes()) {
+    std::string flag = "--" + f->name();
     std::replace(flag.begin(), flag.end(), '_', '-');
-    EXPECT_EQ(e.flag, flag);
-    EXPECT_TRUE(names.insert(std::string(e.name)).second) << e.name;
-    EXPECT_EQ(find_check_size(e.name), &e);
+    EXPECT_EQ(f->flag(), flag);
+    EXPECT_TRUE(names.insert(f->name()).second) << f->name();
+    EXPECT_EQ(f->kind, "integer") << f->name();
   }
   EXPECT_EQ(names.size(), 10u);  // samples .. loss_random, power_law_bootstrap, cooccurrence_window
-  EXPECT_EQ(find_check_size("sweep"), nullptr);
 }
 
 TEST(CheckOptions, TheSweepParsesAsTheCliTakesIt) {
@@ -42,7 +49,7 @@ TEST(CheckOptions, VerifyRequestsCarryEverySizeByName) {
   req.checks.loss_heads = 0;
   req.checks.ground = 9;
   const nlohmann::json j = req.to_json();
-  for (const CheckSizeEntry& e : check_size_table()) EXPECT_TRUE(j.contains(std::string(e.name))) << e.name;
+  for (const auto* f : check_sizes()) EXPECT_TRUE(j.contains(f->name())) << f->name();
   const VerifyRequest back = VerifyRequest::from_json(j);
   EXPECT_EQ(back.checks.loss_heads, 0);
   EXPECT_EQ(back.checks.ground, 9);

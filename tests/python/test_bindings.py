@@ -162,7 +162,7 @@ def test_adapter_drives_the_manager_like_a_decoder():
 
 def test_scorer_twin_equals_replay():
     t, *_ = random_trace()
-    s = kvoracle.score(t, kvoracle.policy.H2O, ["25%", "6"])
+    s = kvoracle.score(t, kvoracle.policy.H2O, budgets=["25%", "6"])
     assert s["device"].startswith("cpu twin") and len(s["units"]) == 2 * 2 * 4
     for budget in ("25%", "6"):
         units = [u for u in s["units"] if u["budget"] == budget]

@@ -151,18 +151,19 @@ def test_compare_presses_puts_the_optimum_on_top_of_the_mass(hf_smollm2, prompt,
         assert rows[("knorm", ratio)]["mass_fraction"] < 1
     # compressing less never keeps less of the optimum's mass share
     assert rows[("optimum", 0.5)]["prompt_share"] >= rows[("optimum", 0.8)]["prompt_share"]
-    # The same protocol through kvoracle's own C++ model (eval --prefill): the same closed-loop
+    # The same protocol through kvoracle's own C++ model (eval prefill): the same closed-loop
     # numbers as transformers up to the two implementations' rounding.
     subprocess.run(
         [
             kvoracle,
             "-q",
             "eval",
+            "prefill",
             "--text",
             APACHE,
             "--tokens",
             "160",
-            "--prefill",
+            "--prompt-len",
             "128",
             "--presses",
             "snapkv,pyramidkv,knorm",

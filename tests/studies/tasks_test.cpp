@@ -150,28 +150,35 @@ TEST(Tasks, ShotsOpenTheInputAndTheNeedleSitsPastThem) {
 
 TEST(TaskOptions, EveryOptionRoundTripsThroughItsText) {
   const TaskOptions defaults;
+  const auto& schema = task_options_schema();
   TaskOptions o;
-  for (const TaskOptionEntry& e : task_option_table()) {
-    SCOPED_TRACE(std::string(e.name));
-    e.set(o, e.get(defaults));
-    EXPECT_EQ(e.get(o), e.get(defaults));
-    EXPECT_EQ(find_task_option(e.name), &e);
+  for (const auto& f : schema.fields()) {
+    if (!f.has_text()) continue;
+    SCOPED_TRACE(f.name());
+    f.set(o, f.get(defaults));
+    EXPECT_EQ(f.get(o), f.get(defaults));
+    EXPECT_EQ(schema.find(f.name()), &f);  // one field per name (press_seed apart from the policies' seed)
   }
-  find_task_option("lengths")->set(o, "512,1024");
+  schema.set(o, "lengths", "512,1024");
   EXPECT_EQ(o.suite.lengths, (std::vector<int>{512, 1024}));
-  find_task_option("policies")->set(o, "none");
+  schema.set(o, "policies", "none");
   EXPECT_TRUE(o.run.policies.empty());
-  find_task_option("optimum")->set(o, find_task_option("optimum")->switch_text);
+  schema.set(o, "optimum", schema.find("optimum")->info.switch_text);
   EXPECT_FALSE(o.run.optimum);
+  schema.set(o, "press_seed", "7");
+  schema.set(o, "history", "9");
+  EXPECT_EQ(o.press.seed, 7u);
+  EXPECT_EQ(o.eval_request().run.policy.history, 9);
   try {
-    find_task_option("per_cell")->set(o, "many");
+    schema.set(o, "per_cell", "many");
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("per_cell"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(find_task_option("question_first")->set(o, "maybe"), Error);
-  EXPECT_EQ(task_options_json(defaults).size(), task_option_table().size());
-  EXPECT_EQ(find_task_option("nope"), nullptr);
+  EXPECT_THROW(schema.set(o, "question_first", "maybe"), Error);
+  EXPECT_EQ(schema.find("budget"), nullptr);  // the suite's budgets are shares: no one total
+  EXPECT_EQ(schema.find("nope"), nullptr);
+  EXPECT_EQ(schema.to_json(schema.from_json(schema.to_json(o))), schema.to_json(o));
 }
 
 // A JSON Lines row without max_new_tokens answers with the default, and docs/tasks.md says which.

@@ -21,6 +21,7 @@ struct ReplayRequest {
   // kvo::Error naming the option: a run option that does not parse or a policy parameter out of
   // range (what needs the trace, a budget larger than n or a layer it lacks, fails in options()).
   void validate() const;
+  static const Schema<ReplayRequest>& schema();  // every field once: JSON, CLI flags, Python keywords
   nlohmann::json to_json() const;
   static ReplayRequest from_json(const nlohmann::json& j);
   ReplayOptions options(const Trace& trace) const;  // validated against the trace

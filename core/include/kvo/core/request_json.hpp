@@ -1,42 +1,42 @@
-// The fields the requests' JSON forms share, for JsonForm (json_fields.hpp): a policy by name, a
-// policy list by names, a run's options and kvpress's press parameters, each by name.
+// The codecs (field_schema.hpp) of the field types requests share beyond numbers and text: a policy
+// by its registry name, a policy list by names ("h2o,tova" as text, an array of names in JSON).
 #pragma once
 #include <string>
 #include <vector>
 
-#include "kvo/core/json_fields.hpp"
+#include "kvo/core/field_schema.hpp"
 #include "kvo/core/policy_registry.hpp"
-#include "kvo/core/press_parameters.hpp"
-#include "kvo/core/run_options.hpp"
 
 namespace kvo {
 
-template <class T>
-JsonForm<T>& policy_field(JsonForm<T>& form, std::string name, PolicyId T::*m) {
-  return form.field(
-      std::move(name), [m](const T& t) { return nlohmann::json(policy_name(t.*m)); },
-      [m](T& t, const nlohmann::json& v) { t.*m = parse_policy(v.get<std::string>()); });
-}
+template <>
+struct FieldCodec<PolicyId> {
+  static constexpr std::string_view kind = "policy";
+  static constexpr bool list = false;
+  static void from_text(PolicyId& v, std::string_view text, const std::string&) { v = parse_policy(text); }
+  static std::string to_text(PolicyId v) { return policy_name(v); }
+  static nlohmann::json to_json(PolicyId v) { return policy_name(v); }
+  static void from_json(PolicyId& v, const nlohmann::json& j, const std::string&) {
+    if (!j.is_string()) throw JsonWrongType{};
+    v = parse_policy(j.get<std::string>());
+  }
+};
 
-template <class T>
-JsonForm<T>& policies_field(JsonForm<T>& form, std::string name, std::vector<PolicyId> T::*m) {
-  return form.field(
-      std::move(name), [m](const T& t) { return nlohmann::json(policy_name_list(t.*m)); },
-      [m](T& t, const nlohmann::json& v) { t.*m = parse_policy_names(v.get<std::vector<std::string>>()); });
-}
-
-template <class T>
-JsonForm<T>& run_field(JsonForm<T>& form, std::string name, RunOptions T::*m) {
-  return form.field(
-      std::move(name), [m](const T& t) { return to_json(t.*m); },
-      [m](T& t, const nlohmann::json& v) { t.*m = run_options_from_json(v); });
-}
-
-template <class T>
-JsonForm<T>& press_field(JsonForm<T>& form, std::string name, std::string what, PressOptions T::*m) {
-  return form.field(
-      std::move(name), [m](const T& t) { return press_parameters_to_json(t.*m); },
-      [m, what](T& t, const nlohmann::json& v) { t.*m = press_parameters_from_json(v, what); });
-}
+template <>
+struct FieldCodec<std::vector<PolicyId>> {
+  static constexpr std::string_view kind = "list of policies";
+  static constexpr bool list = true;
+  static void from_text(std::vector<PolicyId>& v, std::string_view text, const std::string&) {
+    v = parse_policy_list(text);
+  }
+  static std::string to_text(const std::vector<PolicyId>& v) { return join_policy_names(v); }
+  static nlohmann::json to_json(const std::vector<PolicyId>& v) { return policy_name_list(v); }
+  static void from_json(std::vector<PolicyId>& v, const nlohmann::json& j, const std::string&) {
+    if (!j.is_array()) throw JsonWrongType{};
+    for (const auto& x : j)
+      if (!x.is_string()) throw JsonWrongType{};
+    v = parse_policy_names(j.get<std::vector<std::string>>());
+  }
+};
 
 }  // namespace kvo

@@ -1,17 +1,14 @@
 // The one declaration of the options that configure a run (policy parameters, budget, trace
-// selection): each has a name, a type, a default, a help line and a group in run_option_table().
-// The CLI's flags and the Python module's keyword arguments are both generated from that table and
-// both end in RunOptions::build, so they take the same options with the same defaults.
+// selection): each has a name, a type, a default, a help line and a group in run_options_schema().
+// The CLI's flags and the Python module's keyword arguments are both generated from that schema
+// and both end in RunOptions::build, so they take the same options with the same defaults.
 #pragma once
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
-#include <span>
 #include <string>
-#include <string_view>
-#include <variant>
 #include <vector>
 
+#include "kvo/core/field_schema.hpp"
 #include "kvo/core/run_config.hpp"
 
 namespace kvo {
@@ -39,39 +36,15 @@ struct RunOptions {
   RunConfig build(PolicyId policy, const Trace* trace = nullptr, SharedBudgets shared = SharedBudgets::Refused) const;
 };
 
-enum class RunOptionGroup { Policy, Budget, Run };
-// Which commands take an option: every run, those with one total budget (not eval's --budgets),
-// those that select parts of a trace (not eval, which decodes a text).
-enum class RunOptionScope { Every, BudgetTotal, TraceSelection };
+// Which commands take an option (FieldInfo::use): every run (""), those with one total budget (not
+// eval's --budgets), those that select parts of a trace (not eval, which decodes a text).
+inline constexpr const char* kBudgetTotalUse = "budget total";
+inline constexpr const char* kTraceSelectionUse = "trace selection";
+// The run options of a closed loop over a whole text (eval, tasks): neither of the two above.
+inline bool decoding_run_option(const Field<RunOptions>& f) { return f.info.use.empty(); }
 
-using RunOptionField = std::variant<int RunOptions::*, double RunOptions::*, std::uint64_t RunOptions::*,
-                                    std::string RunOptions::*, std::optional<int> RunOptions::*,
-                                    std::vector<int> RunOptions::*, std::vector<std::string> RunOptions::*>;
-
-struct RunOptionEntry {
-  std::string_view name;   // Python keyword, JSON key and the name errors use: "budget_overrides"
-  std::string_view flag;   // the CLI's long option: "--budget-override"
-  std::string_view alias;  // older or short CLI spellings kept working ("-b", "--h"), or empty
-  RunOptionField field;
-  RunOptionGroup group;
-  RunOptionScope scope;
-  bool repeatable;  // a list: comma-separated items, and (CLI) the flag may repeat
-  std::string_view help;
-};
-
-std::span<const RunOptionEntry> run_option_table();
-const RunOptionEntry* find_run_option(std::string_view name);  // by name; nullptr when unknown
-
-// An option's value in `o` as text ("" for an empty list or an unset optional): what help shows as
-// the default.
-std::string run_option_text(const RunOptions& o, const RunOptionEntry& e);
-
-// Sets one option from its textual form (the CLI's value, a JSON string); lists split with
-// split_list. kvo::Error naming the option for a value of the wrong type.
-void set_run_option(RunOptions& o, const RunOptionEntry& e, std::string_view text);
-
-// The JSON form: every option by name; from_json takes a subset and refuses unknown names.
-nlohmann::json to_json(const RunOptions& o);
-RunOptions run_options_from_json(const nlohmann::json& j);
+// The one declaration of the run options: name, flag, help, group ("Policy parameters", "Budget",
+// "Run") and scope of each; its JSON form is every option by name.
+const Schema<RunOptions>& run_options_schema();
 
 }  // namespace kvo

@@ -3,12 +3,10 @@
 // Bit-identical across platforms (own Gaussian sampler on std::mt19937_64).
 #pragma once
 #include <cstdint>
-#include <nlohmann/json.hpp>
-#include <span>
 #include <string>
 #include <string_view>
-#include <variant>
 
+#include "kvo/core/field_schema.hpp"
 #include "kvo/core/trace.hpp"
 
 namespace kvo {
@@ -38,15 +36,6 @@ inline constexpr std::string_view kSyntheticModel = "synthetic-heavy-hitter";
 std::string trace_text_missing(const Trace& trace);
 
 // The one declaration of synth's options: name (Python keyword, JSON key), the CLI's flag, help.
-struct SynthOptionEntry {
-  std::string_view name;  // "kv_heads"
-  std::string_view flag;  // "--kv-heads"
-  std::variant<int SynthOptions::*, double SynthOptions::*, std::uint64_t SynthOptions::*> field;
-  std::string_view help;
-};
-std::span<const SynthOptionEntry> synth_option_table();
-// The JSON form: every option by name; from_json takes a subset and refuses unknown names.
-nlohmann::json to_json(const SynthOptions& o);
-SynthOptions synth_options_from_json(const nlohmann::json& j);
+const Schema<SynthOptions>& synth_options_schema();
 
 }  // namespace kvo

@@ -22,6 +22,7 @@ struct ScoreRequest {
   // kvo::Error naming the option: a policy without a scorer kernel, gqa other than query, a
   // device or budget that does not parse, a run option out of range.
   void validate() const;
+  static const Schema<ScoreRequest>& schema();  // every field once: JSON, CLI flags, Python keywords
   nlohmann::json to_json() const;
   static ScoreRequest from_json(const nlohmann::json& j);
   ScorerOptions options(const Trace& trace) const;  // validated against the trace

@@ -5,14 +5,16 @@
 #include <string>
 #include <vector>
 
+#include "kvo/core/field_schema.hpp"
 #include "kvo/model/llama.hpp"
 
 namespace kvo::model {
 
 struct GenerateRequest {
-  int max_tokens = 32;      // tokens to generate at most
-  bool stop_at_eos = true;  // stop after the tokenizer's end-of-sequence token
-  void validate() const;    // kvo::Error: max_tokens below 1
+  int max_tokens = 32;                             // tokens to generate at most
+  bool stop_at_eos = true;                         // stop after the tokenizer's end-of-sequence token
+  void validate() const;                           // kvo::Error: max_tokens below 1
+  static const Schema<GenerateRequest>& schema();  // every field once: JSON, CLI flags, Python keywords
   nlohmann::json to_json() const;
   static GenerateRequest from_json(const nlohmann::json& j);
 };

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kvo/core/field_schema.hpp"
 #include "kvo/core/trace.hpp"
 #include "kvo/model/llama.hpp"
 
@@ -24,7 +25,8 @@ struct RecordOptions {
   // kvo::Error naming the option: tokens below 2, chunk below 1, a negative layer, prompt_len
   // outside [0, tokens]. (The model's context and layer count are checked by record_trace.)
   void validate() const;
-  nlohmann::json to_json() const;  // every field but the hook
+  static const Schema<RecordOptions>& schema();  // every field once: JSON, CLI flags, Python keywords
+  nlohmann::json to_json() const;                // every field but the hook
   static RecordOptions from_json(const nlohmann::json& j);
 };
 

@@ -1,6 +1,6 @@
 // Budgets shared across cache units: who shares (the scope table) and the request of `kvoracle
 // oracle allocation` and kvoracle.allocation_oracle, for both protocols (prefill compression,
-// decoding eviction). The option table that sets it is allocation_options.hpp.
+// decoding eviction), declared once in AllocationRequest::schema().
 #pragma once
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -89,6 +89,9 @@ struct AllocationRequest {
   // Periodic decoding: (T, r) per unit for each target, resolved the same way.
   std::vector<std::pair<int, int>> periodic_targets(const Trace& trace) const;
   bool periodic() const { return !intervals.empty(); }
+  // Every field once (JSON, the CLI's flags, Python's keywords); the names are kvpress's where it has
+  // one: compression_ratio (ratios), interval (intervals), target (targets).
+  static const Schema<AllocationRequest>& schema();
   nlohmann::json to_json() const;
   static AllocationRequest from_json(const nlohmann::json& j);
 };

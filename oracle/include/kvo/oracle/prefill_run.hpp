@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kvo/core/field_schema.hpp"
 #include "kvo/core/press.hpp"
 #include "kvo/core/trace.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
@@ -31,7 +32,8 @@ struct PrefillOracleRequest {
   // kvo::Error naming the option, before any work: prompt_len outside [1, n - 1], an unknown
   // press, a ratio outside [0, 1), a layer the trace lacks, a press the trace cannot serve.
   void validate(const Trace& trace) const;
-  nlohmann::json to_json() const;  // every field but the hook; the press parameters by name
+  static const Schema<PrefillOracleRequest>& schema();  // every field once: JSON, CLI flags, Python keywords
+  nlohmann::json to_json() const;                       // every field but the hook; the press parameters by name
   static PrefillOracleRequest from_json(const nlohmann::json& j);
 };
 

@@ -29,7 +29,8 @@ struct StaticOracleRequest {
   // kvo::Error naming the option: an objective other than dense-acc, mass or fl, every or
   // node_limit below 1, gqa other than query.
   void validate() const;
-  nlohmann::json to_json() const;  // every field but the hook
+  static const Schema<StaticOracleRequest>& schema();  // every field once: JSON, CLI flags, Python keywords
+  nlohmann::json to_json() const;                      // every field but the hook
   static StaticOracleRequest from_json(const nlohmann::json& j);
 };
 

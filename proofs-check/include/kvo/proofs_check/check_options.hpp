@@ -43,18 +43,6 @@ struct TraceChecksOptions {
   void validate() const;
 };
 
-// The one declaration of the checks' sizes (samples, ground, offline_tokens, ...): name (Python
-// keyword and JSON key), the CLI's flag and a help line; `verify`'s flags, Python's keywords and
-// VerifyRequest's JSON form come from it.
-struct CheckSizeEntry {
-  std::string_view name;  // "sampled_steps"
-  std::string_view flag;  // "--sampled-steps"
-  int TraceChecksOptions::*field;
-  std::string_view help;
-};
-std::span<const CheckSizeEntry> check_size_table();
-const CheckSizeEntry* find_check_size(std::string_view name);  // nullptr when unknown
-
 // The sweep's budgets from their text: comma-separated fractions of n ("0.1" or "10%"), or "none"
 // for no sweep. kvo::Error naming the sweep for a token count or an item that does not parse.
 std::vector<double> parse_sweep(std::string_view text);

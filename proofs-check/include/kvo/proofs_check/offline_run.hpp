@@ -23,6 +23,7 @@ struct OfflineOracleRequest {
 
   // kvo::Error naming the option: no trace, no policy, forced_window below 0.
   void validate() const;
+  static const Schema<OfflineOracleRequest>& schema();  // every field once: JSON, CLI flags, Python keywords
   nlohmann::json to_json() const;
   static OfflineOracleRequest from_json(const nlohmann::json& j);
 };

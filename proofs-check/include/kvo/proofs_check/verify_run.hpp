@@ -16,6 +16,9 @@
 
 namespace kvo {
 
+// VerifyRequest's fields that are the checks' sizes (FieldInfo::use).
+inline constexpr const char* kCheckSizeUse = "check size";
+
 struct VerifyRequest {
   std::vector<std::string> traces;  // .safetensors files, or directories of them (name order)
   // Policies, check ids, sizes and the sweep; `checks.run` is built per trace from `run`, and
@@ -30,7 +33,8 @@ struct VerifyRequest {
   // kvo::Error naming the option: no trace, gqa other than query, plot_path with several traces
   // (known only once directories are expanded: run_verify checks it again), checks.validate().
   void validate() const;
-  nlohmann::json to_json() const;  // every field but the hooks
+  static const Schema<VerifyRequest>& schema();  // every field once: JSON, CLI flags, Python keywords
+  nlohmann::json to_json() const;                // every field but the hooks
   static VerifyRequest from_json(const nlohmann::json& j);
 };
 

@@ -28,7 +28,8 @@ struct EvalRequest {
   // kvo::Error naming the option: tokens below 2, no policy, no budget, a budget that does not
   // parse, a policy parameter out of range, kv_bits not 0 or in [2, 8], kv_group below 1.
   void validate() const;
-  nlohmann::json to_json() const;  // every field but the hook
+  static const Schema<EvalRequest>& schema();  // every field once: JSON, CLI flags, Python keywords
+  nlohmann::json to_json() const;              // every field but the hook
   static EvalRequest from_json(const nlohmann::json& j);
   EvalOptions options() const;  // validated
 };

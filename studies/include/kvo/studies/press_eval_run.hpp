@@ -30,7 +30,8 @@ struct PressEvalRequest {
   // outside [0, 1), a policy parameter out of range, no scope, an alpha_safeguard outside [0, 1]. (A prompt a press
   // cannot serve, or a text shorter than `tokens`, is refused by run_press_eval before any decoding.)
   void validate() const;
-  nlohmann::json to_json() const;  // every field but the hook
+  static const Schema<PressEvalRequest>& schema();  // every field once: JSON, CLI flags, Python keywords
+  nlohmann::json to_json() const;                   // every field but the hook
   static PressEvalRequest from_json(const nlohmann::json& j);
   PressEvalOptions options() const;  // validated
 };
