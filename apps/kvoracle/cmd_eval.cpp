@@ -67,9 +67,8 @@ Runner add_eval(CLI::App& app, const Global& g) {
 
   // `kvoracle eval diversity`: greedy continuations under eviction, scored by distinct-n (E10).
   struct DiversityArgs {
-    std::string text, model, json, policies = "h2o,window", budgets = "20%";
-    studies::DiversityRequest req;
-    RunArgs run;
+    std::string text, model, json;
+    RequestFlags<studies::DiversityRequest> request;
   };
   auto div = std::make_shared<DiversityArgs>();
   auto* div_cmd = cmd->add_subcommand(
@@ -77,34 +76,12 @@ Runner add_eval(CLI::App& app, const Global& g) {
       "greedy continuations of prompts cut from a text, full cache against each policy and budget: distinct-n and "
       "4-gram repetition of their words (the paper's claim that H2O increases diversity, E10)");
   div_cmd->add_option("--text,-t", div->text, "UTF-8 text file")->required()->check(CLI::ExistingFile);
-  div_cmd->add_option("--prompts", div->req.prompts, "prompts, evenly spaced over the text")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  div_cmd->add_option("--prompt-tokens", div->req.prompt_tokens, "tokens per prompt")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  div_cmd->add_option("--new-tokens", div->req.new_tokens, "greedy tokens per continuation")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  div_cmd->add_option("--policies,--policy,-p", div->policies, "comma-separated policies")->capture_default_str();
-  div_cmd
-      ->add_option("--budgets,--budget,-b", div->budgets,
-                   "comma-separated shares of prompt + new tokens kept per (layer, KV head)")
-      ->capture_default_str();
+  div->request.add(div_cmd);
   div_cmd->add_option("--json", div->json, "write the results (with every continuation) as JSON");
-  add_run_options(div_cmd, div->run, {.budget_total = false, .trace_selection = false});
   add_model_option(div_cmd, div->model);
 
   const auto run_diversity = [&g](DiversityArgs& x) {
-    studies::DiversityRequest req = x.req;
-    req.policies = parse_policy_list(x.policies);
-    req.budgets.clear();
-    for (const std::string& b : split_list(x.budgets, "budgets")) {
-      const Amount share = Amount::parse(b);
-      require(share.is_ratio, "diversity: --budgets are shares (20% or 0.2), not token counts: '" + b + "'");
-      req.budgets.push_back(share.value);
-    }
-    req.run = x.run.options().build(req.policies.front());
+    studies::DiversityRequest req = x.request.request();
     req.validate();
     const std::string text = read_text(x.text);
     const model::Llama m = load_model(x.model);

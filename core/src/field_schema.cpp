@@ -31,6 +31,14 @@ V whole(const nlohmann::json& j, const std::string& name) {
   return j.get<V>();
 }
 
+// A number, or a percentage of one ("20%" is 0.2): shares read either way.
+double number_or_percent(std::string_view text, const std::string& name) {
+  std::string_view t = text;
+  while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+  if (!t.empty() && t.back() == '%') return parse_number(t.substr(0, t.size() - 1), name) / 100.0;
+  return parse_number(text, name);
+}
+
 }  // namespace
 
 std::string kebab_flag(std::string_view name) {
@@ -78,7 +86,7 @@ void FieldCodec<std::uint64_t>::from_json(std::uint64_t& v, const nlohmann::json
 }
 
 void FieldCodec<double>::from_text(double& v, std::string_view text, const std::string& name) {
-  v = parse_number(text, name);
+  v = number_or_percent(text, name);
 }
 void FieldCodec<double>::from_json(double& v, const nlohmann::json& j, const std::string&) {
   if (!j.is_number()) throw JsonWrongType{};
@@ -116,7 +124,9 @@ void FieldCodec<std::vector<int>>::from_json(std::vector<int>& v, const nlohmann
 
 void FieldCodec<std::vector<double>>::from_text(std::vector<double>& v, std::string_view text,
                                                 const std::string& name) {
-  v = parse_number_list(text, name);
+  std::vector<double> out;
+  for (const std::string& item : split_list(text, name)) out.push_back(number_or_percent(item, name));
+  v = std::move(out);
 }
 std::string FieldCodec<std::vector<double>>::to_text(const std::vector<double>& v) { return join_numbers(v); }
 void FieldCodec<std::vector<double>>::from_json(std::vector<double>& v, const nlohmann::json& j, const std::string&) {

@@ -145,16 +145,9 @@ void bind_model(py::module_& m) {
               .c_str())
       .def(
           "diversity",
-          [](const model::Llama& self, const std::string& text, const std::vector<std::string>& policies,
-             std::vector<double> budgets, int prompts, int prompt_tokens, int new_tokens, const py::kwargs& kwargs) {
+          [](const model::Llama& self, const std::string& text, const py::kwargs& kwargs) {
             studies::DiversityRequest req;
-            req.policies = parse_policy_names(policies);
-            req.budgets = std::move(budgets);
-            req.prompts = prompts;
-            req.prompt_tokens = prompt_tokens;
-            req.new_tokens = new_tokens;
-            require(!req.policies.empty(), "diversity: at least one policy");
-            req.run = run_options(kwargs, "diversity").build(req.policies.front());
+            apply_kwargs(studies::DiversityRequest::schema(), req, kwargs, "diversity");
             studies::DiversityResult r;
             {
               py::gil_scoped_release release;
@@ -162,15 +155,12 @@ void bind_model(py::module_& m) {
             }
             return json_to_python(studies::diversity_result_json(r));
           },
-          py::arg("text"), py::arg("policies") = policy_name_list(studies::DiversityRequest{}.policies),
-          py::arg("budgets") = studies::DiversityRequest{}.budgets,
-          py::arg("prompts") = studies::DiversityRequest{}.prompts,
-          py::arg("prompt_tokens") = studies::DiversityRequest{}.prompt_tokens,
-          py::arg("new_tokens") = studies::DiversityRequest{}.new_tokens,
+          py::arg("text"),
           ("greedy continuations of prompts cut from the text, full cache against each policy and budget (kvoracle "
            "eval diversity): {prompts, prompt_tokens, new_tokens, full, rows: [{row, budget, words, distinct1, "
            "distinct2, distinct3, repetition4, continuations}], paper_experiments: [E10 records]}.\n" +
-           run_options_doc())
+           kwargs_doc(studies::DiversityRequest::schema(), studies::DiversityRequest{},
+                      "Options (keyword arguments, the CLI's flags)"))
               .c_str())
       .def(
           "eval_prefill",

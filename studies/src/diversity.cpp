@@ -9,6 +9,7 @@
 
 #include "kvo/core/cache_manager.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/request_json.hpp"
 #include "kvo/model/evicting_decoder.hpp"
 #include "kvo/proofs_check/paper_experiments.hpp"
 #include "kvo/studies/task_eval.hpp"
@@ -91,19 +92,46 @@ TextDiversity text_diversity(const std::string& text) {
   return d;
 }
 
+RunConfig DiversityRequest::run_config() const {
+  require(!policies.empty(), "diversity: at least one policy");
+  return run.build(policies.front());
+}
+
+const Schema<DiversityRequest>& DiversityRequest::schema() {
+  using R = DiversityRequest;
+  static const Schema<R> schema(
+      "diversity request",
+      fields<R>(
+          {{member(&R::prompts, {.name = "prompts", .help = "prompts, evenly spaced over the text"}),
+            member(&R::prompt_tokens, {.name = "prompt_tokens", .help = "tokens per prompt"}),
+            member(&R::new_tokens, {.name = "new_tokens", .help = "greedy tokens per continuation"}),
+            member(&R::policies, {.name = "policies", .help = "comma-separated policies", .alias = "--policy,-p"}),
+            member(&R::budgets, {.name = "budgets",
+                                 .help = "comma-separated shares of prompt + new tokens kept per (layer, KV head)",
+                                 .alias = "--budget,-b"})},
+           nested("run", &R::run, run_options_schema(), "", "", decoding_run_option)}));
+  return schema;
+}
+
+nlohmann::json DiversityRequest::to_json() const { return schema().to_json(*this); }
+DiversityRequest DiversityRequest::from_json(const nlohmann::json& j) { return schema().from_json(j); }
+
 void DiversityRequest::validate() const {
   require(prompts >= 1, "diversity: prompts must be >= 1");
   require(prompt_tokens >= 1, "diversity: prompt_tokens must be >= 1");
   require(new_tokens >= 1, "diversity: new_tokens must be >= 1");
   require(!policies.empty(), "diversity: at least one policy");
   require(!budgets.empty(), "diversity: at least one budget");
-  for (double b : budgets) require(b > 0 && b <= 1, "diversity: a budget must be a share in (0, 1]");
+  for (double b : budgets)
+    require(b > 0 && b <= 1,
+            "diversity: a budget is a share of the tokens in (0, 1] (20% or 0.2), not " + number_text(b));
+  const RunConfig config = run_config();
   for (PolicyId id : policies) {
     const PolicyTraits& t = policy_traits(id);
-    require(t.decoder && t.nested && !t.offline && !needs_dense(run.with_policy(id).policy),
+    require(t.decoder && t.nested && !t.offline && !needs_dense(config.with_policy(id).policy),
             "diversity: policy " + policy_name(id) +
                 " cannot run online in a decoder (it needs the whole sequence's attention or lets tokens return)");
-    make_policy(run.with_policy(id).policy);  // bad parameters fail here
+    make_policy(config.with_policy(id).policy);  // bad parameters fail here
   }
 }
 
@@ -113,6 +141,7 @@ long diversity_units(const DiversityRequest& r) {
 
 DiversityResult continuation_diversity(const Llama& m, const std::string& text, const DiversityRequest& r) {
   r.validate();
+  const RunConfig config = r.run_config();
   const std::vector<int> ids = m.tokenizer().encode(text);
   const int n = static_cast<int>(ids.size());
   require(n >= r.prompt_tokens, "diversity: the text has " + std::to_string(n) + " tokens, fewer than one prompt of " +
@@ -128,7 +157,7 @@ DiversityResult continuation_diversity(const Llama& m, const std::string& text, 
 
   const auto continue_with = [&](const std::vector<int>& prompt, PolicyId id, int k) {
     KvEvictionManager mgr(
-        closed_loop_manager(c, r.run, id, r.run.budget.with_total(Amount{false, static_cast<double>(k)}), total));
+        closed_loop_manager(c, config, id, config.budget.with_total(Amount{false, static_cast<double>(k)}), total));
     EvictingDecoder dec(m, mgr, decoder_slots(mgr, c));
     Eigen::RowVectorXf logits = dec.prefill(prompt).row(0);
     std::vector<int> out;

@@ -103,8 +103,9 @@ TEST(FieldSchema, TextSetsEveryFieldTheWayTheCliAndPythonDo) {
   Toy t;
   s.set(t, "n", "4");
   s.set(t, "big", "1e12");
+  s.set(t, "x", "5%");
   s.set(t, "ints", "3, 4");
-  s.set(t, "xs", "0.25,1");
+  s.set(t, "xs", "25%,1");
   s.set(t, "words", "a,b");
   s.set(t, "on", s.find("on")->info.switch_text);
   s.set(t, "policies", "h2o,window");
@@ -113,6 +114,7 @@ TEST(FieldSchema, TextSetsEveryFieldTheWayTheCliAndPythonDo) {
   s.set(t, "shout", "hey");
   EXPECT_EQ(t.n, 4);
   EXPECT_EQ(t.big, 1000000000000LL);
+  EXPECT_DOUBLE_EQ(t.x, 0.05);
   EXPECT_EQ(t.ints, (std::vector<int>{3, 4}));
   EXPECT_EQ(t.xs, (std::vector<double>{0.25, 1.0}));
   EXPECT_EQ(t.words, (std::vector<std::string>{"a", "b"}));

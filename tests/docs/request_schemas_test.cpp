@@ -20,6 +20,7 @@
 #include "kvo/oracle/static_run.hpp"
 #include "kvo/proofs_check/offline_run.hpp"
 #include "kvo/proofs_check/verify_run.hpp"
+#include "kvo/studies/diversity.hpp"
 #include "kvo/studies/eval_run.hpp"
 #include "kvo/studies/press_eval_run.hpp"
 #include "kvo/studies/task_options.hpp"
@@ -83,6 +84,7 @@ std::vector<SchemaCase> every_schema() {
       {"eval", [] { check_schema(studies::EvalRequest::schema()); }},
       {"eval prefill", [] { check_schema(studies::PressEvalRequest::schema()); }},
       {"tasks", [] { check_schema(studies::task_options_schema()); }},
+      {"diversity", [] { check_schema(studies::DiversityRequest::schema()); }},
       {"generate", [] { check_schema(model::GenerateRequest::schema()); }},
       {"record", [] { check_schema(model::RecordOptions::schema()); }},
   };

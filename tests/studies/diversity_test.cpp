@@ -63,7 +63,17 @@ TEST(Diversity, RequestsAreRefusedNamingTheProblem) {
   EXPECT_NE(test::error_of([&] { r.validate(); }).find(policy_name(PolicyId::Lookahead)), std::string::npos);
   r.policies = {PolicyId::H2O};
   r.budgets = {1.5};
+  EXPECT_NE(
+      test::error_of([&] { r.validate(); }).find("a budget is a share of the tokens in (0, 1] (20% or 0.2), not 1.5"),
+      std::string::npos);
+  studies::DiversityRequest::schema().set(r, "budgets", "20%,64");  // a token count is no share
+  EXPECT_EQ(r.budgets, (std::vector<double>{0.2, 64.0}));
   EXPECT_THROW(r.validate(), Error);
+  r.budgets = {0.2};
+  studies::DiversityRequest::schema().set(r, "history", "0");  // a policy parameter out of range
+  EXPECT_NE(test::error_of([&] { r.validate(); }).find("history must be >= 1"), std::string::npos);
+  r.run.history = 32;
+  EXPECT_EQ(studies::DiversityRequest::from_json(r.to_json()).to_json(), r.to_json());
   r.budgets = {0.2};
   r.new_tokens = 0;
   EXPECT_THROW(r.validate(), Error);

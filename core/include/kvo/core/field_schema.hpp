@@ -32,7 +32,8 @@ struct FieldInfo {
 };
 
 // How a value of type V reads and writes as text and JSON. Lists are comma-separated
-// (split_list's rules); numbers are written as an ostream writes them.
+// (split_list's rules); numbers are written as an ostream writes them, and read as a number or a
+// percentage ("20%" is 0.2).
 template <class V>
 struct FieldCodec;
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kvo/core/run_config.hpp"
+#include "kvo/core/run_options.hpp"
 #include "kvo/model/llama.hpp"
 #include "kvo/proofs_check/report.hpp"
 
@@ -34,11 +35,15 @@ struct DiversityRequest {
   std::vector<PolicyId> policies = {PolicyId::H2O, PolicyId::Window};
   // Shares of prompt_tokens + new_tokens kept per (layer, KV head).
   std::vector<double> budgets = {0.2};
-  RunConfig run;                   // the policies' parameters, the budget's recent part, the seed
+  RunOptions run;                  // the policies' parameters, the budget's recent part, the seed
   std::function<void()> on_token;  // progress: one call per generated token
   // kvo::Error naming the option: prompts, prompt_tokens or new_tokens below 1, no policy or budget,
   // a budget outside (0, 1], a policy a decoder cannot drive online (offline ones included).
   void validate() const;
+  RunConfig run_config() const;                     // `run` built for the first policy (validated)
+  static const Schema<DiversityRequest>& schema();  // every field once: JSON, CLI flags, Python keywords
+  nlohmann::json to_json() const;                   // every field but the hook
+  static DiversityRequest from_json(const nlohmann::json& j);
 };
 
 struct DiversityRow {
