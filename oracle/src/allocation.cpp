@@ -142,11 +142,11 @@ void AllocationRequest::validate(const Trace& tr) const {
 
 namespace {
 
-// (k, r) per comma-separated amount of `list`, resolved against the trace's n.
-std::vector<std::pair<int, int>> resolve_amounts(const std::string& list, const char* what, const std::string& recent,
-                                                 int n) {
+// (k, r) per amount of `list`, resolved against the trace's n.
+std::vector<std::pair<int, int>> resolve_amounts(const std::vector<std::string>& list, const char* what,
+                                                 const std::string& recent, int n) {
   std::vector<std::pair<int, int>> out;
-  for (const std::string& text : split_list(list, what)) {
+  for (const std::string& text : list) {
     const ResolvedBudget rb = Budget::parse(text, recent).resolve(n, 0, 0);
     require(rb.total <= n,
             std::string(what) + " " + text + " is more than the trace's " + std::to_string(n) + " tokens");
@@ -158,7 +158,7 @@ std::vector<std::pair<int, int>> resolve_amounts(const std::string& list, const 
 }  // namespace
 
 std::vector<std::pair<int, int>> AllocationRequest::decoding_budgets(const Trace& tr) const {
-  return resolve_amounts(budgets.empty() ? "20%" : budgets, "budget", recent, tr.n_tokens);
+  return resolve_amounts(budgets.empty() ? std::vector<std::string>{"20%"} : budgets, "budget", recent, tr.n_tokens);
 }
 
 std::vector<std::pair<int, int>> AllocationRequest::periodic_targets(const Trace& tr) const {

@@ -54,16 +54,16 @@ struct AllocationRequest {
   // layer, in the order of chosen_layers(); empty: no such rows.
   std::vector<double> layer_ratios;
   PressOptions press;
-  // Decoding: each unit's budgets k (comma-separated; tokens, or shares of n; empty: 20%) and
+  // Decoding: each unit's budgets k (tokens, or shares of n: the amounts of every budget list; empty: 20%) and
   // forced recent window r (tokens, or a share of k); the units of a scope share their heavy slots,
   // each keeping its own window.
-  std::string budgets;
+  std::vector<std::string> budgets;
   std::string recent = "0";
   // Decoding, periodic compression instead of eviction at every step (kvpress's DecodingPress):
   // after the query of every N-th step after the first prompt_len steps, each unit's cache is
-  // compressed to a target T (comma-separated amounts, as budgets), for every N in `intervals`.
+  // compressed to a target T (amounts, as budgets), for every N in `intervals`.
   std::vector<int> intervals;
-  std::string targets;
+  std::vector<std::string> targets;
   DecodingSolver solver = DecodingSolver::Dense;  // eviction at every step (not periodic compression)
   std::vector<int> layers;                        // empty: all; the model scope shares the budget over these
   int threads = 0;
