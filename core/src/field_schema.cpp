@@ -1,7 +1,6 @@
 #include "kvo/core/field_schema.hpp"
 
 #include <limits>
-#include <sstream>
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/text_list.hpp"
@@ -9,13 +8,6 @@
 namespace kvo {
 
 namespace {
-
-template <class V>
-std::string items_text(const std::vector<V>& v) {
-  std::ostringstream s;
-  for (size_t i = 0; i < v.size(); ++i) s << (i ? "," : "") << v[i];
-  return s.str();
-}
 
 // JSON numbers of an integer field must be whole and fit the field's type.
 template <class V>
@@ -48,11 +40,7 @@ std::string kebab_flag(std::string_view name) {
   return flag;
 }
 
-std::string number_text(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
+std::string number_text(double v) { return join_numbers({v}); }
 
 bool parse_switch(std::string_view text, std::string_view what) {
   if (text == "true" || text == "1") return true;
@@ -114,7 +102,11 @@ void FieldCodec<std::optional<int>>::from_json(std::optional<int>& v, const nloh
 void FieldCodec<std::vector<int>>::from_text(std::vector<int>& v, std::string_view text, const std::string& name) {
   v = parse_int_list(text, name);
 }
-std::string FieldCodec<std::vector<int>>::to_text(const std::vector<int>& v) { return items_text(v); }
+std::string FieldCodec<std::vector<int>>::to_text(const std::vector<int>& v) {
+  std::vector<std::string> items;
+  for (int x : v) items.push_back(std::to_string(x));
+  return join_list(items);
+}
 void FieldCodec<std::vector<int>>::from_json(std::vector<int>& v, const nlohmann::json& j, const std::string& name) {
   if (!j.is_array()) throw JsonWrongType{};
   std::vector<int> out;

@@ -26,12 +26,6 @@ py::object without_text(nlohmann::json j) {
   return json_to_python(j);
 }
 
-// eval_prefill takes the prompt length as its own parameter.
-template <class R>
-bool on_prompt_of(const Field<R>& f) {
-  return f.name() != "prompt_len";
-}
-
 // generate_tasks takes the suite's options alone; run_tasks every task option.
 bool suite_option(const Field<studies::TaskOptions>& f) { return f.info.use == studies::kSuiteUse; }
 
@@ -167,8 +161,7 @@ void bind_model(py::module_& m) {
           [](const model::Llama& self, const std::string& text, int prompt_len, const py::kwargs& kwargs) {
             studies::PressEvalRequest req;
             req.prompt_len = prompt_len;
-            apply_kwargs(studies::PressEvalRequest::schema(), req, kwargs, "eval_prefill",
-                         on_prompt_of<studies::PressEvalRequest>);
+            apply_kwargs(studies::PressEvalRequest::schema(), req, kwargs, "eval_prefill", not_named("prompt_len"));
             studies::PressEvalResult r;
             {
               py::gil_scoped_release release;
@@ -184,7 +177,7 @@ void bind_model(py::module_& m) {
            "output_error, nll, mean_kl, kv_bytes}]}.\n" +
            kwargs_doc(studies::PressEvalRequest::schema(), studies::PressEvalRequest{},
                       "Options (keyword arguments, the CLI's flags; press_seed is kvpress's seed)",
-                      on_prompt_of<studies::PressEvalRequest>))
+                      not_named("prompt_len")))
               .c_str())
       .def(
           "generate_tasks",
