@@ -255,7 +255,12 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
       out += it != char_to_byte_.end() ? std::string(1, static_cast<char>(it->second)) : cp;
     }
   }
-  return out;
+  // A byte-level vocabulary can end a text inside a character, and a model can emit bytes that never
+  // form one: each ill-formed part becomes U+FFFD, as Python's bytes.decode(errors="replace") and
+  // transformers' decode do, so the text is always valid UTF-8 (JSON, Python strings).
+  std::string valid;
+  icu::UnicodeString::fromUTF8(out).toUTF8String(valid);
+  return valid;
 }
 
 }  // namespace kvo::model

@@ -31,6 +31,23 @@ TEST(Tokenizer, RoundTripsRealText) {
   EXPECT_EQ(tok.decode(tok.encode(u)), u);
 }
 
+// A text cut inside a character, and bytes that form none, decode as transformers decodes them
+// (Python's errors="replace"): one U+FFFD per ill-formed part, so answers stay valid UTF-8.
+TEST(Tokenizer, DecodeReplacesIllFormedBytes) {
+  const auto& tok = test::tiny_model().tokenizer();
+  // GPT-2's byte map writes byte 0xE6 (the lead byte of 日, U+65E5) as the token "æ".
+  int lead = -1;
+  for (int id = 0; id < tok.vocab_size() && lead < 0; ++id)
+    if (tok.token(id) == "\u00e6") lead = id;
+  ASSERT_GE(lead, 0);
+  EXPECT_EQ(tok.decode({lead}), "\xef\xbf\xbd");  // a character cut after its first byte: one U+FFFD
+  std::vector<int> ids = tok.encode("ab");
+  ids.push_back(lead);
+  ids.push_back(lead);
+  EXPECT_EQ(tok.decode(ids), "ab\xef\xbf\xbd\xef\xbf\xbd");  // two lead bytes: two ill-formed parts
+  EXPECT_EQ(tok.decode(tok.encode("caf\u00e9 \u65e5\u672c")), "caf\u00e9 \u65e5\u672c");
+}
+
 // Ids checked against Hugging Face `tokenizers` built from the same vocabulary (the Python test
 // does this on whole files); pinned here so a C++-only run catches a change too.
 TEST(Tokenizer, KnownIds) {

@@ -16,7 +16,8 @@ class Tokenizer {
 
   // Text to ids; with parse_special, control-token strings such as <|im_start|> become their ids.
   std::vector<int> encode(const std::string& text, bool parse_special = false) const;
-  // Ids to text (control tokens are written out as their strings).
+  // Ids to text (control tokens are written out as their strings); always valid UTF-8: bytes that
+  // form no character become U+FFFD, as in transformers' decode.
   std::string decode(const std::vector<int>& ids) const;
 
   int vocab_size() const { return static_cast<int>(tokens_.size()); }
