@@ -7,18 +7,14 @@
 #include "commands.hpp"
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
-#include "kvo/core/policy_registry.hpp"
 #include "kvo/core/progress.hpp"
 #include "kvo/core/text_list.hpp"
-#include "kvo/proofs_check/svg_plot.hpp"
 #include "kvo/studies/diversity.hpp"
 #include "kvo/studies/eval_run.hpp"
 #include "model_options.hpp"
 #include "options.hpp"
-#include "paper_table.hpp"
 #include "press_eval_report.hpp"
 #include "schema_flags.hpp"
-#include "table.hpp"
 
 namespace kvo::cli {
 
@@ -89,16 +85,7 @@ Runner add_eval(CLI::App& app, const Global& g) {
     req.on_token = [&bar] { bar.tick(); };
     const studies::DiversityResult r = studies::continuation_diversity(m, text, req);
     bar.finish();
-    std::cout << "kvoracle eval diversity " << x.text << ": " << r.prompts << " prompts of " << r.prompt_tokens
-              << " tokens, " << r.new_tokens << " greedy tokens each\n";
-    Table t({"row", "budget", "words", "distinct-1", "distinct-2", "distinct-3", "4-gram repetition"});
-    std::vector<const studies::DiversityRow*> rows = {&r.full};
-    for (const auto& row : r.rows) rows.push_back(&row);
-    for (const studies::DiversityRow* row : rows)
-      t.row({row->row, fmt(row->budget, 3), std::to_string(row->mean.words), fmt(row->mean.distinct1, 3),
-             fmt(row->mean.distinct2, 3), fmt(row->mean.distinct3, 3), fmt(row->mean.repetition4, 3)});
-    t.print(std::cout);
-    print_paper_experiments(studies::diversity_paper_experiments(r), std::cout);
+    std::cout << studies::diversity_report(r, x.text).text();
     if (!x.json.empty()) {
       write_file_atomic(x.json, studies::diversity_result_json(r).dump(2) + "\n");
       std::cout << "results: " << x.json << '\n';
@@ -121,36 +108,14 @@ Runner add_eval(CLI::App& app, const Global& g) {
     req.on_token = [&bar] { bar.tick(); };
     const studies::EvalResult r = studies::run_eval(m, text, req);
     bar.finish();
-    std::cout << "kvoracle eval " << a->text << ": " << r.tokens << " tokens, teacher-forced, full-cache perplexity "
-              << fmt(r.full_ppl) << " (" << fmt(static_cast<double>(r.full_bytes) / (1 << 20), 3) << " MiB of K/V)"
-              << (r.budget_scope == BudgetScope::Head ? ""
-                                                      : ", budgets shared per " + budget_scope_name(r.budget_scope))
-              << "\n";
-    Table t({"policy", "budget", "k", "perplexity", "vs full", "mean KL", "peak K/V MiB", "of full"});
-    LinePlot plot;
-    plot.title =
-        "perplexity against KV budget (" + std::to_string(r.tokens) + " tokens, full cache " + fmt(r.full_ppl) + ")";
-    plot.x_label = "budget k (slots per layer and KV head) / n";
-    plot.y_label = "perplexity";
-    plot.y_min = r.full_ppl * 0.95;
-    double worst = r.full_ppl;
-    for (const auto& p : r.points) worst = std::max(worst, p.ppl);
-    plot.y_max = std::min(worst * 1.05, r.full_ppl * 4);
-    plot.lines.push_back({"full cache", r.full_ppl});
-    for (const auto& p : r.points) {
-      t.row({p.policy, p.budget, std::to_string(p.k), fmt(p.ppl), fmt(p.ppl / r.full_ppl), fmt(p.mean_kl),
-             fmt(static_cast<double>(p.peak_bytes) / (1 << 20), 3),
-             fmt(static_cast<double>(p.peak_bytes) / static_cast<double>(r.full_bytes), 3)});
-      plot.add_point(p.policy, static_cast<double>(p.k) / r.tokens, p.ppl, policy_traits(p.id).offline);
-    }
-    t.print(std::cout);
-    print_paper_experiments(studies::eval_paper_experiments(r), std::cout);
+    const Report report = studies::eval_report(r, a->text);
+    std::cout << report.text();
     if (!a->json.empty()) {
       write_file_atomic(a->json, studies::eval_result_json(r, a->text).dump(2) + "\n");
       std::cout << "results: " << a->json << '\n';
     }
     if (!a->plot.empty()) {
-      write_file_atomic(a->plot, plot.svg());
+      write_file_atomic(a->plot, report.plots().at(0).svg);
       std::cout << "plot: " << a->plot << '\n';
     }
     return 0;

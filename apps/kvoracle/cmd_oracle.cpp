@@ -1,7 +1,6 @@
 // kvoracle oracle: the exact static optimum max_{|S| <= k, S ⊆ [i]} f_i(S) per step and head.
 #include <algorithm>
 #include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cmd_allocation.hpp"
@@ -16,11 +15,10 @@
 #include "kvo/core/progress.hpp"
 #include "kvo/core/text_list.hpp"
 #include "kvo/core/trace_io.hpp"
+#include "kvo/oracle/offline_run.hpp"
 #include "kvo/oracle/static_run.hpp"
-#include "kvo/proofs_check/offline_run.hpp"
 #include "options.hpp"
 #include "schema_flags.hpp"
-#include "table.hpp"
 
 namespace kvo::cli {
 namespace {
@@ -40,23 +38,7 @@ int run_offline(const OfflineArgs& a, const Global& g, const CLI::App* cmd) {
   const std::optional<OfflineOracleResult> result = run_offline_oracle(req, team);
   if (!result) return 0;  // another rank: rank 0 holds the result
   const OfflineOracleResult& r = *result;
-  const double nh = static_cast<double>(r.heads.size());
-  std::cout << "offline optimum of the retained dense mass on " << a.trace << " (n = " << r.n_tokens << ", budget "
-            << r.budget << ", forced window " << req.forced_window << ", " << r.heads.size() << " heads)\n"
-            << "mean per head: OPT_dyn = " << fmt(r.opt_dyn_sum / nh) << ", sum_i opt_i = " << fmt(r.static_sum / nh)
-            << ", OPT_dyn / sum_i opt_i = " << fmt(r.opt_dyn_sum / r.static_sum) << "\n";
-  Table t({"policy", "nested", "mean value", "mean ratio", "worst head ratio", "max excess over OPT_dyn", "ordering"});
-  long unchecked = 0;
-  for (const OfflinePolicySummary& p : r.policies) {
-    unchecked += p.outside.empty() ? 0 : 1;
-    t.row({p.policy, p.nested ? "yes" : "no", fmt(p.mean_value), fmt(p.mean_ratio), fmt(p.worst_ratio),
-           p.max_excess > 0 ? fmt(p.max_excess) : "-", p.outside.empty() ? "checked" : "not checked: " + p.outside});
-  }
-  t.print(std::cout);
-  std::cout << "ordering policy <= OPT_dyn <= sum_i opt_i (for the "
-            << r.policies.size() - static_cast<size_t>(unchecked)
-            << " policies inside OPT_dyn's problem) and dual certificates: " << r.violations
-            << (r.violations ? " violations [FAILS: bug in kvoracle]" : " violations [holds]") << '\n';
+  std::cout << r.report().text();
   if (!req.json_path.empty()) std::cout << "results: " << req.json_path << '\n';
   return r.violations ? 1 : 0;
 }
@@ -101,24 +83,7 @@ int run_static(const StaticArgs& a, const Global& g) {
     for (const auto& rec : res.records()) f.stream() << rec.dump() << '\n';
     f.commit();
   }
-  std::map<int, std::tuple<int, long, double, int>> per_layer;  // solves, inexact, mean final value, heads
-  for (const StaticOracleHead& head : res.heads) {
-    auto& [solves, inexact, final_value, nh] = per_layer[head.layer];
-    for (const auto& s : head.solves) {
-      ++solves;
-      inexact += s.solution.exact ? 0 : 1;
-    }
-    if (!head.solves.empty()) final_value += head.solves.back().solution.value;
-    ++nh;
-  }
-  std::cout << "static optimum of " << res.objective << " on " << a.trace << " (budget " << res.budget << ")\n";
-  Table t({"layer", "heads", "solves", "inexact", "mean OPT at the last step"});
-  for (const auto& [l, v] : per_layer) {
-    const auto& [solves, inexact, final_value, nh] = v;
-    t.row({std::to_string(l), std::to_string(nh), std::to_string(solves), std::to_string(inexact),
-           fmt(final_value / nh)});
-  }
-  t.print(std::cout);
+  std::cout << res.report(a.trace).text();
   if (!a.out.empty()) std::cout << "per-step optima: " << a.out << '\n';
   return 0;
 }

@@ -4,7 +4,7 @@
 #include "commands.hpp"
 #include "kvo/core/policy_registry.hpp"
 #include "kvo/core/press.hpp"
-#include "table.hpp"
+#include "kvo/report/table.hpp"
 
 namespace kvo::cli {
 
@@ -21,7 +21,7 @@ Runner add_policies(CLI::App& app, const Global&) {
       t.row({std::string(p.name), yes(tr.nested), dense, yes(tr.decoder), yes(tr.scorer != ScorerVariant::None),
              yes(tr.seeded), std::string(p.reads), std::string(p.summary)});
     }
-    t.print(std::cout);
+    std::cout << t.text();
     return 0;
   };
 }
@@ -33,7 +33,7 @@ Runner add_presses(CLI::App& app, const Global&) {
     for (const auto& p : press_table())
       t.row({std::string(p.name), std::string(p.kvpress_class), p.needs_values ? "yes" : "-", std::string(p.reads),
              std::string(p.score)});
-    t.print(std::cout);
+    std::cout << t.text();
     return 0;
   };
 }

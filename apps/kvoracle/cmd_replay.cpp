@@ -13,9 +13,9 @@
 #include "kvo/core/text_list.hpp"
 #include "kvo/core/trace_io.hpp"
 #include "kvo/gpu/score_run.hpp"
+#include "kvo/report/table.hpp"
 #include "options.hpp"
 #include "schema_flags.hpp"
-#include "table.hpp"
 
 namespace kvo::cli {
 
@@ -36,14 +36,7 @@ int run_device_replay(ScoreRequest req, const std::string& trace, const std::str
     write_score_records(f.stream(), tr, r, budgets);
     f.commit();
   }
-  std::cout << "policy " << policy_name(req.policy) << " on " << trace << " (n = " << tr.n_tokens
-            << ") with the greedy scorer\n"
-            << "device: " << r.device << "\n";
-  Table t({"budget", "k (first head)", "heads", "evictions", "mean final score of kept tokens"});
-  for (const ScoreBudgetSummary& s : score_summary(r, budgets))
-    t.row(
-        {s.budget, std::to_string(s.k), std::to_string(s.heads), std::to_string(s.evictions), fmt(s.mean_kept_score)});
-  t.print(std::cout);
+  std::cout << score_report(r, budgets, req.policy, trace, tr.n_tokens).text();
   const double head_steps = static_cast<double>(r.units.size()) * tr.n_tokens;
   std::cout << fmt(sec, 3) << " s, " << fmt(head_steps / sec, 4) << " head-steps/s";
   if (r.kernel_seconds > 0) std::cout << " (kernel " << fmt(r.kernel_seconds, 3) << " s)";
@@ -123,15 +116,7 @@ Runner add_replay(CLI::App& app, const Global& g) {
       write_step_records(f.stream(), r, req.record_probs);
       f.commit();
     }
-    std::cout << "policy " << r.policy << " on " << a->trace << " (n = " << tr.n_tokens << ", budget "
-              << o.run.budget.str()
-              << (r.budget_scope == BudgetScope::Head ? "" : " shared per " + budget_scope_name(r.budget_scope))
-              << ", gqa " << to_string(r.gqa) << ", prompt " << o.run.prompt_len << ")\n";
-    Table t({"layer", "heads", "k", "evictions", "re-entries", "mean retained mass", "worst head"});
-    for (const ReplayLayerSummary& x : replay_layer_summary(r))
-      t.row({std::to_string(x.layer), std::to_string(x.heads), std::to_string(x.k), std::to_string(x.evictions),
-             std::to_string(x.reentries), fmt(x.mean_retained_mass), fmt(x.worst_retained_mass)});
-    t.print(std::cout);
+    std::cout << replay_report(r, o, a->trace, tr.n_tokens).text();
     if (!a->out.empty()) std::cout << "per-step records: " << a->out << '\n';
     return 0;
   };

@@ -5,7 +5,6 @@
 // report` prints the table and draws the plots again from that JSON.
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <memory>
 
 #include "commands.hpp"
@@ -14,14 +13,11 @@
 #include "kvo/core/error.hpp"
 #include "kvo/core/text_list.hpp"
 #include "kvo/model/model_path.hpp"
-#include "kvo/proofs_check/svg_plot.hpp"
 #include "kvo/studies/task_io.hpp"
 #include "kvo/studies/task_options.hpp"
 #include "model_options.hpp"
 #include "options.hpp"
-#include "paper_table.hpp"
 #include "schema_flags.hpp"
-#include "table.hpp"
 
 namespace kvo::cli {
 namespace {
@@ -51,70 +47,12 @@ void require_writable_dir(const std::string& dir) {
   require(!ec && std::filesystem::is_directory(dir), "cannot write to directory '" + dir + "'");
 }
 
-void write_plots(const studies::TaskEvalResult& r, const std::string& dir) {
-  // Accuracy against budget, one plot per task and length, one line per row.
-  std::map<std::pair<std::string, int>, LinePlot> plots;
-  for (const studies::TaskCell& c : studies::summarize_tasks(r)) {
-    LinePlot& p = plots[{c.task, c.length}];
-    p.title = c.task + ", " + std::to_string(c.length) + " tokens: accuracy against budget (" +
-              std::string(studies::to_string(r.protocol)) + ")";
-    p.x_label = "share of tokens kept";
-    p.y_label = "accuracy";
-    if (c.row == studies::kFullCacheRow) {
-      if (p.lines.empty()) p.lines.push_back({"full cache", c.accuracy});
-      continue;
-    }
-    p.add_point(c.row, c.budget, c.accuracy,
-                c.row.starts_with(studies::kPrefillOptimumRow) || c.row == policy_name(PolicyId::Oracle));
-  }
-  for (const auto& [key, p] : plots)
-    write_file_atomic(dir + "/accuracy-" + key.first + "-" + std::to_string(key.second) + ".svg", p.svg());
-  // Length x depth heat maps per row and budget (tasks with depths).
-  std::map<std::tuple<std::string, std::string, double>, std::map<std::pair<int, double>, double>> grids;
-  for (const studies::TaskCell& c : studies::summarize_tasks(r, true))
-    if (c.depth >= 0) grids[{c.task, c.row, c.budget}][{c.length, c.depth}] = c.accuracy;
-  for (const auto& [key, grid] : grids) {
-    std::vector<int> lengths;
-    std::vector<double> depths;
-    for (const auto& [cell, acc] : grid) {
-      if (std::find(lengths.begin(), lengths.end(), cell.first) == lengths.end()) lengths.push_back(cell.first);
-      if (std::find(depths.begin(), depths.end(), cell.second) == depths.end()) depths.push_back(cell.second);
-    }
-    std::sort(depths.begin(), depths.end());
-    HeatMap h;
-    const auto& [task, row, budget] = key;
-    h.title = task + " / " + row + " at " + fmt(budget, 3) + ": accuracy by length (rows: " + join_list([&] {
-                std::vector<std::string> s;
-                for (int n : lengths) s.push_back(std::to_string(n));
-                return s;
-              }()) +
-              ") and depth (columns: " + join_numbers(depths) + ")";
-    h.row_label = "length";
-    h.col_label = "depth";
-    for (int n : lengths) {
-      std::vector<double> line;
-      for (double d : depths) {
-        const auto it = grid.find({n, d});
-        line.push_back(it == grid.end() ? NAN : it->second);
-      }
-      h.value.push_back(line);
-    }
-    write_file_atomic(dir + "/depth-" + task + "-" + row + "-" + fmt(budget, 3) + ".svg", h.svg());
-  }
-}
-
-// The table of cells: accuracy with its Wilson interval, and why rows failed (needles held, mass
-// of the optimum); then the paper's experiments the rows allow.
-void print_cells(const studies::TaskEvalResult& r, std::ostream& out) {
-  Table t(
-      {"task", "length", "row", "budget", "n", "accuracy", "95% interval", "needles held", "mass of optimum", "note"});
-  auto mean = [](double x) { return std::isnan(x) ? std::string("-") : fmt(x, 3); };
-  for (const studies::TaskCell& c : studies::summarize_tasks(r))
-    t.row({c.task, std::to_string(c.length), c.row, fmt(c.budget, 3), std::to_string(c.count), fmt(c.accuracy, 3),
-           "[" + fmt(c.low, 3) + ", " + fmt(c.high, 3) + "]", mean(c.needles_held), mean(c.mass_of_optimum),
-           c.model_fails ? "full cache fails: left out" : ""});
-  t.print(out);
-  print_paper_experiments(studies::task_paper_experiments(r), out);
+// Prints the report of the cells and the paper's experiments; draws its plots into `dir` when given.
+void show(const studies::TaskEvalResult& r, const std::string& dir) {
+  const Report report = studies::task_report(r);
+  std::cout << report.text();
+  if (dir.empty()) return;
+  for (const ReportPlot& p : report.plots()) write_file_atomic(dir + "/" + p.name, p.svg);
 }
 
 }  // namespace
@@ -160,11 +98,8 @@ Runner add_tasks(CLI::App& app, const Global& g) {
       const studies::TaskEvalResult r = studies::read_task_result(c->results);
       std::cout << "kvoracle tasks report: " << c->results << ", " << r.outcomes.size() << " outcomes, protocol "
                 << studies::to_string(r.protocol) << "\n";
-      print_cells(r, std::cout);
-      if (!c->plots.empty()) {
-        write_plots(r, c->plots);
-        std::cout << "plots: " << c->plots << '\n';
-      }
+      show(r, c->plots);
+      if (!c->plots.empty()) std::cout << "plots: " << c->plots << '\n';
       return 0;
     }
     if (gen->parsed()) {
@@ -200,16 +135,13 @@ Runner add_tasks(CLI::App& app, const Global& g) {
     const studies::TaskEvalResult& r = *result;
     std::cout << "kvoracle tasks run: " << inst.size() << " instances, protocol " << studies::to_string(r.protocol)
               << "\n";
-    print_cells(r, std::cout);
+    show(r, b->plots);
     if (!b->json.empty()) {
       json->stream() << studies::task_result_json(r).dump(2) << '\n';
       json->commit();
       std::cout << "results: " << b->json << '\n';
     }
-    if (!b->plots.empty()) {
-      write_plots(r, b->plots);
-      std::cout << "plots: " << b->plots << '\n';
-    }
+    if (!b->plots.empty()) std::cout << "plots: " << b->plots << '\n';
     return 0;
   };
 }

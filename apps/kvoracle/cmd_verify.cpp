@@ -19,7 +19,6 @@
 #include "kvo/scaleout/rank_team.hpp"
 #include "options.hpp"
 #include "schema_flags.hpp"
-#include "table.hpp"
 
 namespace kvo::cli {
 
@@ -27,24 +26,6 @@ namespace {
 
 // Options that name outputs: they do not change results, so a checkpoint does not compare them.
 const std::vector<std::string> kOutputs = {"traces", "--report", "--json", "--plot", "--checkpoint"};
-
-void print_claims(const std::vector<ClaimSummary>& sums) {
-  Table t({"claim", "kind", "instance", "records", "paper/theorem holds", "metric", "worst", "where"});
-  for (const auto& s : sums)
-    t.row({s.id, to_string(s.kind), s.variant, std::to_string(s.records),
-           std::to_string(s.holding) + "/" + std::to_string(s.records), claim_info(s.id).metric, fmt(s.worst),
-           s.where});
-  t.print(std::cout);
-}
-
-void print_cross_trace(const std::vector<TraceReportEntry>& traces) {
-  Table t({"claim", "kind", "instance", "traces holding", "records holding", "metric", "worst", "where"});
-  for (const auto& x : cross_trace_summary(traces))
-    t.row({x.id, to_string(x.kind), x.variant, std::to_string(x.traces_holding) + "/" + std::to_string(x.traces),
-           std::to_string(x.holding) + "/" + std::to_string(x.records), claim_info(x.id).metric, fmt(x.worst),
-           x.where});
-  t.print(std::cout);
-}
 
 }  // namespace
 
@@ -77,29 +58,10 @@ Runner add_verify(CLI::App& app, const Global& g) {
     });
     if (!result) return 0;  // another rank: rank 0 holds the results
     const VerifyResult& r = *result;
-    if (!r.several) {
-      std::cout << '\n';
-      print_claims(r.traces.front().summaries);
-      const nlohmann::json& meta = r.traces.front().meta;
-      if (const auto it = meta.find("not_applicable"); it != meta.end())
-        for (const auto& [id, why] : it->items())
-          std::cout << id << ": not applicable (" << why.get<std::string>() << ")\n";
-      std::cout << "\nTheorem checks: "
-                << (r.theorem_failures == 0 ? "all hold"
-                                            : std::to_string(r.theorem_failures) + " FAIL (a bug in kvoracle)")
-                << "; findings and defects are measurements of the paper's claims, not pass/fail.\n";
-      if (!req.report_dir.empty())
-        std::cout << "report: " << req.report_dir << "/report.md (" << r.report_files << " files)\n";
-    } else {
-      std::cout << "\nAcross " << r.traces.size() << " traces:\n\n";
-      print_cross_trace(r.traces);
-      std::cout << "\nTheorem checks: "
-                << (r.theorem_failures == 0 ? "all hold on every trace"
-                                            : std::to_string(r.theorem_failures) + " FAIL (a bug in kvoracle)")
-                << "; findings and defects are measurements of the paper's claims, not pass/fail.\n";
-      if (!req.report_dir.empty())
-        std::cout << "report: " << req.report_dir << "/report.md (" << r.report_files << " traces)\n";
-    }
+    std::cout << '\n' << r.report().text();
+    if (!req.report_dir.empty())
+      std::cout << "report: " << req.report_dir << "/report.md (" << r.report_files
+                << (r.several ? " traces)\n" : " files)\n");
     if (!req.json_path.empty()) std::cout << "results: " << req.json_path << '\n';
     if (!req.plot_path.empty()) std::cout << "plot: " << req.plot_path << '\n';
     return r.theorem_failures == 0 ? 0 : 1;

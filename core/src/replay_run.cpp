@@ -78,4 +78,17 @@ std::vector<ReplayLayerSummary> replay_layer_summary(const ReplayResult& r) {
   return out;
 }
 
+Report replay_report(const ReplayResult& r, const ReplayOptions& o, const std::string& trace, int n_tokens) {
+  Report out;
+  out.line("policy " + r.policy + " on " + trace + " (n = " + std::to_string(n_tokens) + ", budget " +
+           o.run.budget.str() +
+           (r.budget_scope == BudgetScope::Head ? "" : " shared per " + budget_scope_name(r.budget_scope)) + ", gqa " +
+           std::string(to_string(r.gqa)) + ", prompt " + std::to_string(o.run.prompt_len) + ")");
+  Table& t = out.table({"layer", "heads", "k", "evictions", "re-entries", "mean retained mass", "worst head"});
+  for (const ReplayLayerSummary& x : replay_layer_summary(r))
+    t.row({integer(x.layer), integer(x.heads), integer(x.k), integer(x.evictions), integer(x.reentries),
+           decimal(x.mean_retained_mass), decimal(x.worst_retained_mass)});
+  return out;
+}
+
 }  // namespace kvo

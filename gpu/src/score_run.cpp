@@ -91,4 +91,16 @@ std::vector<ScoreBudgetSummary> score_summary(const ScorerResult& r, const std::
   return out;
 }
 
+Report score_report(const ScorerResult& r, const std::vector<Budget>& budgets, PolicyId policy,
+                    const std::string& trace, int n_tokens) {
+  Report out;
+  out.line("policy " + policy_name(policy) + " on " + trace + " (n = " + std::to_string(n_tokens) +
+           ") with the greedy scorer");
+  out.line("device: " + r.device);
+  Table& t = out.table({"budget", "k (first head)", "heads", "evictions", "mean final score of kept tokens"});
+  for (const ScoreBudgetSummary& s : score_summary(r, budgets))
+    t.row({s.budget, integer(s.k), integer(s.heads), integer(s.evictions), decimal(s.mean_kept_score)});
+  return out;
+}
+
 }  // namespace kvo

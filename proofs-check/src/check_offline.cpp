@@ -7,9 +7,9 @@
 #include <optional>
 
 #include "head_data.hpp"
+#include "kvo/oracle/competitive.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 #include "kvo/oracle/offline_streaming.hpp"
-#include "kvo/proofs_check/competitive.hpp"
 
 namespace kvo::detail {
 

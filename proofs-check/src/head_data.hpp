@@ -16,9 +16,9 @@
 
 #include "kvo/core/attention.hpp"
 #include "kvo/core/replay.hpp"
+#include "kvo/oracle/competitive.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 #include "kvo/proofs_check/check_options.hpp"
-#include "kvo/proofs_check/competitive.hpp"
 #include "kvo/proofs_check/report.hpp"
 
 namespace kvo::detail {

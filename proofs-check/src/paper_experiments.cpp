@@ -12,7 +12,7 @@ namespace kvo {
 namespace {
 
 // Measured values at one budget, by row.
-using Cell = std::map<std::string, double>;
+using BudgetCell = std::map<std::string, double>;
 
 std::string percent(double budget) {
   const double p = budget * 100.0;
@@ -40,7 +40,7 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
   require(m.metric == LoopMetric::Accuracy || (std::isfinite(m.full) && m.full > 0),
           "the paper's experiments: the full cache's perplexity must be positive");
   require(m.tolerance >= 0, "the paper's experiments: the tolerance must be >= 0");
-  std::map<double, Cell> cells;
+  std::map<double, BudgetCell> cells;
   for (const auto& r : m.rows)
     if (r.budget < 1.0) cells[r.budget][r.row] = r.value;
   const std::string metric(to_string(m.metric));
@@ -69,7 +69,7 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
 
   // E7: on few-shot inputs h2o stays comparable to the full cache (loss <= tol).
   if (m.shots > 0) {
-    each([&](double b, const Cell& c, auto) {
+    each([&](double b, const BudgetCell& c, auto) {
       if (!c.contains(name(PolicyId::H2O))) return;
       const double l = loss(c.at(name(PolicyId::H2O)));
       auto r = finding("E7", metric + ", " + std::to_string(m.shots) + " shots", l <= tol, l);
@@ -79,7 +79,7 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
     return out;
   }
   // E4: masking the heavy hitters hurts more than masking as many random tokens (by > tol).
-  each([&](double b, const Cell& c, auto has) {
+  each([&](double b, const BudgetCell& c, auto has) {
     if (!has({name(PolicyId::AntiH2O), name(PolicyId::Random)})) return;
     const double anti = loss(c.at(name(PolicyId::AntiH2O))), rnd = loss(c.at(name(PolicyId::Random)));
     auto r = finding("E4", metric, anti - rnd > tol, anti - rnd);
@@ -89,7 +89,7 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
     out.push_back(std::move(r));
   });
   // E5: local heavy hitters are as good as look-ahead ones (h2o no worse by more than tol).
-  each([&](double b, const Cell& c, auto has) {
+  each([&](double b, const BudgetCell& c, auto has) {
     if (!has({name(PolicyId::H2O), name(PolicyId::Lookahead)})) return;
     const double gap = loss(c.at(name(PolicyId::H2O))) - loss(c.at(name(PolicyId::Lookahead)));
     auto r = finding("E5", metric, gap <= tol, gap);
@@ -102,7 +102,7 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
   for (const auto& [plain_id, mixed_id] :
        {std::pair{PolicyId::Strided, PolicyId::StridedH2O}, std::pair{PolicyId::Fixed, PolicyId::FixedH2O}}) {
     const std::string pattern = name(plain_id), mixed = name(mixed_id);
-    each([&](double b, const Cell& c, auto) {
+    each([&](double b, const BudgetCell& c, auto) {
       if (!c.contains(pattern) || !c.contains(mixed)) return;
       const double plain = loss(c.at(pattern)), with = loss(c.at(mixed));
       auto r = finding("E6", pattern + ", " + metric, plain > tol && with <= tol, plain - with);
@@ -117,7 +117,7 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
   // by more than tol.
   if (!m.quantized_suffix.empty()) {
     const std::string h2o_q = name(PolicyId::H2O) + m.quantized_suffix;
-    each([&](double b, const Cell& c, auto) {
+    each([&](double b, const BudgetCell& c, auto) {
       if (!c.contains(name(PolicyId::H2O)) || !c.contains(h2o_q)) return;
       const double both = loss(c.at(h2o_q)),
                    worst_alone = std::max(loss(c.at(name(PolicyId::H2O))), loss(m.full_quantized));
@@ -130,7 +130,7 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
   }
   // E9: heavy hitters alone and recent tokens alone each fall short, both together (h2o) are
   // comparable to the full cache, and heavy hitters alone beat recent tokens alone.
-  each([&](double b, const Cell& c, auto has) {
+  each([&](double b, const BudgetCell& c, auto has) {
     if (!has({name(PolicyId::Heavy), name(PolicyId::Window), name(PolicyId::H2O)})) return;
     const double heavy = loss(c.at(name(PolicyId::Heavy))), local = loss(c.at(name(PolicyId::Window))),
                  both = loss(c.at(name(PolicyId::H2O)));
@@ -168,6 +168,26 @@ nlohmann::json paper_experiments_json(const std::vector<CheckRecord>& records) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& r : records) a.push_back(record_to_json(r));
   return a;
+}
+
+void add_paper_experiments(Report& out, const std::vector<CheckRecord>& records) {
+  if (records.empty()) return;
+  const nlohmann::json& first = records.front().detail;
+  std::string heading = "The paper's experiments (findings, docs/checks.md#";
+  heading += first.contains("tolerance") ? "e4" : "e10";
+  if (first.contains("tolerance"))
+    heading += "; loss: vs the full cache " + first.value("metric", std::string()) + ", comparable within " +
+               fmt(first.value("tolerance", 0.0));
+  out.line(heading + "):");
+  Table& t = out.table({"claim", "variant", "budget", "paper holds", "metric", "rows"});
+  for (const CheckRecord& r : records) {
+    std::string rows;
+    for (const auto& [key, value] : r.detail.items())
+      if (value.is_number_float() && key != "budget" && key != "tolerance")
+        rows.append(rows.empty() ? "" : ", ").append(key + " " + fmt(value.get<double>()));
+    t.row({r.id, r.variant, r.detail.value("budget_label", std::string()), r.holds ? "yes" : "no", decimal(r.metric),
+           rows});
+  }
 }
 
 }  // namespace kvo

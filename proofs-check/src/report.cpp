@@ -442,7 +442,7 @@ std::string trace_check_ids() {
   return s;
 }
 
-void Report::append(std::vector<CheckRecord> rs) {
+void CheckRecords::append(std::vector<CheckRecord> rs) {
   for (auto& r : rs) records_.push_back(std::move(r));
 }
 
@@ -455,7 +455,7 @@ size_t claim_order(const std::string& id) {
 }
 }  // namespace
 
-void Report::sort() {
+void CheckRecords::sort() {
   std::stable_sort(records_.begin(), records_.end(), [](const CheckRecord& a, const CheckRecord& b) {
     const size_t ca = claim_order(a.id), cb = claim_order(b.id);
     if (ca != cb) return ca < cb;
@@ -465,13 +465,13 @@ void Report::sort() {
   });
 }
 
-long Report::theorem_failures() const {
+long CheckRecords::theorem_failures() const {
   long f = 0;
   for (const auto& r : records_) f += (r.kind == ClaimKind::Theorem && !r.holds) ? 1 : 0;
   return f;
 }
 
-std::vector<ClaimSummary> Report::summaries() const {
+std::vector<ClaimSummary> CheckRecords::summaries() const {
   std::vector<ClaimSummary> out;
   std::map<std::pair<std::string, std::string>, size_t> index;
   std::vector<std::vector<double>> metrics;
@@ -517,7 +517,7 @@ std::vector<ClaimSummary> Report::summaries() const {
   return out;
 }
 
-nlohmann::json Report::to_json(const nlohmann::json& meta) const {
+nlohmann::json CheckRecords::to_json(const nlohmann::json& meta) const {
   nlohmann::json claims = nlohmann::json::array();
   for (const auto& c : claim_catalogue())
     if (!c.closed_loop)  // the closed loops' findings are in their own JSON, not verify's report

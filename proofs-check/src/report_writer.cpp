@@ -10,7 +10,7 @@
 
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
-#include "kvo/proofs_check/svg_plot.hpp"
+#include "kvo/report/svg_plot.hpp"
 
 namespace kvo {
 namespace {
@@ -54,7 +54,7 @@ double median(std::vector<double> v) {
 }
 
 // E1-E3 per layer: the paper states E1 of "almost all layers", so the report shows layers.
-void observations_by_layer(std::ostringstream& o, const Report& report) {
+void observations_by_layer(std::ostringstream& o, const CheckRecords& report) {
   struct Layer {
     std::vector<double> sparsity, alpha, tail_share, rho, rho_given_frequency;
     int sparse = 0, e1 = 0, consistent = 0, e2 = 0;

@@ -194,4 +194,33 @@ std::optional<VerifyResult> run_verify(const VerifyRequest& request, const WorkT
   return out;
 }
 
+Report VerifyResult::report() const {
+  Report out;
+  if (!several) {
+    Table& t = out.table({"claim", "kind", "instance", "records", "paper/theorem holds", "metric", "worst", "where"});
+    for (const auto& s : traces.front().summaries)
+      t.row({s.id, to_string(s.kind), s.variant, integer(s.records),
+             std::to_string(s.holding) + "/" + std::to_string(s.records), claim_info(s.id).metric, decimal(s.worst),
+             s.where});
+    const nlohmann::json& meta = traces.front().meta;
+    if (const auto it = meta.find("not_applicable"); it != meta.end())
+      for (const auto& [id, why] : it->items()) out.line(id + ": not applicable (" + why.get<std::string>() + ")");
+  } else {
+    out.line("Across " + std::to_string(traces.size()) + " traces:");
+    out.line("");
+    Table& t =
+        out.table({"claim", "kind", "instance", "traces holding", "records holding", "metric", "worst", "where"});
+    for (const auto& x : cross_trace_summary(traces))
+      t.row({x.id, to_string(x.kind), x.variant, std::to_string(x.traces_holding) + "/" + std::to_string(x.traces),
+             std::to_string(x.holding) + "/" + std::to_string(x.records), claim_info(x.id).metric, decimal(x.worst),
+             x.where});
+  }
+  out.line("");
+  out.line("Theorem checks: " +
+           (theorem_failures == 0 ? std::string(several ? "all hold on every trace" : "all hold")
+                                  : std::to_string(theorem_failures) + " FAIL (a bug in kvoracle)") +
+           "; findings and defects are measurements of the paper's claims, not pass/fail.");
+  return out;
+}
+
 }  // namespace kvo

@@ -11,13 +11,15 @@ checks (``verify`` on a Trace, ``verify_traces`` on files with the report of ``k
 ``press_names``, ``adakv_kept`` for AdaKVPress around one) with the exact ``prefill_optimum`` and the attention-output error ``output_errors``, and the decoder-facing ``KvEvictionManager``; the real model in kvoracle's C++ (``Model``: tokenizer,
 greedy ``generate``). ``kvoracle.hf`` brings
 Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` of ``generate``
-(docs/python.md).
+(docs/python.md). A command's result is a dict or a list as before, carrying what the CLI shows as
+``result.report`` (a ``Report``: ``text``, ``markdown``, ``tables`` with exact numbers, ``plots``).
 """
 
 from ._core import (  # noqa: F401
     KvEvictionManager,
     KvoError,
     Model,
+    Report,
     Trace,
     __build_isa__,
     __version__,
@@ -50,3 +52,15 @@ from ._core import (  # noqa: F401
     verify_traces,
     write_trace,
 )
+
+
+class Result(dict):
+    """A command's result (a dict) with ``report``, the Report the CLI prints for it."""
+
+    report: Report
+
+
+class Results(list):
+    """A command's records (a list) with ``report``, the Report the CLI prints for them."""
+
+    report: Report

@@ -38,7 +38,7 @@ void bind_model(py::module_& m) {
         const studies::TaskEvalResult r = py::isinstance<py::str>(result)
                                               ? studies::read_task_result(result.cast<std::string>())
                                               : studies::task_result_from_json(python_to_json(result), "task_report");
-        return json_to_python(studies::task_result_json(r));
+        return with_report(json_to_python(studies::task_result_json(r)), studies::task_report(r));
       },
       py::arg("result"),
       "the cells of task outcomes again (kvoracle tasks report): `result` is what Model.run_tasks returned (its "
@@ -127,7 +127,7 @@ void bind_model(py::module_& m) {
               py::gil_scoped_release release;
               r = studies::run_eval(self, text, req);
             }
-            return without_text(studies::eval_result_json(r, ""));
+            return with_report(without_text(studies::eval_result_json(r, "")), studies::eval_report(r, "the text"));
           },
           py::arg("text"),
           ("eviction policies in closed loop with real eviction, teacher-forced over the text's first `tokens` tokens, "
@@ -147,7 +147,8 @@ void bind_model(py::module_& m) {
               py::gil_scoped_release release;
               r = studies::continuation_diversity(self, text, req);
             }
-            return json_to_python(studies::diversity_result_json(r));
+            return with_report(json_to_python(studies::diversity_result_json(r)),
+                               studies::diversity_report(r, "the text"));
           },
           py::arg("text"),
           ("greedy continuations of prompts cut from the text, full cache against each policy and budget (kvoracle "
@@ -167,7 +168,8 @@ void bind_model(py::module_& m) {
               py::gil_scoped_release release;
               r = studies::run_press_eval(self, text, req);
             }
-            return without_text(studies::press_eval_result_json(r, ""));
+            return with_report(without_text(studies::press_eval_result_json(r, "")),
+                               studies::press_eval_report(r, "the text"));
           },
           py::arg("text"), py::arg("prompt_len"),
           ("kvpress's protocol in closed loop (kvoracle eval prefill): the first prompt_len tokens compressed once by "
@@ -233,7 +235,7 @@ void bind_model(py::module_& m) {
               py::gil_scoped_release release;
               r = studies::evaluate_tasks(self, inst, req);
             }
-            return json_to_python(studies::task_result_json(r));
+            return with_report(json_to_python(studies::task_result_json(r)), studies::task_report(r));
           },
           py::arg("instances") = py::none(),
           ("answer task instances (dicts in kvpress's columns, e.g. from generate_tasks; None: the suite the suite "

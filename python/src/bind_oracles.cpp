@@ -3,12 +3,12 @@
 #include "kvo/core/greedy.hpp"
 #include "kvo/core/modular_concave.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/oracle/offline_run.hpp"
 #include "kvo/oracle/prefill_run.hpp"
 #include "kvo/oracle/shared_decoding.hpp"
 #include "kvo/oracle/shared_prefill.hpp"
 #include "kvo/oracle/static_oracle.hpp"
 #include "kvo/oracle/static_run.hpp"
-#include "kvo/proofs_check/offline_run.hpp"
 #include "schema_kwargs.hpp"
 
 namespace kvo::python {
@@ -20,13 +20,20 @@ void bind_oracles(py::module_& m) {
         AllocationRequest req;
         apply_kwargs(AllocationRequest::schema(), req, kwargs, "allocation_oracle");
         nlohmann::json j;  // an in-memory trace: no file name
+        Report report;
         {
           py::gil_scoped_release release;
-          j = req.protocol == AllocationProtocol::Decoding ? run_shared_decoding(t, req).to_json("")
-                                                           : run_shared_prefill(t, req).to_json("");
+          const auto run = [&](const auto& result) {
+            j = result.to_json("");
+            report = result.report(req, "the trace");
+          };
+          if (req.protocol == AllocationProtocol::Decoding)
+            run(run_shared_decoding(t, req));
+          else
+            run(run_shared_prefill(t, req));
         }
         j["request"] = req.to_json();
-        return json_to_python(j);
+        return with_report(json_to_python(j), std::move(report));
       },
       py::arg("trace"),
       ("the exact optima when KV heads and layers share one budget, against per-head budgets of the same total "
@@ -46,7 +53,7 @@ void bind_oracles(py::module_& m) {
           py::gil_scoped_release release;
           r = run_static_oracle(t, req);
         }
-        return json_to_python(nlohmann::json(r.records()));
+        return with_report(json_to_python(nlohmann::json(r.records())), r.report("the trace"));
       },
       py::arg("trace"),
       ("the exact static optimum of every chosen head at every N-th step (kvoracle oracle static): one record per "
@@ -73,9 +80,10 @@ void bind_oracles(py::module_& m) {
               py::arg("worst_fraction") = s.worst, py::arg("where") = s.where, py::arg("overlap") = s.overlap,
               py::arg("prompt_share") = s.share, py::arg("optimum_prompt_share") = s.optimum_share,
               py::arg("output_error") = r.fidelity ? py::object(py::float_(s.output_error)) : py::none()));
-        return py::dict(py::arg("prompt_len") = r.prompt_len, py::arg("following_queries") = r.following,
-                        py::arg("output_fidelity") = r.fidelity, py::arg("summary") = summary,
-                        py::arg("records") = json_to_python(r.records()));
+        return with_report(py::dict(py::arg("prompt_len") = r.prompt_len, py::arg("following_queries") = r.following,
+                                    py::arg("output_fidelity") = r.fidelity, py::arg("summary") = summary,
+                                    py::arg("records") = json_to_python(r.records())),
+                           r.report(req, "the trace"));
       },
       py::arg("trace"), py::arg("prompt_len"),
       ("the exact prefill optimum against kvpress's presses on every chosen layer and KV head (kvoracle oracle "
@@ -98,7 +106,7 @@ void bind_oracles(py::module_& m) {
         }
         nlohmann::json j = r->to_json();
         j["summary"] = r->summary_json();
-        return json_to_python(j);
+        return with_report(json_to_python(j), r->report());
       },
       py::arg("trace"),
       ("the exact offline optimum OPT_dyn on every head of a trace file and each policy's competitive ratio "

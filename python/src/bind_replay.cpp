@@ -63,7 +63,7 @@ void bind_replay(py::module_& m) {
                                 py::arg("kept") = kept, py::arg("evicted") = evicted, py::arg("retained_mass") = mass,
                                 py::arg("mean_retained_mass") = h.mean_retained_mass));
         }
-        return heads;
+        return with_report(heads, replay_report(r, o, "the trace", t.n_tokens));
       },
       py::arg("trace"), py::arg("policy") = policy_name(PolicyId::H2O),
       ("replay a policy over every head: per head the kept and evicted positions per step.\n" +
@@ -96,7 +96,8 @@ void bind_replay(py::module_& m) {
                                 py::arg("k") = u.budget.total, py::arg("evict_step") = to_array(u.evict_step),
                                 py::arg("score") = sc));
         }
-        return py::dict(py::arg("device") = r.device, py::arg("units") = units);
+        return with_report(py::dict(py::arg("device") = r.device, py::arg("units") = units),
+                           score_report(r, o.budgets(), req.policy, "the trace", t.n_tokens));
       },
       py::arg("trace"), py::arg("policy") = policy_name(PolicyId::H2O),
       ("the greedy scorer (h2o, h2o-paper) over every head and several budgets in one pass (kvoracle score; "

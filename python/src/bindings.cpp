@@ -12,6 +12,7 @@ PYBIND11_MODULE(_core, m) {
   m.attr("__build_isa__") = kvo::build_isa;  // "portable" or "native"
   py::register_exception<kvo::Error>(m, "KvoError", PyExc_ValueError);
 
+  bind_report(m);
   bind_trace(m);
   bind_replay(m);
   bind_oracles(m);

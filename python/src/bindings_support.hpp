@@ -13,6 +13,7 @@
 #include "kvo/core/press_parameters.hpp"
 #include "kvo/core/run_options.hpp"
 #include "kvo/core/text_list.hpp"
+#include "kvo/report/report.hpp"
 
 namespace kvo::python {
 
@@ -106,6 +107,10 @@ inline nlohmann::json python_to_json(const py::handle& o) {
 }
 
 // One function per binding file, each adding its part of the module.
+// `value` (a dict or a list) as kvoracle.Result or kvoracle.Results: the same content, with the
+// report the CLI prints as its `report` attribute.
+py::object with_report(py::object value, Report report);
+void bind_report(py::module_& m);  // Report
 void bind_trace(py::module_& m);   // Trace, read_trace, write_trace
 void bind_replay(py::module_& m);  // policies, replay, score
 void bind_oracles(

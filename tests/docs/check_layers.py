@@ -13,6 +13,7 @@ for lib, deps in re.findall(r"^\| (\w+) \| ([^|]+) \|$", doc, re.M):
         allowed[lib] = set() if deps.strip() == "(none)" else {d.strip() for d in deps.split(",")}
 folders = {
     "core": "core",
+    "report": "report",
     "oracle": "oracle",
     "proofs_check": "proofs-check",
     "model": "model",

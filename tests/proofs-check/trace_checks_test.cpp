@@ -32,7 +32,7 @@ TraceChecksOptions small_options() {
   return o;
 }
 
-const CheckRecord* find(const Report& r, const std::string& id, const std::string& variant) {
+const CheckRecord* find(const CheckRecords& r, const std::string& id, const std::string& variant) {
   for (const auto& x : r.records())
     if (x.id == id && x.variant == variant) return &x;
   return nullptr;

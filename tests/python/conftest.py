@@ -26,6 +26,28 @@ def model_path():
     return path
 
 
+@pytest.fixture
+def trace_file(tmp_path):
+    """A small random trace file: 2 layers, 4 query heads over 2 KV heads, 48 tokens, head size 8."""
+    import kvoracle
+    import numpy as np
+
+    g = np.random.default_rng(5)
+    q = [g.standard_normal((4, 48, 8), dtype=np.float32) for _ in range(2)]
+    k = [g.standard_normal((2, 48, 8), dtype=np.float32) for _ in range(2)]
+    v = [g.standard_normal((2, 48, 8), dtype=np.float32) for _ in range(2)]
+    path = tmp_path / "t.safetensors"
+    kvoracle.write_trace(str(path), kvoracle.Trace.from_arrays(q, k, v, attn_scale=0.5))
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path():
+    """The tiny test model (tests/support/make_tiny_model.py), written by ctest's tiny_model fixture:
+    the closed loops' mechanics without the real model's cost."""
+    return _env("KVO_TINY_MODEL")
+
+
 @pytest.fixture(scope="session")
 def probe():
     exe = _env("KVO_PROBE")

@@ -54,6 +54,9 @@ def test_python_md_whole_commands_example(tmp_path, model_path):
     assert [r["set"] for r in scope["pre"]["rows"]][:2] == ["knorm", "snapkv"]
     assert [r["row"] for r in scope["div"]["rows"]] == ["h2o"]
     assert [r["id"] for r in scope["div"]["paper_experiments"]] == ["E10"]
+    ev = scope["ev"]
+    assert scope["vs_full"] == [p["ppl"] / ev["full_ppl"] for p in ev["points"]]
+    assert scope["svg"].startswith("<svg") and ev.report.text.startswith("kvoracle eval the text: 64 tokens")
 
 
 def test_trace_format_reading_example(tmp_path):

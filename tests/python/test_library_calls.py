@@ -10,17 +10,6 @@ import numpy as np
 import pytest
 
 
-@pytest.fixture
-def trace_file(tmp_path):
-    g = np.random.default_rng(5)
-    q = [g.standard_normal((4, 48, 8), dtype=np.float32) for _ in range(2)]
-    k = [g.standard_normal((2, 48, 8), dtype=np.float32) for _ in range(2)]
-    v = [g.standard_normal((2, 48, 8), dtype=np.float32) for _ in range(2)]
-    path = tmp_path / "t.safetensors"
-    kvo.write_trace(str(path), kvo.Trace.from_arrays(q, k, v, attn_scale=0.5))
-    return path
-
-
 def same_records(a, b, rel=1e-12):
     """Equal keys, strings and integers; floats to `rel`. The CLI under test and the pip-built module
     may be compiled for different instruction sets (the sanitizer pass builds the CLI with

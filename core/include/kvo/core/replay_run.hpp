@@ -8,6 +8,7 @@
 
 #include "kvo/core/replay.hpp"
 #include "kvo/core/run_options.hpp"
+#include "kvo/report/report.hpp"
 
 namespace kvo {
 
@@ -39,5 +40,8 @@ struct ReplayLayerSummary {
   double worst_retained_mass = 1.0;  // the lowest head mean
 };
 std::vector<ReplayLayerSummary> replay_layer_summary(const ReplayResult& result);  // by layer
+// What `kvoracle replay` shows: the run's policy, budget and GQA mode, then per layer its heads,
+// k, evictions, re-entries and retained mass (mean and worst head).
+Report replay_report(const ReplayResult& result, const ReplayOptions& options, const std::string& trace, int n_tokens);
 
 }  // namespace kvo

@@ -9,6 +9,7 @@
 
 #include "kvo/core/run_options.hpp"
 #include "kvo/gpu/scorer.hpp"
+#include "kvo/report/report.hpp"
 
 namespace kvo {
 
@@ -41,5 +42,9 @@ struct ScoreBudgetSummary {
   double mean_kept_score = 0.0;  // over the tokens kept to the end, every head
 };
 std::vector<ScoreBudgetSummary> score_summary(const ScorerResult& result, const std::vector<Budget>& budgets);
+// What `kvoracle score` shows: the policy, the device, and per budget its heads, evictions and the
+// mean final score of the kept tokens.
+Report score_report(const ScorerResult& result, const std::vector<Budget>& budgets, PolicyId policy,
+                    const std::string& trace, int n_tokens);
 
 }  // namespace kvo

@@ -11,6 +11,7 @@
 #include "kvo/core/press.hpp"
 #include "kvo/core/trace.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
+#include "kvo/report/report.hpp"
 
 namespace kvo {
 
@@ -57,6 +58,9 @@ struct PrefillOracleResult {
   nlohmann::json records() const;            // one JSON object per row
   // What `oracle prefill --json` writes: the trace's name, prompt_len, following_queries, records.
   nlohmann::json to_json(const std::string& trace) const;
+  // What `oracle prefill` shows (oracle_reports.cpp): each (press, ratio)'s means against the
+  // optimum, and its output errors beside the two optima's when measured.
+  Report report(const PrefillOracleRequest& request, const std::string& trace) const;
 };
 
 PrefillOracleResult run_prefill_oracle(const Trace& trace, const PrefillOracleRequest& request);

@@ -9,6 +9,7 @@
 #include "kvo/core/trace.hpp"
 #include "kvo/oracle/allocation.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/report/report.hpp"
 
 namespace kvo {
 
@@ -42,6 +43,10 @@ struct SharedDecodingResult {
   std::vector<int> layers;
   std::vector<SharedDecodingRow> rows;  // budget-major, then page size, then the request's scope order
   nlohmann::json to_json(const std::string& trace) const;
+  // What `oracle allocation --protocol decoding` shows (allocation_report.cpp): every row with its
+  // ratios and certificate, and "allocation.svg", the gain (or, periodic, the ratio to every-step
+  // compression at the peak size) against the budget.
+  Report report(const AllocationRequest& request, const std::string& trace) const;
 };
 
 // The decoding protocol of `request` (validated: head, layer and model scopes; no floor): eviction

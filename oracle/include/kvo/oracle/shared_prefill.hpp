@@ -14,6 +14,7 @@
 #include "kvo/oracle/allocation.hpp"
 #include "kvo/oracle/allocation_methods.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
+#include "kvo/report/report.hpp"
 
 namespace kvo {
 
@@ -42,6 +43,9 @@ struct SharedPrefillResult {
   std::vector<SharedPrefillRow> rows;        // ratio-major, then page size, then the request's scope order
   std::vector<AllocationMethodRow> methods;  // the request's presses (allocation_methods.hpp)
   nlohmann::json to_json(const std::string& trace) const;  // what `oracle allocation --json` writes
+  // What `oracle allocation` shows (allocation_report.cpp): every scope's row with its gain and
+  // certificate, the presses' split into keys and counts, and "allocation.svg", the gain against k / P.
+  Report report(const AllocationRequest& request, const std::string& trace) const;
 };
 
 // The prefill protocol of `request` (its decoding fields are not read).

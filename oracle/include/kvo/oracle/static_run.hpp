@@ -10,6 +10,7 @@
 #include "kvo/core/run_options.hpp"
 #include "kvo/core/trace.hpp"
 #include "kvo/oracle/static_oracle.hpp"
+#include "kvo/report/report.hpp"
 
 namespace kvo {
 
@@ -50,6 +51,9 @@ struct StaticOracleResult {
   std::vector<StaticOracleHead> heads;  // layer-major, in the request's order
   // One JSON record per solve (what `--out` writes as JSON Lines).
   std::vector<nlohmann::json> records() const;
+  // What `oracle static` shows (oracle_reports.cpp): per layer, its heads, solves, inexact solves
+  // and the mean optimum at the last step.
+  Report report(const std::string& trace) const;
 };
 
 StaticOracleResult run_static_oracle(const Trace& trace, const StaticOracleRequest& request);

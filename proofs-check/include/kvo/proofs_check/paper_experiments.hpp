@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kvo/proofs_check/report.hpp"
+#include "kvo/report/report.hpp"
 
 namespace kvo {
 
@@ -58,5 +59,9 @@ CheckRecord diversity_record(const DiversityComparison& c);
 
 // The records as the JSON array the closed loops write ("paper_experiments"; report.hpp's form).
 nlohmann::json paper_experiments_json(const std::vector<CheckRecord>& records);
+// The records as the closed loops show them after their own table: a heading naming the claims'
+// doc section (and the loss and tolerance), then one row per record: claim, budget, whether the
+// paper's statement holds, its metric and the rows' values. Nothing when there is no record.
+void add_paper_experiments(Report& out, const std::vector<CheckRecord>& records);
 
 }  // namespace kvo

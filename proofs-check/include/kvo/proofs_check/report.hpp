@@ -61,7 +61,7 @@ struct ClaimSummary {
   double median = 0.0;
 };
 
-class Report {
+class CheckRecords {  // the records of a verify run, with their summaries
  public:
   void add(CheckRecord r) { records_.push_back(std::move(r)); }
   void append(std::vector<CheckRecord> rs);

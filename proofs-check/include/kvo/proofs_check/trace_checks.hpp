@@ -31,7 +31,7 @@ struct HeadGrid {  // layer x head values for the heat maps (NaN where not compu
 };
 
 struct TraceChecksResult {
-  Report report;
+  CheckRecords report;
   std::vector<PolicySeries> series;
   std::vector<SweepPoint> sweep;
   std::vector<HeadGrid> grids;

@@ -13,6 +13,7 @@
 #include "kvo/proofs_check/check_options.hpp"
 #include "kvo/proofs_check/report_writer.hpp"
 #include "kvo/proofs_check/trace_checks.hpp"
+#include "kvo/report/report.hpp"
 
 namespace kvo {
 
@@ -56,6 +57,10 @@ struct VerifyResult {
   int report_files = 0;                  // files in the report folder (several: trace folders)
   // One trace: its report.json; several: the report across them with "reports" (when kept).
   nlohmann::json to_json() const;
+  // What `kvoracle verify` shows after its runs: per claim and instance how many records (one
+  // trace) or traces and records (several) hold, the worst metric and where; the claims that do not
+  // apply, and whether every theorem check holds.
+  Report report() const;
 };
 
 // Runs the checks on every trace through `team` (its threads, its progress bars, its ranks) and

@@ -14,6 +14,7 @@
 #include "kvo/core/run_options.hpp"
 #include "kvo/model/llama.hpp"
 #include "kvo/proofs_check/report.hpp"
+#include "kvo/report/report.hpp"
 
 namespace kvo::studies {
 
@@ -70,5 +71,7 @@ std::vector<CheckRecord> diversity_paper_experiments(const DiversityResult& resu
 // What `kvoracle eval diversity --json` writes: the settings, one object per row (its means and
 // continuations) and the records of diversity_paper_experiments ("paper_experiments").
 nlohmann::json diversity_result_json(const DiversityResult& result);
+// What `kvoracle eval diversity` shows (study_reports.cpp): each row's mean word statistics and E10.
+Report diversity_report(const DiversityResult& result, const std::string& text_name);
 
 }  // namespace kvo::studies

@@ -9,6 +9,7 @@
 
 #include "kvo/core/run_options.hpp"
 #include "kvo/proofs_check/report.hpp"
+#include "kvo/report/report.hpp"
 #include "kvo/studies/eval.hpp"
 
 namespace kvo::studies {
@@ -42,6 +43,10 @@ std::vector<CheckRecord> eval_paper_experiments(const EvalResult& result);
 // full_bytes, one point per policy and budget, and the records of eval_paper_experiments
 // ("paper_experiments").
 nlohmann::json eval_result_json(const EvalResult& result, const std::string& text_name);
+// What `kvoracle eval` shows (study_reports.cpp): per policy and budget its perplexity, its ratio
+// to the full cache's, mean KL and the K/V bytes held, the paper's experiments, and
+// "perplexity.svg", perplexity against the kept share.
+Report eval_report(const EvalResult& result, const std::string& text_name);
 
 EvalResult run_eval(const model::Llama& model, const std::string& text, const EvalRequest& request);
 

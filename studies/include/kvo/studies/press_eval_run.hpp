@@ -10,6 +10,7 @@
 #include "kvo/core/budget_scope.hpp"
 #include "kvo/core/press.hpp"
 #include "kvo/core/run_options.hpp"
+#include "kvo/report/report.hpp"
 #include "kvo/studies/press_eval.hpp"
 
 namespace kvo::studies {
@@ -39,6 +40,10 @@ struct PressEvalRequest {
 // What `kvoracle eval prefill --json` writes: text (the caller's name for it), tokens, prompt_len,
 // full_nll, full_bytes and one row per set.
 nlohmann::json press_eval_result_json(const PressEvalResult& result, const std::string& text_name);
+// What `kvoracle eval prefill` shows (study_reports.cpp): per set and ratio its retained mass,
+// output error, NLL against the full cache's, mean KL and K/V bytes, and "kl.svg", mean KL against
+// the prompt share kept.
+Report press_eval_report(const PressEvalResult& result, const std::string& text_name);
 
 PressEvalResult run_press_eval(const model::Llama& model, const std::string& text, const PressEvalRequest& request);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kvo/proofs_check/report.hpp"
+#include "kvo/report/report.hpp"
 #include "kvo/studies/task_eval.hpp"
 #include "kvo/studies/tasks.hpp"
 
@@ -39,5 +40,10 @@ nlohmann::json task_result_json(const TaskEvalResult& result);
 // the first field that is missing or of the wrong type.
 TaskEvalResult task_result_from_json(const nlohmann::json& json, const std::string& where);
 TaskEvalResult read_task_result(const std::string& path);
+// What `tasks run` and `tasks report` show (study_reports.cpp): per task x length x row x budget
+// the accuracy with its Wilson interval, the needles held and the mass of the optimum; the paper's
+// experiments; and the plots: "accuracy-<task>-<length>.svg" (accuracy against the kept share, one
+// line per row) and, for tasks with depths, "depth-<task>-<row>-<budget>.svg" (length x depth).
+Report task_report(const TaskEvalResult& result);
 
 }  // namespace kvo::studies

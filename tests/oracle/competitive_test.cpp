@@ -1,6 +1,6 @@
 // The offline oracle's work units (`kvoracle oracle --offline` over MPI ranks): computed alone, in
 // any order, sent as bytes and assembled, they give competitive_ratios()'s result bit for bit.
-#include "kvo/proofs_check/competitive.hpp"
+#include "kvo/oracle/competitive.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "kvo/proofs_check/svg_plot.hpp"
+#include "kvo/report/svg_plot.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "kvo/proofs_check/competitive.hpp"
+#include "kvo/oracle/competitive.hpp"
 
 #include <algorithm>
 #include <cmath>

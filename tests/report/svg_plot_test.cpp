@@ -1,6 +1,6 @@
 // The SVG plots: every series, reference line and legend entry drawn; titles fit the picture and
 // colour bars read in plain numbers.
-#include "kvo/proofs_check/svg_plot.hpp"
+#include "kvo/report/svg_plot.hpp"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,8 @@
 #include "kvo/core/policy_registry.hpp"
 #include "kvo/core/run_options.hpp"
 #include "kvo/core/work_team.hpp"
-#include "kvo/proofs_check/competitive.hpp"
+#include "kvo/oracle/competitive.hpp"
+#include "kvo/report/report.hpp"
 
 namespace kvo {
 
@@ -46,6 +47,9 @@ struct OfflineOracleResult {
   long violations = 0;                  // ordering or certificate failures over every head: a kvoracle bug when not 0
   nlohmann::json to_json() const;       // the --json file: trace, forced_window, every head
   nlohmann::json summary_json() const;  // the summary the CLI prints, as JSON
+  // What `oracle offline` shows (oracle_reports.cpp): the means per head, each policy's ratios and
+  // whether the ordering applies, and the verdict on the ordering and certificates.
+  Report report() const;
 };
 
 // The heads run through `team`; the result on its leader, nothing elsewhere.

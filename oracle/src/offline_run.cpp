@@ -1,4 +1,4 @@
-#include "kvo/proofs_check/offline_run.hpp"
+#include "kvo/oracle/offline_run.hpp"
 
 #include <algorithm>
 #include <memory>

@@ -1,7 +1,7 @@
-// `kvoracle oracle offline` as a library call (proofs-check/offline_run.hpp): the heads are those of
+// `kvoracle oracle offline` as a library call (oracle/offline_run.hpp): the heads are those of
 // competitive_ratios() on the same trace, the summary is their per-policy means and worst cases,
 // the --json file is written whole, and the request's JSON form and refusals.
-#include "kvo/proofs_check/offline_run.hpp"
+#include "kvo/oracle/offline_run.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
