@@ -18,8 +18,8 @@ import subprocess
 import matplotlib
 
 matplotlib.use("svg")
+import bench_tables as report  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
-import report  # noqa: E402
 
 END_MARK = "<!-- end of the generated part: everything below is written by hand -->"
 plt.rcParams.update({"svg.hashsalt": "kvoracle", "font.size": 9})

@@ -5,7 +5,7 @@
 # (30 layers, 9 heads, 3 KV heads, d = 64) at n = 1 024 and 8 192, CUDA against the twin.
 # Usage: bench/gpu/device-check.sh BIN_DIR OUT_DIR, where BIN_DIR holds gpu_tests, kvo_bench and
 # kvoracle built here with nvcc (and lib.tar.xz with the shared libraries they need, if the
-# device machine lacks them). Results: OUT_DIR/gpu_tests.json, OUT_DIR/scorer.json (bench/report.py).
+# device machine lacks them). Results: OUT_DIR/gpu_tests.json, OUT_DIR/scorer.json (bench/bench_tables.py).
 set -u
 bin=${1:?binary folder}
 out=${2:?output folder}

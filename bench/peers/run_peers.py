@@ -24,7 +24,7 @@ from dynamic_milp import solve_milp  # noqa: E402
 from h2o_numpy import h2o_layer  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from report import peers_table  # noqa: E402
+from bench_tables import peers_table  # noqa: E402
 
 
 def median_time(fn, reps):

@@ -4,7 +4,7 @@
 #include <array>
 #include <numeric>
 
-#include "kvo/core/error.hpp"
+#include "kvo/core/registry.hpp"
 #include "kvo/core/text_list.hpp"
 
 namespace kvo {
@@ -17,21 +17,8 @@ constexpr std::array<BudgetScopeEntry, static_cast<size_t>(BudgetScope::Count)> 
      "the layers share L H k, every KV head of a layer keeping the same count (PyramidKV's freedom)"},
     {BudgetScope::Model, "model", "every (layer, KV head) shares L H k (a global top-k)"},
 }};
-constexpr bool scopes_in_order() {
-  for (size_t i = 0; i < kScopes.size(); ++i)
-    if (static_cast<size_t>(kScopes[i].id) != i) return false;
-  return true;
-}
-static_assert(scopes_in_order(), "the scope table holds one entry per BudgetScope, in order");
-
-std::string known_scopes() {
-  std::string s;
-  for (const auto& e : kScopes) {
-    if (!s.empty()) s += ", ";
-    s += e.name;
-  }
-  return s;
-}
+constexpr Registry<BudgetScopeEntry, kScopes.size()> kScopeRegistry{kScopes, "budget scope", "scopes"};
+static_assert(kScopeRegistry.complete(), "the scope table holds one entry per BudgetScope, in order");
 
 }  // namespace
 
@@ -52,33 +39,18 @@ std::vector<std::vector<size_t>> sharing_units(BudgetScope scope, size_t layers,
   return sets;
 }
 
-std::span<const BudgetScopeEntry> budget_scope_table() { return kScopes; }
+std::span<const BudgetScopeEntry> budget_scope_table() { return kScopeRegistry.all(); }
 
-std::string budget_scope_name(BudgetScope scope) { return std::string(kScopes[static_cast<size_t>(scope)].name); }
+std::string budget_scope_name(BudgetScope scope) { return std::string(kScopeRegistry[scope].name); }
 
 std::vector<BudgetScope> parse_budget_scopes(std::string_view names) {
-  std::vector<BudgetScope> out;
-  if (names == "all") {
-    for (const auto& e : kScopes) out.push_back(e.id);
-    return out;
-  }
-  for (const std::string& name : split_list(names, "scopes")) {
-    const auto it = std::find_if(kScopes.begin(), kScopes.end(), [&](const auto& e) { return e.name == name; });
-    require(it != kScopes.end(), "unknown budget scope '" + name + "' (known: " + known_scopes() + ", all)");
-    if (std::find(out.begin(), out.end(), it->id) == out.end()) out.push_back(it->id);
-  }
-  require(!out.empty(), "scopes: give at least one budget scope (" + known_scopes() + ")");
-  return out;
+  return kScopeRegistry.parse_list(names, {.all = true, .repeated = RepeatedName::Once});
 }
 
 std::string budget_scoped_name(const std::string& name, BudgetScope scope) {
   return scope == BudgetScope::Head ? name : name + "@" + budget_scope_name(scope);
 }
 
-std::string join_budget_scopes(const std::vector<BudgetScope>& scopes) {
-  std::vector<std::string> names;
-  for (BudgetScope x : scopes) names.push_back(budget_scope_name(x));
-  return join_list(names);
-}
+std::string join_budget_scopes(const std::vector<BudgetScope>& scopes) { return kScopeRegistry.join(scopes); }
 
 }  // namespace kvo

@@ -4,7 +4,7 @@
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/policies.hpp"
-#include "kvo/core/press.hpp"
+#include "kvo/core/registry.hpp"
 #include "kvo/core/text_list.hpp"
 
 namespace kvo {
@@ -164,54 +164,28 @@ constexpr std::array<PolicyEntry, kPolicyCount> kTable = {{
      &make_oldest},
 }};
 
-constexpr bool table_complete() {
-  for (std::size_t x = 0; x < kTable.size(); ++x)
-    if (static_cast<std::size_t>(kTable[x].id) != x || kTable[x].name.empty()) return false;
-  for (std::size_t x = 0; x < kTable.size(); ++x)
-    for (std::size_t y = x + 1; y < kTable.size(); ++y)
-      if (kTable[x].name == kTable[y].name) return false;
-  return true;
-}
 // (A constructor's presence is checked by the tests: comparing function addresses is not a
 // constant expression under the sanitizers.)
-static_assert(table_complete(), "the policy table needs one entry per PolicyId, in order, with a unique name");
+constexpr Registry<PolicyEntry, kPolicyCount> kPolicies{kTable, "policy", "policies", nullptr, kPolicyPrefix};
+static_assert(kPolicies.complete(), "the policy table needs one entry per PolicyId, in order, with a unique name");
 
 }  // namespace
 
-std::span<const PolicyEntry> policy_table() { return kTable; }
+std::span<const PolicyEntry> policy_table() { return kPolicies.all(); }
 
-const PolicyEntry& policy_entry(PolicyId id) {
-  const auto x = static_cast<std::size_t>(id);
-  require(x < kTable.size(), "no policy with id " + std::to_string(x));
-  return kTable[x];
-}
+const PolicyEntry& policy_entry(PolicyId id) { return kPolicies[id]; }
 
 std::optional<PolicyId> find_policy(std::string_view name) {
-  for (const auto& e : kTable)
-    if (e.name == name) return e.id;
+  if (const PolicyEntry* e = kPolicies.find(name)) return e->id;
   return std::nullopt;
 }
 
-PolicyId parse_policy(std::string_view name) {
-  // The qualified spelling of every command (policy_press.hpp): "policy:tova" is the policy tova.
-  if (name.starts_with(kPolicyPrefix)) name.remove_prefix(kPolicyPrefix.size());
-  if (const auto id = find_policy(name)) return *id;
-  throw Error("unknown policy '" + std::string(name) +
-              "' (known: " + policy_names_where([](const PolicyTraits&) { return true; }) + ")");
-}
+// The qualified spelling of every command (policy_press.hpp): "policy:tova" is the policy tova.
+PolicyId parse_policy(std::string_view name) { return kPolicies.parse(name).id; }
 
-std::vector<PolicyId> parse_policy_list(std::string_view names) {
-  std::vector<PolicyId> out;
-  for (const auto& name : split_list(names, "policies")) out.push_back(parse_policy(name));
-  require(!out.empty(), "the policy list '" + std::string(names) + "' names no policy");
-  return out;
-}
+std::vector<PolicyId> parse_policy_list(std::string_view names) { return kPolicies.parse_list(names); }
 
-std::string join_policy_names(std::span<const PolicyId> ids) {
-  std::string s;
-  for (PolicyId id : ids) s.append(s.empty() ? "" : ",").append(policy_entry(id).name);
-  return s;
-}
+std::string join_policy_names(std::span<const PolicyId> ids) { return kPolicies.join(ids); }
 
 std::vector<std::string> policy_name_list(std::span<const PolicyId> ids) {
   std::vector<std::string> out;
@@ -226,10 +200,7 @@ std::vector<PolicyId> parse_policy_names(const std::vector<std::string>& names) 
 }
 
 std::string policy_names_where(bool (*pred)(const PolicyTraits&)) {
-  std::string s;
-  for (const auto& e : kTable)
-    if (pred(e.traits)) s.append(s.empty() ? "" : ", ").append(e.name);
-  return s;
+  return kPolicies.names([pred](const PolicyEntry& e) { return pred(e.traits); });
 }
 
 PolicySpec PolicySpec::named(std::string_view name) {
@@ -261,103 +232,6 @@ std::unique_ptr<EvictionPolicy> make_policy(const PolicySpec& spec) {
   require(spec.history >= 1, "history must be >= 1");
   require(spec.objective.window >= 1, "window must be >= 1");
   return policy_entry(spec.id).make(spec);
-}
-
-// kvpress's prefill presses (kvo/core/press.hpp): a table of their own, since a press scores a
-// whole layer's prompt once rather than evicting step by step, kept here beside the policies' so
-// that every policy and press name lives in this one file.
-namespace press_registry {
-namespace {
-
-using enum PressId;
-
-constexpr std::array<PressEntry, kPressCount> kPresses = {{
-    {ObservedAttention, "observed_attention", "ObservedAttentionPress",
-     "attention a key received from the prompt's queries / the number of queries that saw it, mean over the "
-     "KV head's query group (H2O's accumulated score, normalised)",
-     "", false, false, PressQueries::All},
-    {Tova, "tova", "TOVAPress",
-     "the last prompt query's attention, mean over every query head of the layer (one set for all KV heads); "
-     "the last token forced",
-     "", false, false, PressQueries::Last},
-    {SnapKV, "snapkv", "SnapKVPress",
-     "attention of the last window_size queries (mean), average-pooled over kernel_size keys, mean over the "
-     "group; the window forced",
-     "window_size, kernel_size", false, false, PressQueries::Window},
-    {PyramidKV, "pyramidkv", "PyramidKVPress",
-     "SnapKV's score with a per-layer budget falling linearly from the first layer to the last (beta)",
-     "window_size, kernel_size, beta", false, false, PressQueries::Window},
-    {Knorm, "knorm", "KnormPress", "minus the key's L2 norm", "", true, false, PressQueries::None},
-    {KeyDiff, "keydiff", "KeyDiffPress", "minus the cosine similarity of the key to the mean normalised key", "", true,
-     false, PressQueries::None},
-    {StreamingLLM, "streaming_llm", "StreamingLLMPress", "the first n_sink tokens and the most recent ones", "n_sink",
-     false, false, PressQueries::None},
-    {LagKV, "lagkv", "LagKVPress",
-     "rank within its lag_size partition of the spread (std) of its key and value, min-max normalised by the "
-     "next partition; sinks and the last partitions forced",
-     "n_sink, lag_size", true, true, PressQueries::None},
-    {CUR, "cur", "CURPress",
-     "|k|^2 |v|^2, each normalised within local windows (CurDKV's local leverage approximation); sinks forced",
-     "n_sink (num_sinks), local_window_size", true, true, PressQueries::None},
-    {NonCausalAttention, "non_causal_attn", "NonCausalAttnPress",
-     "column sums of a non-causal attention within chunk_size tiles (unscaled q.k), mean over the group, times "
-     "|v|, pooled over 3 keys, z-scored",
-     "chunk_size", true, true, PressQueries::All},
-    {Random, "random", "RandomPress", "torch.rand with torch.manual_seed(seed) on the CPU", "seed", false, false,
-     PressQueries::None},
-}};
-
-constexpr bool table_in_id_order() {
-  for (std::size_t i = 0; i < kPresses.size(); ++i)
-    if (static_cast<std::size_t>(kPresses[i].id) != i) return false;
-  return true;
-}
-static_assert(table_in_id_order(), "press table must list every PressId once, in enum order");
-
-}  // namespace
-}  // namespace press_registry
-
-using press_registry::kPresses;
-
-std::string press_names_joined() {
-  std::string s;
-  for (const PressEntry& e : kPresses) s += (s.empty() ? "" : ", ") + std::string(e.name);
-  return s;
-}
-
-std::span<const PressEntry> press_table() { return kPresses; }
-
-const PressEntry& press_entry(PressId id) {
-  require(id >= PressId::ObservedAttention && id < PressId::Count, "press id out of range (a kvoracle bug)");
-  return kPresses[static_cast<std::size_t>(id)];
-}
-
-std::optional<PressId> find_press(std::string_view name) {
-  for (const PressEntry& e : kPresses)
-    if (name == e.name || name == e.kvpress_class) return e.id;
-  return std::nullopt;
-}
-
-PressId parse_press(std::string_view name) {
-  // The qualified spelling of every command (policy_press.hpp): "press:tova" is kvpress's TOVAPress.
-  if (name.starts_with(kPressPrefix)) name.remove_prefix(kPressPrefix.size());
-  if (const auto id = find_press(name)) return *id;
-  throw Error("unknown press '" + std::string(name) + "' (known: " + press_names_joined() + ")");
-}
-
-std::vector<PressId> parse_press_list(std::string_view names) {
-  std::vector<PressId> out;
-  if (names == "all") {
-    for (const PressEntry& e : kPresses) out.push_back(e.id);
-    return out;
-  }
-  for (const auto& item : split_list(names, "presses")) {
-    const PressId id = parse_press(item);
-    require(std::find(out.begin(), out.end(), id) == out.end(), "press '" + item + "' listed twice");
-    out.push_back(id);
-  }
-  require(!out.empty(), "no press named");
-  return out;
 }
 
 }  // namespace kvo

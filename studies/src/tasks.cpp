@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/registry.hpp"
 #include "kvo/core/text_list.hpp"
 
 namespace kvo::studies {
@@ -17,25 +18,46 @@ namespace kvo::studies {
 using namespace kvo::model;  // the engine the studies drive
 namespace {
 
-constexpr std::array<TaskEntry, static_cast<size_t>(TaskId::Count)> kTasks{{
-    {TaskId::Passkey, "passkey", "a 5-digit pass key in repeated filler sentences", ScoreRule::All, true, 8},
-    {TaskId::Niah, "niah", "a 7-digit magic number for a key word, hidden in real text (Debian's licences)",
-     ScoreRule::All, true, 12},
-    {TaskId::MultiKey, "multikey", "niah with three distractor needles of other keys; retrieve the one asked",
-     ScoreRule::All, true, 12},
-    {TaskId::MultiValue, "multivalue", "four magic numbers for one key in real text; retrieve all of them",
-     ScoreRule::Recall, true, 40},
-    {TaskId::VariableTracking, "vt", "a chain of four variable assignments in filler; name every variable of the value",
-     ScoreRule::Recall, true, 30},
-    {TaskId::CommonWords, "cwe", "a numbered list of words; name the five most frequent", ScoreRule::Recall, false, 30},
+constexpr std::array<TaskEntry, static_cast<size_t>(TaskId::Count)> kTable{{
+    {.id = TaskId::Passkey,
+     .name = "passkey",
+     .summary = "a 5-digit pass key in repeated filler sentences",
+     .rule = ScoreRule::All,
+     .has_depth = true,
+     .max_new_tokens = 8},
+    {.id = TaskId::Niah,
+     .name = "niah",
+     .summary = "a 7-digit magic number for a key word, hidden in real text (Debian's licences)",
+     .rule = ScoreRule::All,
+     .has_depth = true,
+     .max_new_tokens = 12},
+    {.id = TaskId::MultiKey,
+     .name = "multikey",
+     .summary = "niah with three distractor needles of other keys; retrieve the one asked",
+     .rule = ScoreRule::All,
+     .has_depth = true,
+     .max_new_tokens = 12},
+    {.id = TaskId::MultiValue,
+     .name = "multivalue",
+     .summary = "four magic numbers for one key in real text; retrieve all of them",
+     .rule = ScoreRule::Recall,
+     .has_depth = true,
+     .max_new_tokens = 40},
+    {.id = TaskId::VariableTracking,
+     .name = "vt",
+     .summary = "a chain of four variable assignments in filler; name every variable of the value",
+     .rule = ScoreRule::Recall,
+     .has_depth = true,
+     .max_new_tokens = 30},
+    {.id = TaskId::CommonWords,
+     .name = "cwe",
+     .summary = "a numbered list of words; name the five most frequent",
+     .rule = ScoreRule::Recall,
+     .has_depth = false,
+     .max_new_tokens = 30},
 }};
-
-constexpr bool table_in_order() {
-  for (size_t i = 0; i < kTasks.size(); ++i)
-    if (static_cast<size_t>(kTasks[i].id) != i) return false;
-  return true;
-}
-static_assert(table_in_order(), "task table: one entry per TaskId, in order");
+constexpr Registry<TaskEntry, kTable.size()> kTasks{kTable, "task", "tasks"};
+static_assert(kTasks.complete(), "task table: one entry per TaskId, in order, with a unique name");
 
 // Portable seeded randomness (the standard distributions differ between libraries).
 struct Rng {
@@ -363,27 +385,13 @@ void add_examples(const Tokenizer& tok, TaskId id, int shots, int index, const H
 
 }  // namespace
 
-std::span<const TaskEntry> task_table() { return kTasks; }
+std::span<const TaskEntry> task_table() { return kTasks.all(); }
 
-const TaskEntry& task_entry(TaskId id) { return kTasks.at(static_cast<size_t>(id)); }
+const TaskEntry& task_entry(TaskId id) { return kTasks[id]; }
 
-TaskId parse_task(std::string_view name) {
-  for (const TaskEntry& e : kTasks)
-    if (e.name == name) return e.id;
-  std::vector<std::string> known;
-  for (const TaskEntry& e : kTasks) known.emplace_back(e.name);
-  throw Error("unknown task '" + std::string(name) + "' (known: " + join_list(known) + ")");
-}
+TaskId parse_task(std::string_view name) { return kTasks.parse(name).id; }
 
-std::vector<TaskId> parse_task_list(std::string_view names) {
-  std::vector<TaskId> out;
-  if (names == "all") {
-    for (const TaskEntry& e : kTasks) out.push_back(e.id);
-    return out;
-  }
-  for (const std::string& n : split_list(names, "tasks")) out.push_back(parse_task(n));
-  return out;
-}
+std::vector<TaskId> parse_task_list(std::string_view names) { return kTasks.parse_list(names, {.all = true}); }
 
 std::string_view to_string(ScoreRule r) { return r == ScoreRule::All ? "all" : "recall"; }
 

@@ -115,5 +115,6 @@ TEST(ObjectiveRegistry, OneTableBehindEveryObjectiveName) {
   // The objective option's help lists exactly the table's names, in its order.
   EXPECT_NE(run_options_schema().find("objective")->info.help.find("(" + listed + ")"), std::string::npos);
   EXPECT_EQ(objective_names_where([](const ObjectiveTraits& t) { return t.static_oracle; }), "dense-acc, mass or fl");
-  EXPECT_NE(error_of([] { parse_objective("nope"); }).find("expected acc, one-step"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_objective("nope"); }).find("unknown objective 'nope' (known: acc, one-step"),
+            std::string::npos);
 }

@@ -11,13 +11,14 @@ namespace kvo {
 enum class ObjectiveId { Acc, OneStep, DenseAcc, Mass, FacilityLocation, SatCov, Fidelity };
 inline constexpr int kObjectiveCount = 7;
 
+// An objective's traits, named in its table row (designated initializers; each false unless named).
 struct ObjectiveTraits {
-  bool needs_dense;    // needs the dense attention of the whole sequence ahead of time
-  bool concave;        // h(sum of weights): the concave transform (`concave`) applies
-  bool window;         // reads the last `window` queries
-  bool alpha;          // reads the saturation `alpha`
-  bool values;         // needs the trace's values (v)
-  bool static_oracle;  // the static oracle (oracle static) solves it
+  bool needs_dense = false;    // needs the dense attention of the whole sequence ahead of time
+  bool concave = false;        // h(sum of weights): the concave transform (`concave`) applies
+  bool window = false;         // reads the last `window` queries
+  bool alpha = false;          // reads the saturation `alpha`
+  bool values = false;         // needs the trace's values (v)
+  bool static_oracle = false;  // the static oracle (oracle static) solves it
 };
 
 struct ObjectiveEntry {

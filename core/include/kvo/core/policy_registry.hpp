@@ -1,8 +1,8 @@
 // The one table of eviction policies, in the spirit of ggml's op table: each policy's name, summary,
 // traits and constructor. Everything that needs to know about a policy (the CLI's listing and
 // option checks, the replay engine, the cache manager's refusals, the greedy scorer's dispatch, the
-// claim checks, the docs' table) reads it here; no other code compares policy names. Its source
-// also holds the table of kvpress's presses (kvo/core/press.hpp), so every name is in one file.
+// claim checks, the docs' table) reads it here; no other code compares policy names. The lookups
+// are the generic registry's (kvo/core/registry.hpp), as for presses, objectives, scopes and tasks.
 #pragma once
 #include <array>
 #include <cstddef>

@@ -42,9 +42,9 @@ struct PressEntry {
   std::string_view kvpress_class;  // the class in kvpress ("SnapKVPress")
   std::string_view score;          // what the score is, in one line (docs/presses.md)
   std::string_view reads;          // the parameters of PressOptions it reads
-  bool needs_keys;                 // reads k itself, not only attention (a dense-attention trace cannot serve it)
-  bool needs_values;               // reads v (LagKV, CUR, NonCausalAttn)
-  PressQueries queries;            // which prompt queries the score reads
+  bool needs_keys = false;         // reads k itself, not only attention (a dense-attention trace cannot serve it)
+  bool needs_values = false;       // reads v (LagKV, CUR, NonCausalAttn)
+  PressQueries queries = PressQueries::None;  // which prompt queries the score reads
 };
 
 // A press and its parameters, with kvpress's defaults and names.

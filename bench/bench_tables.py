@@ -2,7 +2,7 @@
 baseline measured in the same run, the scoring loop against its measured roofline, and the
 exponent of time ~ x^b along each numeric argument. Standard library only.
 
-Usage: report.py BENCH.json [RSS.json] > table.md
+Usage: bench_tables.py BENCH.json [RSS.json] > table.md
 RSS.json (optional, written by scripts/bench): peak resident memory in KiB of each benchmark run
 alone in its own process. bench/write_doc.py uses the same functions to write docs/benchmarks.md.
 Baselines: greedy/* against greedy/naive, replay/* and verify/* against replay/full, scorer/cpu
