@@ -152,14 +152,11 @@ std::optional<VerifyResult> run_verify(const VerifyRequest& request, const WorkT
         {"budget", res.budget}, {"policies", policies}, {"prompt_len", o.run.prompt_len}, {"seed", o.run.seed}};
     for (const char* key : {"model", "text_source", "model_sha256"})
       if (tr.metadata.count(key)) meta[key] = tr.metadata.at(key);
-    // A check asked for that this trace cannot answer is said so, not left out in silence.
-    if (const std::string why = trace_text_missing(tr); !why.empty() && check_enabled(o, "E3"))
-      meta["not_applicable"] = {{"E3", why}};
-    const long fails = res.report.theorem_failures();
+    out.traces.push_back(verify_trace_entry(names[t], std::move(meta), tr, o, res));
+    meta = out.traces.back().meta;
+    const long fails = out.traces.back().theorem_failures;
     out.theorem_failures += fails;
     if (on_trace) on_trace({paths[t], names[t], meta, &tr, &res, fails});
-    out.traces.push_back(
-        {names[t], meta, res.report.summaries(), static_cast<long>(res.report.records().size()), fails});
     if (keep) out.reports.push_back(res.report.to_json(meta));
     if (several) {
       if (staged) write_report(staged->stage(names[t]), res, meta);
@@ -221,6 +218,15 @@ Report VerifyResult::report() const {
                                   : std::to_string(theorem_failures) + " FAIL (a bug in kvoracle)") +
            "; findings and defects are measurements of the paper's claims, not pass/fail.");
   return out;
+}
+
+TraceReportEntry verify_trace_entry(const std::string& name, nlohmann::json meta, const Trace& trace,
+                                    const TraceChecksOptions& options, const TraceChecksResult& result) {
+  // A check asked for that this trace cannot answer is said so, not left out in silence.
+  if (const std::string why = trace_text_missing(trace); !why.empty() && check_enabled(options, "E3"))
+    meta["not_applicable"] = {{"E3", why}};
+  return {name, std::move(meta), result.report.summaries(), static_cast<long>(result.report.records().size()),
+          result.report.theorem_failures()};
 }
 
 }  // namespace kvo

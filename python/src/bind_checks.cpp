@@ -1,7 +1,6 @@
 // kvoracle._core: the claim checks of kvoracle verify, on a Trace object (verify) and on trace
 // files with their report (verify_traces, the library call behind the CLI's command).
 #include "bindings_support.hpp"
-#include "kvo/core/synth.hpp"
 #include "kvo/proofs_check/power_law.hpp"
 #include "kvo/proofs_check/trace_checks.hpp"
 #include "kvo/proofs_check/verify_run.hpp"
@@ -69,15 +68,10 @@ void bind_checks(py::module_& m) {
           py::gil_scoped_release release;
           r = run_trace_checks(t, o);
         }
-        // The report kvoracle verify prints for one trace: its summaries, E3 said not to apply
-        // to a trace without text, the theorem checks' verdict.
+        // The report kvoracle verify prints for one trace.
         VerifyResult shown;
-        nlohmann::json meta = {{"budget", r.budget}};
-        if (const std::string why = trace_text_missing(t); !why.empty() && check_enabled(o, "E3"))
-          meta["not_applicable"] = {{"E3", why}};
-        shown.theorem_failures = r.report.theorem_failures();
-        shown.traces.push_back({"trace", meta, r.report.summaries(), static_cast<long>(r.report.records().size()),
-                                shown.theorem_failures});
+        shown.traces.push_back(verify_trace_entry("trace", {{"budget", r.budget}}, t, o, r));
+        shown.theorem_failures = shown.traces.back().theorem_failures;
         return with_report(json_to_python(r.report.to_json({{"budget", r.budget}})), shown.report());
       },
       py::arg("trace"),
