@@ -68,9 +68,8 @@ def text_path():
     return "/usr/share/common-licenses/GPL-3"
 
 
-@pytest.fixture(scope="session")
-def hf_smollm2(model_path):
-    """SmolLM2 loaded by transformers from our GGUF file (eager attention, fp32, no hub)."""
+def load_hf_from_gguf(path):
+    """A GGUF model loaded by transformers (eager attention, fp32, no hub)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
     import transformers
@@ -78,12 +77,25 @@ def hf_smollm2(model_path):
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     model = transformers.AutoModelForCausalLM.from_pretrained(
-        os.path.dirname(model_path),
-        gguf_file=os.path.basename(model_path),
+        os.path.dirname(path),
+        gguf_file=os.path.basename(path),
         attn_implementation="eager",
         dtype=torch.float32,
     )
     return model.eval()
+
+
+@pytest.fixture(scope="session")
+def hf_smollm2(model_path):
+    """SmolLM2 loaded by transformers from our GGUF file: for the tests whose point is the real model."""
+    return load_hf_from_gguf(model_path)
+
+
+@pytest.fixture(scope="session")
+def hf_tiny(tiny_model_path):
+    """The tiny test model loaded by transformers from its GGUF file: for mechanics (kvpress's presses,
+    its pipeline, the evicting cache) at a fraction of the real model's time."""
+    return load_hf_from_gguf(tiny_model_path)
 
 
 def pytest_configure(config):
@@ -95,4 +107,4 @@ def pytest_configure(config):
 
         torch.set_num_threads(int(threads))
     config.addinivalue_line("markers", "transformers: runs a Hugging Face transformers model (kvoracle.hf)")
-    config.addinivalue_line("markers", "kvpress: runs kvpress's presses on the real model (ctest python_kvpress)")
+    config.addinivalue_line("markers", "kvpress: runs kvpress (ctest python_kvpress)")

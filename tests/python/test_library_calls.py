@@ -186,31 +186,31 @@ def test_offline_oracle_same_file_and_summary_as_the_cli(kvoracle, trace_file, t
         kvo.offline_oracle(str(trace_file), forced_window=-1)
 
 
-def test_model_generates_what_the_cli_generates(kvoracle, model_path):
+def test_model_generates_what_the_cli_generates(kvoracle, tiny_model_path):
     prompt = "The capital of France is"
-    cli = subprocess.run([kvoracle, "generate", prompt, "-n", "6", "--model", model_path], check=True,
+    cli = subprocess.run([kvoracle, "generate", prompt, "-n", "6", "--model", tiny_model_path], check=True,
                          capture_output=True, text=True).stdout  # fmt: skip
-    m = kvo.Model(model_path)
+    m = kvo.Model(tiny_model_path)
     ids = m.tokenize(prompt)
     out = m.generate(prompt, max_tokens=6)
     assert cli == prompt + out["text"] + "\n"
     assert m.generate(ids, max_tokens=6) == out and m.detokenize(out["ids"]) == out["text"]
-    assert 1 <= len(out["ids"]) <= 6 and m.path == model_path
+    assert 1 <= len(out["ids"]) <= 6 and m.path == tiny_model_path
     with pytest.raises(ValueError, match="max_tokens"):
         m.generate(ids, max_tokens=0)
     with pytest.raises(ValueError):
-        kvo.Model(model_path + ".missing")
+        kvo.Model(tiny_model_path + ".missing")
 
 
-def test_model_calls_give_what_the_cli_gives(kvoracle, model_path, tmp_path, same_build):
+def test_model_calls_give_what_the_cli_gives(kvoracle, tiny_model_path, tmp_path, same_build):
     """eval, eval prefill, perplexity and record through kvoracle.Model equal the CLI's output, to
     float32 rounding when both are built alike; between a native CLI and the portable module, the
     same rows and the full-cache reference to 1e-4 (a press's top-k may break a near tie otherwise)."""
     text = "/usr/share/common-licenses/GPL-3"
     body = open(text, encoding="utf-8").read()
-    m = kvo.Model(model_path)
+    m = kvo.Model(tiny_model_path)
     run(kvoracle, "eval", "--text", text, "--tokens", 24, "--policies", "h2o,window", "--budgets", "50%,6",
-        "--history", 5, "--model", model_path, "--json", tmp_path / "eval.json")  # fmt: skip
+        "--history", 5, "--model", tiny_model_path, "--json", tmp_path / "eval.json")  # fmt: skip
     cli = json.load(open(tmp_path / "eval.json"))
     assert cli.pop("text") == text
     py = m.eval(body, policies=["h2o", "window"], budgets=["50%", 6], tokens=24, history=5)
@@ -223,7 +223,7 @@ def test_model_calls_give_what_the_cli_gives(kvoracle, model_path, tmp_path, sam
         assert same_records(without([py], "points"), without([cli], "points"), rel=1e-4)
     run(kvoracle, "eval", "prefill", "--text", text, "--tokens", 40, "--prompt-len", 28, "--presses",
         "knorm,streaming_llm", "--compression-ratio", 0.5, "--n-sink", 2, "--policies", "h2o", "--scopes",
-        "head,model", "--alpha-safeguard", 0.2, "--model", model_path, "--json", tmp_path / "prefill.json")  # fmt: skip
+        "head,model", "--alpha-safeguard", 0.2, "--model", tiny_model_path, "--json", tmp_path / "prefill.json")  # fmt: skip
     cli = json.load(open(tmp_path / "prefill.json"))
     assert cli.pop("text") == text
     py = m.eval_prefill(body, 28, tokens=40, presses="knorm,streaming_llm", compression_ratio=[0.5], policies=["h2o"],
@@ -238,15 +238,15 @@ def test_model_calls_give_what_the_cli_gives(kvoracle, model_path, tmp_path, sam
         keep = ("set", "compression_ratio", "kv_bytes")
         assert [{k: r[k] for k in keep} for r in py["rows"]] == [{k: r[k] for k in keep} for r in cli["rows"]]
         assert same_records(without([py], "rows"), without([cli], "rows"), rel=1e-4)
-    out = subprocess.run([kvoracle, "perplexity", "--text", text, "--tokens", "32", "--model", model_path],
+    out = subprocess.run([kvoracle, "perplexity", "--text", text, "--tokens", "32", "--model", tiny_model_path],
                          check=True, capture_output=True, text=True).stdout  # fmt: skip
     ppl = m.perplexity(body, tokens=32)
     assert ppl["tokens"] == 32 and ppl["predictions"] == 31
     assert float(out.split()[1]) == pytest.approx(ppl["perplexity"], rel=1e-4)
-    run(kvoracle, "record", "--text", text, "--tokens", 20, "--layers", "0,2", "--model", model_path, "--out",
+    run(kvoracle, "record", "--text", text, "--tokens", 20, "--layers", "0,1", "--model", tiny_model_path, "--out",
         tmp_path / "t.safetensors")  # fmt: skip
     cli = kvo.read_trace(str(tmp_path / "t.safetensors"))
-    py = m.record(body, tokens=20, layers=[0, 2])
+    py = m.record(body, tokens=20, layers=[0, 1])
     assert (py.n_layers, py.n_tokens) == (cli.n_layers, cli.n_tokens) == (2, 20)
     for layer in range(2):
         np.testing.assert_allclose(py.q(layer), cli.q(layer), rtol=1e-4, atol=1e-5)
@@ -263,14 +263,14 @@ def test_model_calls_give_what_the_cli_gives(kvoracle, model_path, tmp_path, sam
         m.eval_prefill(body, 28, tokens=40, presses="knorm", alpha_safeguard=[2.0])
 
 
-def test_paper_experiments_from_python_are_the_clis(kvoracle, model_path, tmp_path, same_build):
+def test_paper_experiments_from_python_are_the_clis(kvoracle, tiny_model_path, tmp_path, same_build):
     """eval --kv-bits with an offline policy, and eval diversity, through kvoracle.Model: the CLI's
     rows and the same findings (E5, E8, E10)."""
     text = "/usr/share/common-licenses/GPL-3"
     body = open(text, encoding="utf-8").read()
-    m = kvo.Model(model_path)
+    m = kvo.Model(tiny_model_path)
     run(kvoracle, "eval", "--text", text, "--tokens", 24, "--policies", "h2o,lookahead", "--budgets", 8,
-        "--kv-bits", 4, "--model", model_path, "--json", tmp_path / "eval.json")  # fmt: skip
+        "--kv-bits", 4, "--model", tiny_model_path, "--json", tmp_path / "eval.json")  # fmt: skip
     cli = json.load(open(tmp_path / "eval.json"))
     py = m.eval(body, policies=["h2o", "lookahead"], budgets=[8], tokens=24, kv_bits=4)
     labels = ["full+int4", "h2o", "h2o+int4", "lookahead", "lookahead+int4"]
@@ -279,7 +279,7 @@ def test_paper_experiments_from_python_are_the_clis(kvoracle, model_path, tmp_pa
     if same_build:
         assert same_records(py["points"], cli["points"], rel=1e-4)
     run(kvoracle, "eval", "diversity", "--text", text, "--prompts", 2, "--prompt-tokens", 24, "--new-tokens", 6,
-        "--policies", "h2o", "--budgets", 0.5, "--model", model_path, "--json", tmp_path / "div.json")  # fmt: skip
+        "--policies", "h2o", "--budgets", 0.5, "--model", tiny_model_path, "--json", tmp_path / "div.json")  # fmt: skip
     cli = json.load(open(tmp_path / "div.json"))
     py = m.diversity(body, policies=["h2o"], budgets=[0.5], prompts=2, prompt_tokens=24, new_tokens=6)
     assert [r["row"] for r in py["rows"]] == [r["row"] for r in cli["rows"]] == ["h2o"]
@@ -346,18 +346,18 @@ def test_synthesize_writes_what_the_cli_writes(kvoracle, tmp_path):
         kvo.synthesize(heads=2.5)
 
 
-def test_tasks_from_python_are_the_clis(kvoracle, model_path, tmp_path, same_build):
+def test_tasks_from_python_are_the_clis(kvoracle, tiny_model_path, tmp_path, same_build):
     """kvoracle tasks generate / run and Model.generate_tasks / run_tasks: the same instances, and
     the same outcomes (exactly between like builds; otherwise the same rows, instances and full-cache
     answers, since an eviction near a tie may differ)."""
-    m = kvo.Model(model_path)
+    m = kvo.Model(tiny_model_path)
     run(kvoracle, "tasks", "generate", "--tasks", "passkey,niah", "--lengths", 256, "--depths", "0.25",
-        "--per-cell", 1, "--task-seed", 3, "--model", model_path, "-o", tmp_path / "s.jsonl")  # fmt: skip
+        "--per-cell", 1, "--task-seed", 3, "--model", tiny_model_path, "-o", tmp_path / "s.jsonl")  # fmt: skip
     cli = [json.loads(line) for line in open(tmp_path / "s.jsonl")]
     py = m.generate_tasks(tasks=["passkey", "niah"], lengths=[256], depths=[0.25], per_cell=1, task_seed=3)
     assert py == cli and [r["task"] for r in py] == ["passkey", "niah"]
     run(kvoracle, "tasks", "run", "-i", tmp_path / "s.jsonl", "--policies", "h2o", "--budgets", "0.4",
-        "--history", 7, "--model", model_path, "--json", tmp_path / "r.json")  # fmt: skip
+        "--history", 7, "--model", tiny_model_path, "--json", tmp_path / "r.json")  # fmt: skip
     cli = json.load(open(tmp_path / "r.json"))
     res = m.run_tasks(py, policies=["h2o"], budgets=[0.4], history=7)
     assert res["protocol"] == "dynamic" and len(res["outcomes"]) == 6  # full cache, h2o, top-k

@@ -1,8 +1,10 @@
 """kvoracle tasks run against code nobody here wrote: the same instances answered by kvpress's own
 pipeline (KVPressTextGenerationPipeline._forward on kvoracle's token ids: the context prefilled,
-the question at the context's positions, a greedy answer) on SmolLM2 in transformers, with
-kvoracle.hf's EvictingCache for streaming eviction and with kvpress's own presses for prefill
-compression. Every answer is the same text (measured: 4 of 4 streaming, 20 of 20 presses)."""
+the question at the context's positions, a greedy answer) on the tiny test model in transformers,
+with kvoracle.hf's EvictingCache for streaming eviction and with kvpress's own presses for prefill
+compression. Every answer is the same text (4 of 4 streaming, 20 of 20 presses). The tiny model's
+random weights make its answers nonsense but sensitive: nearly every press gives a different text
+for the same instance, so a kept set that differs shows in the answer."""
 
 import math
 import os
@@ -23,13 +25,13 @@ POLICY = kvo.policies()[0]["name"]  # the registry's first policy (h2o)
 
 
 @pytest.fixture(scope="module")
-def setup(model_path, hf_smollm2):
+def setup(tiny_model_path, hf_tiny):
     from transformers import AutoTokenizer, pipeline
 
     kvpress = pytest.importorskip("kvpress", reason="kvpress is installed by scripts/setup-deps")
-    m = kvo.Model(model_path)
-    tok = AutoTokenizer.from_pretrained(os.path.dirname(model_path), gguf_file=os.path.basename(model_path))
-    pipe = pipeline("kv-press-text-generation", model=hf_smollm2, tokenizer=tok)
+    m = kvo.Model(tiny_model_path)
+    tok = AutoTokenizer.from_pretrained(os.path.dirname(tiny_model_path), gguf_file=os.path.basename(tiny_model_path))
+    pipe = pipeline("kv-press-text-generation", model=hf_tiny, tokenizer=tok)
     return kvpress, m, pipe, m.generate_tasks(**SUITE)
 
 
@@ -40,7 +42,7 @@ def kvpress_answer(pipe, m, instance, press=None, cache=None):
         return pipe._forward(ids, max_new_tokens=instance["max_new_tokens"], press=press, cache=cache)[0]
 
 
-def test_streaming_rows_answer_as_kvpress_pipeline_with_the_evicting_cache(hf_smollm2, setup):
+def test_streaming_rows_answer_as_kvpress_pipeline_with_the_evicting_cache(hf_tiny, setup):
     _, m, pipe, instances = setup
     res = m.run_tasks(instances, policies=[POLICY], budgets=[0.5], topk=False)
     ours = {(o["instance"], o["row"]): o["answer"] for o in res["outcomes"]}
@@ -49,20 +51,20 @@ def test_streaming_rows_answer_as_kvpress_pipeline_with_the_evicting_cache(hf_sm
         for inst in instances:
             t = m.task_tokens(inst)
             k = math.floor(0.5 * (len(t["context"]) + len(t["question"])) + 1e-9)  # tasks run's budget
-            for row, cache in (("full-cache", None), (POLICY, EvictingCache(hf_smollm2, POLICY, str(k)))):
+            for row, cache in (("full-cache", None), (POLICY, EvictingCache(hf_tiny, POLICY, str(k)))):
                 theirs = kvpress_answer(pipe, m, inst, cache=cache)
                 if theirs != ours[(inst["id"], row)]:
                     differ.append((inst["id"], row, theirs, ours[(inst["id"], row)]))
     finally:
-        hf_smollm2.set_attn_implementation("eager")  # EvictingCache routed it through kvoracle's
+        hf_tiny.set_attn_implementation("eager")  # EvictingCache routed it through kvoracle's
     assert not differ, differ
     assert len(res["outcomes"]) == 2 * len(instances)
 
 
 @pytest.mark.kvpress
-def test_prefill_rows_answer_as_kvpress_presses_in_its_pipeline(hf_smollm2, setup):
+def test_prefill_rows_answer_as_kvpress_presses_in_its_pipeline(hf_tiny, setup):
     kvpress, m, pipe, instances = setup
-    hf_smollm2.set_attn_implementation("eager")  # kvpress's attention-scored presses read eager weights
+    hf_tiny.set_attn_implementation("eager")  # kvpress's attention-scored presses read eager weights
     presses = [(name, getattr(kvpress, cls)) for name, cls in kvo.press_names() if name not in PIPELINE_FAILS]
     res = m.run_tasks(
         instances, protocol="prefill", policies=[], presses=[n for n, _ in presses], budgets=[0.5], optimum=False
