@@ -92,6 +92,9 @@ Runner add_replay(CLI::App& app, const Global& g) {
       score.run = req.run;
       score.device = a->device;
       score.budgets = split_list(a->budgets, "budgets");
+      ScoreRequest::schema().refuse_exclusive([&](std::string_view name) {
+        return name == "budgets" ? !a->budgets.empty() : a->request.flags.given(name);
+      });
       return run_device_replay(score, a->trace, a->out, g);
     }
     require(a->budgets.empty(), "--budgets needs --device (the scorer replays several budgets in one pass)");

@@ -57,6 +57,7 @@ class SchemaFlags {
   // the last value). kvo::Error naming the field for text that does not parse.
   template <class T>
   void apply(const Schema<T>& schema, T& t) const {
+    schema.refuse_exclusive([this](std::string_view name) { return given(name); });
     for (const Field<T>& f : schema.fields()) {
       const auto it = texts_.find(f.name());
       if (!f.has_text() || it == texts_.end() || it->second.empty()) continue;

@@ -24,6 +24,12 @@ void throw_unknown_option(const std::string& what, std::string_view name, const 
   throw Error(what + ": unknown option '" + std::string(name) + "' (options: " + known + ")");
 }
 
+void throw_exclusive_options(const std::string& what, std::string_view a, std::string_view b) {
+  std::string m = what;
+  m.append(": give ").append(a).append(" or ").append(b).append(", not both");
+  throw Error(m);
+}
+
 void throw_renamed_option(const std::string& what, std::string_view old, const std::string& now) {
   throw Error(what + ": '" + std::string(old) + "' is now called '" + now + "'");
 }

@@ -25,7 +25,8 @@ const Schema<ScoreRequest>& ScoreRequest::schema() {
             member(&R::device, {.name = "device", .help = "cpu (the twin), cuda, or auto (the GPU when there is one)"}),
             member(&R::budgets, {.name = "budgets",
                                  .help = "several budget totals in one pass, e.g. 5%,10%,20% (replaces "
-                                         "--budget)"}),
+                                         "--budget)",
+                                 .excludes = "budget"}),
             member(&R::threads, {.name = "threads", .help = "the twin's threads (<= 0: all cores)", .cli = false})},
            nested("run", &R::run, run_options_schema())}));
   return schema;

@@ -13,12 +13,25 @@
 
 namespace kvo {
 
+namespace {
+void validate_checks(const VerifyRequest& r) {
+  require(r.run.gqa == "query", "verify checks one cache per query head: gqa must be query");
+  r.checks.validate();
+}
+}  // namespace
+
 void VerifyRequest::validate() const {
   require(!traces.empty(), "verify needs at least one trace");
-  require(run.gqa == "query", "verify checks one cache per query head: gqa must be query");
   require(traces.size() == 1 || plot_path.empty(),
           "plot takes one trace; with several, the report draws every trace's plots");
-  checks.validate();
+  validate_checks(*this);
+}
+
+TraceChecksOptions VerifyRequest::options(const Trace& trace) const {
+  validate_checks(*this);
+  TraceChecksOptions o = checks;
+  o.run = run.build(o.policies.front(), &trace);  // the plan validates every policy's parameters
+  return o;
 }
 
 const Schema<VerifyRequest>& VerifyRequest::schema() {
@@ -125,13 +138,13 @@ std::optional<VerifyResult> run_verify(const VerifyRequest& request, const WorkT
   bool leader = false;
   for (size_t t = 0; t < paths.size(); ++t) {
     Trace tr;
-    TraceChecksOptions o = request.checks;
-    o.threads = team.threads();
+    TraceChecksOptions o;
     std::unique_ptr<TraceChecksPlan> plan;
     team.together(  // a bad trace: one line, every member stops
         [&] {
           tr = read_trace(paths[t]);
-          o.run = request.run.build(o.policies.front(), &tr);  // the plan validates every policy's parameters
+          o = request.options(tr);
+          o.threads = team.threads();
           plan = std::make_unique<TraceChecksPlan>(tr, o);
         },
         several ? paths[t] : "");

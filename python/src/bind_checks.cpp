@@ -60,9 +60,7 @@ void bind_checks(py::module_& m) {
       [on_object](const Trace& t, const py::kwargs& kwargs) {
         VerifyRequest req;
         apply_kwargs(VerifyRequest::schema(), req, kwargs, "verify", on_object);
-        TraceChecksOptions o = req.checks;
-        require(req.run.gqa == "query", "verify checks one cache per query head: gqa must be query");
-        o.run = req.run.build(o.policies.front(), &t);
+        const TraceChecksOptions o = req.options(t);
         TraceChecksResult r;
         {
           py::gil_scoped_release release;

@@ -77,9 +77,6 @@ void bind_replay(py::module_& m) {
         ScoreRequest req;
         req.policy = parse_policy(policy);
         apply_kwargs(ScoreRequest::schema(), req, kwargs, "score", not_named("policy"));
-        // several totals in one pass, as the CLI's --budgets (which replaces --budget)
-        require(req.budgets.empty() || !kwargs.contains("budget"),
-                "score: give the budgets as budgets=[...] or budget=..., not both");
         const ScorerOptions o = req.options(t);
         const std::vector<std::string> labels = req.budget_labels();
         ScorerResult r;

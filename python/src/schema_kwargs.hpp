@@ -28,6 +28,11 @@ template <class T>
 void apply_kwargs(const Schema<T>& schema, T& t, const py::dict& kwargs, const char* call,
                   const std::type_identity_t<std::function<bool(const Field<T>&)>>& take = {},
                   py::dict* rest = nullptr) {
+  schema.refuse_exclusive([&](std::string_view name) {
+    const Field<T>* f = schema.find(name);
+    const py::str key(std::string{name});
+    return f != nullptr && (!take || take(*f)) && kwargs.contains(key) && !kwargs[key].is_none();
+  });
   for (const auto& [key, value] : kwargs) {
     const std::string name = py::str(key);
     const Field<T>* f = schema.find(name);

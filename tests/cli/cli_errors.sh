@@ -41,6 +41,9 @@ expect_error "unknown objective" replay "$dir/ok.safetensors" --policy greedy --
 expect_error "replays h2o, h2o-realdrop, h2o-paper, not 'tova'" replay "$dir/ok.safetensors" --device cpu --policy tova
 expect_error "unknown device" replay "$dir/ok.safetensors" --device tpu
 expect_error "needs --device" replay "$dir/ok.safetensors" --budgets 10%,20%
+expect_error "score request: give budgets or budget, not both" score "$dir/ok.safetensors" --budget 6 --budgets 5%
+expect_error "score request: give budgets or budget, not both" replay "$dir/ok.safetensors" --device cpu \
+  --budget 6 --budgets 5%
 expect_error "replays h2o, h2o-realdrop, h2o-paper, not 'tova'" score "$dir/ok.safetensors" --policy tova
 expect_error "gqa must be query" score "$dir/ok.safetensors" --gqa kv-max
 expect_error "unknown policy" eval --text /usr/share/common-licenses/GPL-3 --tokens 16 --policies nope

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "kvo/core/request_json.hpp"
 #include "kvo/core/run_options.hpp"
 #include "test_support.hpp"
@@ -46,7 +48,8 @@ const Schema<Toy>& toy_schema() {
             member(&Toy::on, {.name = "on", .help = "a switch", .flag = "--off", .switch_text = "false"}),
             member(&Toy::name, {.name = "name", .help = "a text"}),
             member(&Toy::maybe, {.name = "maybe", .help = "an optional count"}),
-            member(&Toy::ints, {.name = "ints", .help = "counts"}), member(&Toy::xs, {.name = "xs", .help = "numbers"}),
+            member(&Toy::ints, {.name = "ints", .help = "counts"}),
+            member(&Toy::xs, {.name = "xs", .help = "numbers", .excludes = "x"}),
             member(&Toy::words, {.name = "words", .help = "texts"}),
             member(&Toy::policy, {.name = "policy", .help = "a policy"}),
             member(&Toy::policies, {.name = "policies", .help = "policies"}),
@@ -147,4 +150,20 @@ TEST(FieldSchema, FlagsAndNamesAreDerivedOnceAndListed) {
   EXPECT_EQ(kebab_flag("prompt_len"), "--prompt-len");
   EXPECT_EQ(number_text(0.1), "0.1");
   EXPECT_EQ(number_text(20.0), "20");
+}
+
+TEST(FieldSchema, RefusesTwoFieldsTypedTogetherWhenOneReplacesTheOther) {
+  const auto typed = [](std::initializer_list<std::string_view> names) {
+    return [names](std::string_view name) { return std::find(names.begin(), names.end(), name) != names.end(); };
+  };
+  EXPECT_NO_THROW(toy_schema().refuse_exclusive(typed({"xs", "n"})));
+  EXPECT_NO_THROW(toy_schema().refuse_exclusive(typed({"x"})));
+  EXPECT_EQ(error_of([&] {
+              toy_schema().refuse_exclusive(typed({"x", "n", "xs"}));
+            }),
+            "toy request: give xs or x, not both");
+  // The JSON form is a whole record: every field is written, and a record that holds both reads back.
+  Toy t;
+  t.xs = {0.25};
+  EXPECT_EQ(toy_schema().from_json(toy_schema().to_json(t)).xs, std::vector<double>{0.25});
 }

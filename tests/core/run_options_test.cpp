@@ -70,7 +70,7 @@ TEST(RunOptions, JsonRoundTripsAndRefusesUnknownNames) {
 TEST(RunOptions, PromptLengthDefaultsToTheTraces) {
   const Trace t = test::synthetic_layer(2, 2, 24, 16, 5, 1);
   RunOptions o;
-  o.budget = "8";
+  o.budget = std::string{"8"};  // not a literal: GCC 12 reports a false -Wrestrict in assign(const char*) here
   EXPECT_EQ(o.build(PolicyId::H2O, &t).prompt_len, 5);
   o.prompt_len = 0;
   EXPECT_EQ(o.build(PolicyId::H2O, &t).prompt_len, 0);

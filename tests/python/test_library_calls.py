@@ -308,8 +308,10 @@ def test_replay_and_score_same_sets_from_cli_and_python(kvoracle, trace_file, tm
             assert cli[u * n + i]["kept"] == mine and cli[u * n + i]["budget"] == unit["budget"]
     # Without budgets, the run option budget alone, as the CLI's score without --budgets.
     assert {u["budget"] for u in kvo.score(kvo.read_trace(str(trace_file)), budget="6")["units"]} == {"6"}
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="score request: give budgets or budget, not both"):
         kvo.score(kvo.read_trace(str(trace_file)), budgets=["6"], budget="6")
+    units = kvo.score(kvo.read_trace(str(trace_file)), budgets=["6"], budget=None)["units"]
+    assert {u["budget"] for u in units} == {"6"}
     with pytest.raises(ValueError, match="the greedy scorer replays"):
         kvo.score(kvo.read_trace(str(trace_file)), "tova")
 

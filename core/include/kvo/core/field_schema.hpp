@@ -29,6 +29,7 @@ struct FieldInfo {
   std::string use{};           // a schema's own category ("trace selection"), for commands that take a subset
   bool cli = true;             // false: JSON and Python only (a hook's stand-in, an input given otherwise)
   std::string renamed_from{};  // an older name, refused with a message naming this one
+  std::string excludes{};      // a field that may not be typed with this one: this one replaces it
 };
 
 // How a value of type V reads and writes as text and JSON. Lists are comma-separated
@@ -73,6 +74,11 @@ class Schema {
   // without a text form.
   void set(T& t, std::string_view name, std::string_view text) const;
   std::string get(const T& t, std::string_view name) const;
+
+  // kvo::Error "<what>: give a or b, not both" when `given` names two fields one of which excludes
+  // the other. The CLI's flags and Python's keywords call it with the names typed; a JSON form is a
+  // whole record (to_json writes every field), where the excluding field simply wins.
+  void refuse_exclusive(const std::function<bool(std::string_view)>& given) const;
 
   // Every JSON field by name; from_json starts from `start` (T's defaults), takes any subset,
   // treats null as "the default" and refuses unknown names (read_json_fields' errors).
@@ -174,6 +180,13 @@ std::string Schema<T>::get(const T& t, std::string_view name) const {
   const Field<T>* f = find(name);
   if (f == nullptr) throw_unknown_option(what_, name, names());
   return f->get(t);
+}
+
+template <class T>
+void Schema<T>::refuse_exclusive(const std::function<bool(std::string_view)>& given) const {
+  for (const auto& f : fields_)
+    if (!f.info.excludes.empty() && given(f.name()) && given(f.info.excludes))
+      throw_exclusive_options(what_, f.name(), f.info.excludes);
 }
 
 template <class T>

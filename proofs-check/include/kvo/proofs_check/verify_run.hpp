@@ -34,6 +34,9 @@ struct VerifyRequest {
   // kvo::Error naming the option: no trace, gqa other than query, plot_path with several traces
   // (known only once directories are expanded: run_verify checks it again), checks.validate().
   void validate() const;
+  // The checks of one trace (`checks` with `run` built for it); kvo::Error for what validate()
+  // refuses but the traces (a call on one Trace object has none).
+  TraceChecksOptions options(const Trace& trace) const;
   static const Schema<VerifyRequest>& schema();  // every field once: JSON, CLI flags, Python keywords
   nlohmann::json to_json() const;                // every field but the hooks
   static VerifyRequest from_json(const nlohmann::json& j);
