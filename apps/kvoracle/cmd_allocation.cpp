@@ -7,8 +7,7 @@
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/progress.hpp"
 #include "kvo/core/trace_io.hpp"
-#include "kvo/oracle/shared_decoding.hpp"
-#include "kvo/oracle/shared_prefill.hpp"
+#include "kvo/oracle/allocation_run.hpp"
 #include "schema_flags.hpp"
 
 namespace kvo::cli {
@@ -20,15 +19,15 @@ struct AllocationArgs {
 };
 
 // Prints the report; writes its plot and the result's JSON (with the request) where asked.
-void show(const AllocationArgs& a, const AllocationRequest& req, const Report& report, nlohmann::json j) {
+void show(const AllocationArgs& a, const AllocationRequest& req, const AllocationResult& res) {
+  const Report report = res.report(req, a.trace);
   std::cout << report.text();
   if (!a.plot.empty()) {
     write_file_atomic(a.plot, report.plots().at(0).svg);
     std::cout << "plot: " << a.plot << '\n';
   }
   if (!a.json.empty()) {
-    j["request"] = req.to_json();
-    write_file_atomic(a.json, j.dump(1) + "\n");
+    write_file_atomic(a.json, res.to_json(req, a.trace).dump(1) + "\n");
     std::cout << "results: " << a.json << '\n';
   }
 }
@@ -40,15 +39,9 @@ int run_allocation(const AllocationArgs& a, const Global& g) {
   req.validate(tr);
   Progress bar("allocation", static_cast<long>(req.chosen_layers(tr).size()) * tr.n_kv_heads, !g.quiet);
   req.on_unit = [&bar] { bar.tick(); };
-  if (req.protocol == AllocationProtocol::Decoding) {
-    const SharedDecodingResult res = run_shared_decoding(tr, req);
-    bar.finish();
-    show(a, req, res.report(req, a.trace), res.to_json(a.trace));
-    return 0;
-  }
-  const SharedPrefillResult res = run_shared_prefill(tr, req);
+  const AllocationResult res = run_allocation(tr, req);
   bar.finish();
-  show(a, req, res.report(req, a.trace), res.to_json(a.trace));
+  show(a, req, res);
   return 0;
 }
 

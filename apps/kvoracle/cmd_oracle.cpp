@@ -1,6 +1,7 @@
 // kvoracle oracle: the exact static optimum max_{|S| <= k, S ⊆ [i]} f_i(S) per step and head.
 #include <algorithm>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cmd_allocation.hpp"
@@ -24,22 +25,31 @@ namespace kvo::cli {
 namespace {
 
 struct OfflineArgs {
-  std::string trace, checkpoint;
+  std::string trace, json, checkpoint;
   RequestFlags<OfflineOracleRequest> request;
 };
 
-// The heads go to every MPI rank under mpirun/srun; --checkpoint makes the run resumable.
+// The heads go to every MPI rank under mpirun/srun; --checkpoint makes the run resumable. The JSON's
+// temporary is made before any work (a path that cannot be written fails first) and renamed over
+// the target when the run has finished.
 int run_offline(const OfflineArgs& a, const Global& g, const CLI::App* cmd) {
-  OfflineOracleRequest req = a.request.request();
-  req.trace = a.trace;
+  const OfflineOracleRequest req = a.request.request();
   req.validate();
   const auto checkpoint = open_checkpoint(a.checkpoint, cmd, {"trace", "--json", "--checkpoint"}, {a.trace});
   const scaleout::RankTeam team(g.threads, !g.quiet, checkpoint.get());
-  const std::optional<OfflineOracleResult> result = run_offline_oracle(req, team);
+  Trace tr;
+  team.together([&] { tr = read_trace(a.trace); });  // every rank reads; an error all ranks hit is printed once
+  std::unique_ptr<AtomicFile> json;
+  if (!a.json.empty() && team.leader()) json = std::make_unique<AtomicFile>(a.json);
+  const std::optional<OfflineOracleResult> result = run_offline_oracle(tr, req, team, a.trace);
   if (!result) return 0;  // another rank: rank 0 holds the result
   const OfflineOracleResult& r = *result;
+  if (json) {
+    json->stream() << r.to_json().dump(1) << '\n';
+    json->commit();
+  }
   std::cout << r.report().text();
-  if (!req.json_path.empty()) std::cout << "results: " << req.json_path << '\n';
+  if (json) std::cout << "results: " << a.json << '\n';
   return r.violations ? 1 : 0;
 }
 
@@ -110,6 +120,7 @@ Runner add_oracle(CLI::App& app, const Global& g) {
       "exact offline optimum of the nested problem (retained dense mass) and each policy's competitive ratio");
   add_trace(off_cmd, off->trace);
   off->request.add(off_cmd);
+  off_cmd->add_option("--json", off->json, "write per-head results as JSON to this path");
   off_cmd->add_option("--checkpoint", off->checkpoint,
                       "store each finished head in this directory; a rerun with the same arguments resumes");
 

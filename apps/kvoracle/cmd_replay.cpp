@@ -26,10 +26,9 @@ int run_device_replay(ScoreRequest req, const std::string& trace, const std::str
   req.threads = g.threads;
   req.validate();
   const Trace tr = read_trace(trace);
-  const ScorerOptions so = req.options(tr);
-  const std::vector<Budget> budgets = so.budgets();
+  const std::vector<Budget> budgets = req.options(tr).budgets();
   const auto t0 = std::chrono::steady_clock::now();
-  const ScorerResult r = run_scorer(tr, so);
+  const ScorerResult r = run_score(tr, req);
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!out.empty()) {
     AtomicFile f(out);
@@ -102,16 +101,12 @@ Runner add_replay(CLI::App& app, const Global& g) {
     const scaleout::RankTeam team(g.threads, !g.quiet, checkpoint.get());
     ReplayRequest req;
     Trace tr;
-    std::unique_ptr<ReplayPlan> plan;
     team.together([&] {  // every rank parses and reads; an error all ranks hit is printed once
       req = a->request.request();
       req.record_sets = !a->out.empty();  // without --out, memory stays O(n·d) per head (docs/reliability.md)
       tr = read_trace(a->trace);
-      plan = std::make_unique<ReplayPlan>(tr, req.options(tr));  // options() validates the request
     });
-    const ReplayOptions& o = plan->options();
-    const std::string policy = policy_name(req.policy);
-    const std::optional<ReplayResult> result = team.run(*plan, "t0", "replay " + policy);
+    const std::optional<ReplayResult> result = run_replay(tr, req, team);
     if (!result) return 0;  // another rank: rank 0 holds the result
     const ReplayResult& r = *result;
     if (!a->out.empty()) {
@@ -119,7 +114,7 @@ Runner add_replay(CLI::App& app, const Global& g) {
       write_step_records(f.stream(), r, req.record_probs);
       f.commit();
     }
-    std::cout << replay_report(r, o, a->trace, tr.n_tokens).text();
+    std::cout << replay_report(r, req.options(tr), a->trace, tr.n_tokens).text();
     if (!a->out.empty()) std::cout << "per-step records: " << a->out << '\n';
     return 0;
   };

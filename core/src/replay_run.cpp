@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "kvo/core/request_json.hpp"
 
@@ -38,6 +39,12 @@ ReplayOptions ReplayRequest::options(const Trace& trace) const {
   o.record_probs = record_probs;
   o.threads = threads;
   return o;
+}
+
+std::optional<ReplayResult> run_replay(const Trace& trace, const ReplayRequest& request, const WorkTeam& team) {
+  std::unique_ptr<ReplayPlan> plan;
+  team.together([&] { plan = std::make_unique<ReplayPlan>(trace, request.options(trace)); });
+  return team.run(*plan, "t0", "replay " + policy_name(request.policy));
 }
 
 void write_step_records(std::ostream& out, const ReplayResult& r, bool probs) {

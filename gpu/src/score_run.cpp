@@ -45,6 +45,10 @@ ScorerOptions ScoreRequest::options(const Trace& trace) const {
   return o;
 }
 
+ScorerResult run_score(const Trace& trace, const ScoreRequest& request) {
+  return run_scorer(trace, request.options(trace));
+}
+
 std::vector<std::string> ScoreRequest::budget_labels() const {
   return budgets.empty() ? std::vector<std::string>{run.budget} : budgets;
 }

@@ -25,14 +25,14 @@ std::vector<int> members(std::uint64_t mask) {
 OfflineSolution solve_offline_dp(int n, int budget, int recent, const StepObjective& g, bool monotone) {
   require(n >= 1 && n <= 40, "the cache-state DP is limited to n <= 40");
   require(recent >= 0 && recent <= budget && budget <= n, "offline DP: need 0 <= recent <= budget <= n");
-  struct Cell {
+  struct DpCell {
     double value;
     std::uint64_t prev;
   };
-  std::vector<std::unordered_map<std::uint64_t, Cell>> layer(static_cast<size_t>(n));
+  std::vector<std::unordered_map<std::uint64_t, DpCell>> layer(static_cast<size_t>(n));
   OfflineSolution sol;
   sol.method = "dp";
-  std::unordered_map<std::uint64_t, Cell> start{{0, {0.0, 0}}};
+  std::unordered_map<std::uint64_t, DpCell> start{{0, {0.0, 0}}};
   for (int i = 0; i < n; ++i) {
     const auto& from = i == 0 ? start : layer[static_cast<size_t>(i) - 1];
     auto& to = layer[static_cast<size_t>(i)];

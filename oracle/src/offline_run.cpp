@@ -3,16 +3,13 @@
 #include <algorithm>
 #include <memory>
 
-#include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/replay.hpp"
 #include "kvo/core/request_json.hpp"
-#include "kvo/core/trace_io.hpp"
 
 namespace kvo {
 
 void OfflineOracleRequest::validate() const {
-  require(!trace.empty(), "the offline oracle needs a trace");
   require(!policies.empty(), "policies: at least one policy");
   require(forced_window >= 0, "forced_window must be >= 0");
 }
@@ -22,12 +19,10 @@ const Schema<OfflineOracleRequest>& OfflineOracleRequest::schema() {
   static const Schema<R> schema(
       "offline oracle request",
       fields<R>(
-          {{member(&R::trace, {.name = "trace", .help = "trace file (.safetensors)", .cli = false}),
-            member(&R::policies, {.name = "policies", .help = "policies measured against OPT_dyn (comma-separated)"}),
+          {{member(&R::policies, {.name = "policies", .help = "policies measured against OPT_dyn (comma-separated)"}),
             member(&R::forced_window, {.name = "forced_window",
                                        .help = "the last r tokens forced into OPT_dyn's caches (0: the paper's "
-                                               "problem)"}),
-            member(&R::json_path, {.name = "json", .help = "write per-head results as JSON to this path"})},
+                                               "problem)"})},
            nested("run", &R::run, run_options_schema())}));
   return schema;
 }
@@ -81,13 +76,12 @@ nlohmann::json OfflineOracleResult::summary_json() const {
           {"policies", jp}};
 }
 
-std::optional<OfflineOracleResult> run_offline_oracle(const OfflineOracleRequest& request, const WorkTeam& team) {
+std::optional<OfflineOracleResult> run_offline_oracle(const Trace& tr, const OfflineOracleRequest& request,
+                                                      const WorkTeam& team, const std::string& name) {
   request.validate();
-  Trace tr;
   CompetitiveOptions co;
   std::unique_ptr<CompetitivePlan> plan;
   team.together([&] {
-    tr = read_trace(request.trace);
     co.forced_window = request.forced_window;
     for (const PolicyId id : request.policies) {
       ReplayOptions ro;
@@ -99,7 +93,7 @@ std::optional<OfflineOracleResult> run_offline_oracle(const OfflineOracleRequest
   std::optional<std::vector<HeadCompetitive>> heads = team.run(*plan, "t0", "oracle --offline");
   if (!heads) return std::nullopt;
   OfflineOracleResult r;
-  r.trace = request.trace;
+  r.trace = name;
   r.budget = co.policies.front().run.budget.str();
   r.n_tokens = tr.n_tokens;
   r.forced_window = request.forced_window;
@@ -131,7 +125,6 @@ std::optional<OfflineOracleResult> run_offline_oracle(const OfflineOracleRequest
     s.mean_ratio /= nh;
     s.mean_value /= nh;
   }
-  if (!request.json_path.empty()) write_file_atomic(request.json_path, r.to_json().dump(1) + "\n");
   return r;
 }
 

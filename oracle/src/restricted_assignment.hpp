@@ -5,11 +5,14 @@
 // reads. Used by column_generation.hpp; tested alone by tests/oracle/column_generation_test.cpp.
 #pragma once
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <limits>
 #include <utility>
 #include <vector>
+
+#include "kvo/core/error.hpp"
 
 namespace kvo::detail {
 

@@ -2,6 +2,7 @@
 #include "bindings_support.hpp"
 #include "kvo/core/greedy.hpp"
 #include "kvo/core/modular_concave.hpp"
+#include "kvo/oracle/allocation_run.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 #include "kvo/oracle/offline_run.hpp"
 #include "kvo/oracle/prefill_run.hpp"
@@ -19,21 +20,13 @@ void bind_oracles(py::module_& m) {
       [](const Trace& t, const py::kwargs& kwargs) {
         AllocationRequest req;
         apply_kwargs(AllocationRequest::schema(), req, kwargs, "allocation_oracle");
-        nlohmann::json j;  // an in-memory trace: no file name
-        Report report;
+        std::optional<AllocationResult> r;
         {
           py::gil_scoped_release release;
-          const auto run = [&](const auto& result) {
-            j = result.to_json("");
-            report = result.report(req, "the trace");
-          };
-          if (req.protocol == AllocationProtocol::Decoding)
-            run(run_shared_decoding(t, req));
-          else
-            run(run_shared_prefill(t, req));
+          r = run_allocation(t, req);
         }
-        j["request"] = req.to_json();
-        return with_report(json_to_python(j), std::move(report));
+        // an in-memory trace: no file name in the JSON form
+        return with_report(json_to_python(r->to_json(req, "")), r->report(req, "the trace"));
       },
       py::arg("trace"),
       ("the exact optima when KV heads and layers share one budget, against per-head budgets of the same total "
@@ -93,27 +86,31 @@ void bind_oracles(py::module_& m) {
           .c_str());
   m.def(
       "offline_oracle",
-      [](const std::string& trace, const py::kwargs& kwargs) {
+      [](const py::object& trace, const py::kwargs& kwargs) {
         OfflineOracleRequest req;
-        req.trace = trace;
         py::dict rest;
-        apply_kwargs(OfflineOracleRequest::schema(), req, kwargs, "offline_oracle", not_named("trace"), &rest);
+        apply_kwargs(OfflineOracleRequest::schema(), req, kwargs, "offline_oracle", {}, &rest);
         const int threads = team_threads(rest, "offline_oracle", OfflineOracleRequest::schema().names());
+        // A Trace object, or a trace file's path (the CLI's argument, and its name in the result).
+        const bool is_trace = py::isinstance<Trace>(trace);
+        const std::string name = is_trace ? "the trace" : py::str(trace).cast<std::string>();
         std::optional<OfflineOracleResult> r;
         {
+          const Trace read = is_trace ? Trace{} : read_trace(name);
+          const Trace& t = is_trace ? trace.cast<const Trace&>() : read;
           py::gil_scoped_release release;
-          r = run_offline_oracle(req, WorkTeam(threads));
+          r = run_offline_oracle(t, req, WorkTeam(threads), name);
         }
         nlohmann::json j = r->to_json();
         j["summary"] = r->summary_json();
         return with_report(json_to_python(j), r->report());
       },
       py::arg("trace"),
-      ("the exact offline optimum OPT_dyn on every head of a trace file and each policy's competitive ratio "
-       "(kvoracle oracle offline): the --json file's fields (trace, forced_window, heads) and `summary`, the "
-       "table the CLI prints. threads=0: all cores.\n" +
+      ("the exact offline optimum OPT_dyn on every head of a trace (a Trace or a file's path) and each policy's "
+       "competitive ratio (kvoracle oracle offline): the --json file's fields (trace, forced_window, heads) and "
+       "`summary`, the table the CLI prints. threads=0: all cores.\n" +
        kwargs_doc(OfflineOracleRequest::schema(), OfflineOracleRequest{},
-                  "Options (keyword arguments, the CLI's flags)", not_named("trace")))
+                  "Options (keyword arguments, the CLI's flags)"))
           .c_str());
   m.def(
       "topk_optimum",

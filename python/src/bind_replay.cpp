@@ -45,11 +45,12 @@ void bind_replay(py::module_& m) {
         req.policy = parse_policy(policy);
         apply_kwargs(ReplayRequest::schema(), req, kwargs, "replay", not_named("policy"));
         const ReplayOptions o = req.options(t);
-        ReplayResult r;
+        std::optional<ReplayResult> result;
         {
           py::gil_scoped_release release;
-          r = replay(t, o);
+          result = run_replay(t, req, WorkTeam(req.threads));
         }
+        const ReplayResult& r = *result;
         py::list heads;
         for (const auto& h : r.heads) {
           py::list kept, evicted;
@@ -82,7 +83,7 @@ void bind_replay(py::module_& m) {
         ScorerResult r;
         {
           py::gil_scoped_release release;
-          r = run_scorer(t, o);
+          r = run_score(t, req);
         }
         py::list units;
         for (const auto& u : r.units) {

@@ -1,6 +1,6 @@
 // `kvoracle oracle offline` as a library call (oracle/offline_run.hpp): the heads are those of
 // competitive_ratios() on the same trace, the summary is their per-policy means and worst cases,
-// the --json file is written whole, and the request's JSON form and refusals.
+// the trace is named as the caller names it, and the request's JSON form and refusals.
 #include "kvo/oracle/offline_run.hpp"
 
 #include <gtest/gtest.h>
@@ -26,14 +26,12 @@ TEST(OfflineRun, HeadsAreTheCompetitiveRatiosAndTheSummaryTheirMeans) {
   const Trace tr = test::synthetic_layer(3, 1, 48, 12, 8, 5);
   write_trace(path, tr);
   OfflineOracleRequest req;
-  req.trace = path;
   req.run.budget = "8";
   req.policies = {PolicyId::H2O, PolicyId::Tova};
-  req.json_path = (d / "off.json").string();
-  const auto r = run_offline_oracle(req, WorkTeam(2));
+  const Trace back = read_trace(path);
+  const auto r = run_offline_oracle(back, req, WorkTeam(2), path);
   ASSERT_TRUE(r.has_value());
 
-  const Trace back = read_trace(path);
   CompetitiveOptions co;
   for (const PolicyId id : req.policies) {
     ReplayOptions ro;
@@ -56,14 +54,13 @@ TEST(OfflineRun, HeadsAreTheCompetitiveRatiosAndTheSummaryTheirMeans) {
   EXPECT_EQ(r->policies[0].policy, policy_name(PolicyId::H2O));
   EXPECT_EQ(r->violations, 0);
   EXPECT_LE(r->opt_dyn_sum, r->static_sum * (1 + 1e-12));
-  EXPECT_EQ(nlohmann::json::parse(std::ifstream(d / "off.json")), r->to_json());
+  EXPECT_EQ(r->to_json().at("trace"), path);
   EXPECT_EQ(r->summary_json().at("heads"), direct.size());
   fs::remove_all(d);
 }
 
 TEST(OfflineRun, RequestRoundTripsThroughJsonAndRefusesWhatCannotRun) {
   OfflineOracleRequest req;
-  req.trace = "t.safetensors";
   req.forced_window = 4;
   req.policies = {PolicyId::Streaming};
   const OfflineOracleRequest back = OfflineOracleRequest::from_json(req.to_json());

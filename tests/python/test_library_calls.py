@@ -176,10 +176,15 @@ def test_verify_traces_same_report_as_the_cli(kvoracle, trace_file, tmp_path):
 
 def test_offline_oracle_same_file_and_summary_as_the_cli(kvoracle, trace_file, tmp_path):
     run(kvoracle, "oracle", "offline", trace_file, "--budget", "8", "--policies", "h2o,tova", "--json", tmp_path / "c.json")  # fmt: skip
-    py = kvo.offline_oracle(str(trace_file), policies="h2o,tova".split(","), budget="8", json=str(tmp_path / "p.json"))
-    assert same_records(json.load(open(tmp_path / "p.json")), json.load(open(tmp_path / "c.json")))
+    py = kvo.offline_oracle(str(trace_file), policies="h2o,tova".split(","), budget="8")
     s = py.pop("summary")
     assert same_records(py, json.load(open(tmp_path / "c.json")))
+    # A Trace object: the same heads, named "the trace".
+    on_object = kvo.offline_oracle(kvo.read_trace(str(trace_file)), policies=["h2o", "tova"], budget="8")
+    assert on_object["trace"] == "the trace" and on_object.pop("summary") == {**s, "trace": "the trace"}
+    assert same_records({**py, "trace": "the trace"}, dict(on_object))
+    with pytest.raises(ValueError, match="offline_oracle: unknown option 'json'"):
+        kvo.offline_oracle(str(trace_file), json=str(tmp_path / "p.json"))
     assert [p["policy"] for p in s["policies"]] == ["h2o", "tova"] and s["violations"] == 0
     assert all(p["worst_ratio"] <= p["mean_ratio"] + 1e-12 <= 1 + 1e-9 for p in s["policies"] if p["ordering_checked"])
     with pytest.raises(ValueError, match="forced_window must be >= 0"):

@@ -8,6 +8,7 @@
 
 #include "kvo/core/replay.hpp"
 #include "kvo/core/run_options.hpp"
+#include "kvo/core/work_team.hpp"
 #include "kvo/report/report.hpp"
 
 namespace kvo {
@@ -27,6 +28,12 @@ struct ReplayRequest {
   static ReplayRequest from_json(const nlohmann::json& j);
   ReplayOptions options(const Trace& trace) const;  // validated against the trace
 };
+
+// The heads of `trace` replayed through `team` (ReplayPlan: every head its own unit; under MPI every
+// member holds the trace); the result on the leader, nothing elsewhere. The request is validated
+// against the trace on every member first.
+std::optional<ReplayResult> run_replay(const Trace& trace, const ReplayRequest& request,
+                                       const WorkTeam& team = WorkTeam());
 
 // One JSON object per head and step, heads in the result's order (what `replay --out` writes as
 // JSON Lines): layer, head, step, attended, kept, evicted, reentered, retained_mass, accumulated,

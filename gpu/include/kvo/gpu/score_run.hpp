@@ -30,6 +30,10 @@ struct ScoreRequest {
   std::vector<std::string> budget_labels() const;   // `budgets`, or run.budget alone: as given
 };
 
+// The scorer over every head of `trace` at every budget of the request, on its device (the CPU
+// twin on request.threads, or CUDA); the request is validated against the trace first.
+ScorerResult run_score(const Trace& trace, const ScoreRequest& request);
+
 // One JSON object per unit and step (what `score --out` writes as JSON Lines): layer, head,
 // budget (its text), step, kept, evicted.
 void write_score_records(std::ostream& out, const Trace& trace, const ScorerResult& result,

@@ -16,13 +16,11 @@
 namespace kvo {
 
 struct OfflineOracleRequest {
-  std::string trace;  // a .safetensors file
-  RunOptions run;     // budget, policy parameters, layers, heads; prompt_len from the trace
+  RunOptions run;  // budget, policy parameters, layers, heads; prompt_len from the trace
   std::vector<PolicyId> policies = default_policies(PolicyListUse::Checks);
   int forced_window = 0;  // the last r tokens forced into OPT_dyn's caches (0: the paper's problem)
-  std::string json_path;  // per-head results as JSON (what --json writes), or nothing
 
-  // kvo::Error naming the option: no trace, no policy, forced_window below 0.
+  // kvo::Error naming the option: no policy, forced_window below 0.
   void validate() const;
   static const Schema<OfflineOracleRequest>& schema();  // every field once: JSON, CLI flags, Python keywords
   nlohmann::json to_json() const;
@@ -39,7 +37,8 @@ struct OfflinePolicySummary {
 };
 
 struct OfflineOracleResult {
-  std::string trace, budget;
+  std::string trace;  // the trace's name in the JSON form and the report: `run_offline_oracle`'s `name`
+  std::string budget;
   int n_tokens = 0, forced_window = 0;
   std::vector<HeadCompetitive> heads;          // by layer, head
   double opt_dyn_sum = 0.0, static_sum = 0.0;  // over heads
@@ -52,8 +51,10 @@ struct OfflineOracleResult {
   Report report() const;
 };
 
-// The heads run through `team`; the result on its leader, nothing elsewhere.
-std::optional<OfflineOracleResult> run_offline_oracle(const OfflineOracleRequest& request,
-                                                      const WorkTeam& team = WorkTeam());
+// The heads of `trace` run through `team` (under MPI every member holds the trace); the result on
+// its leader, nothing elsewhere. `name` labels the trace in the result (its file, for the CLI).
+std::optional<OfflineOracleResult> run_offline_oracle(const Trace& trace, const OfflineOracleRequest& request,
+                                                      const WorkTeam& team = WorkTeam(),
+                                                      const std::string& name = "the trace");
 
 }  // namespace kvo
