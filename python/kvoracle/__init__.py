@@ -9,9 +9,10 @@ the claim
 checks (``verify`` on a Trace, ``verify_traces`` on files with the report of ``kvoracle verify``;
 ``fit_power_law``, the fit behind check E2), the greedy scorer's CPU twin (``score``), kvpress's presses (``run_press``,
 ``press_names``, ``adakv_kept`` for AdaKVPress around one) with the exact ``prefill_optimum`` and the attention-output error ``output_errors``, and the decoder-facing ``KvEvictionManager``; the real model in kvoracle's C++ (``Model``: tokenizer,
-greedy ``generate``). ``kvoracle.hf`` brings
+greedy ``generate``; ``score_answer``, ``task_texts``, ``task_request`` and ``task_report``: the task
+suite's scoring, texts, request rules and cells). ``kvoracle.hf`` brings
 Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` of ``generate``
-(docs/python.md). A command's result is a dict or a list as before, carrying what the CLI shows as
+(docs/python.md), and ``run_tasks``, the task suite on any transformers model. A command's result is a dict or a list as before, carrying what the CLI shows as
 ``result.report`` (a ``Report``: ``text``, ``markdown``, ``tables`` with exact numbers, ``plots``).
 """
 
@@ -44,9 +45,12 @@ from ._core import (  # noqa: F401
     replay,
     run_press,
     score,
+    score_answer,
     static_oracle,
     synthesize,
     task_report,
+    task_request,
+    task_texts,
     topk_optimum,
     verify,
     verify_traces,

@@ -44,6 +44,48 @@ void bind_model(py::module_& m) {
       "the cells of task outcomes again (kvoracle tasks report): `result` is what Model.run_tasks returned (its "
       "outcomes may be several runs' concatenated) or the path of a `tasks run --json`; returns the same dict "
       "with `cells` and `cells_by_depth` computed from the outcomes");
+  m.def(
+      "score_answer",
+      [](const py::dict& instance, const std::string& answer) {
+        return studies::score_answer(studies::task_instance_from_json(python_to_json(instance), "instance"), answer);
+      },
+      py::arg("instance"), py::arg("answer"),
+      "the score in [0, 1] of a generated answer under the instance's rule (a dict in kvpress's columns), as tasks "
+      "run scores it");
+  m.def(
+      "task_request",
+      [](const py::kwargs& kwargs) {
+        studies::TaskOptions o;
+        apply_kwargs(studies::task_options_schema(), o, kwargs, "run_tasks",
+                     [](const Field<studies::TaskOptions>& f) { return !suite_option(f); });
+        const studies::TaskEvalRequest r = o.eval_request();  // validated: every rule of tasks run
+        std::vector<std::string> policies, offline, presses;
+        for (PolicyId id : r.policies) {
+          policies.push_back(policy_name(id));
+          if (policy_traits(id).offline) offline.push_back(policy_name(id));
+        }
+        for (PressId id : r.presses) presses.push_back(std::string(press_name(id)));
+        return py::dict(py::arg("protocol") = std::string(studies::to_string(r.protocol)),
+                        py::arg("policies") = policies, py::arg("offline") = offline, py::arg("presses") = presses,
+                        py::arg("budgets") = r.budgets, py::arg("rows") = studies::task_row_names(r),
+                        py::arg("question_first") = r.question_first,
+                        py::arg("format") = std::string(studies::to_string(r.format)),
+                        py::arg("budget_scope") = std::string(budget_scope_name(r.run.budget_scope)),
+                        py::arg("optimum") = r.optimum, py::arg("topk") = r.topk);
+      },
+      "a tasks run request from run_tasks' keywords, validated by the library as `tasks run` validates it: "
+      "{protocol, policies, offline, presses, budgets, rows, question_first, format, budget_scope, optimum, topk}");
+  m.def(
+      "task_texts",
+      [](const py::dict& instance, bool question_first) {
+        const studies::TaskTexts t =
+            studies::task_texts(studies::task_instance_from_json(python_to_json(instance), "instance"), question_first);
+        return py::dict(py::arg("context") = t.context, py::arg("question") = t.question,
+                        py::arg("needle_piece") = t.needle_piece);
+      },
+      py::arg("instance"), py::arg("question_first") = false,
+      "the plain format's texts tasks run encodes, each on its own: {context: [pieces], question, needle_piece} "
+      "(the few-shot examples, the question when it opens the context, the context; then the question block)");
   m.def("default_model_path", &model::default_model_path,
         "where the model is looked for: $KVO_MODEL, else $KVO_MODEL_DIR/<file>, else ~/.cache/kvoracle/<file>");
   py::class_<model::Llama>(m, "Model",

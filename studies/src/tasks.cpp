@@ -433,27 +433,33 @@ PromptFormat parse_prompt_format(std::string_view name) {
   throw Error("unknown prompt format '" + std::string(name) + "' (known: plain, chat)");
 }
 
+TaskTexts task_texts(const TaskInstance& in, bool question_first) {
+  TaskTexts t;
+  if (!in.examples.empty()) t.context.push_back(in.examples);
+  if (question_first) t.context.push_back(in.question + "\n\n");
+  t.needle_piece = static_cast<int>(t.context.size());
+  t.context.push_back(in.context);
+  t.question = "\n\n" + in.question + " " + in.answer_prefix;
+  return t;
+}
+
 TaskTokens task_tokens(const Tokenizer& tok, const TaskInstance& in, bool question_first, PromptFormat format) {
   TaskTokens t;
   const bool chat = format == PromptFormat::Chat;
+  // Chat: the GGUF's ChatML template around the same pieces (special tokens parsed in its parts).
   if (chat)
     t.context = tok.encode(
         "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
         "<|im_start|>user\n",
         true);
-  if (!in.examples.empty()) {
-    const std::vector<int> e = tok.encode(in.examples);
-    t.context.insert(t.context.end(), e.begin(), e.end());
+  const TaskTexts texts = task_texts(in, question_first);
+  for (size_t x = 0; x < texts.context.size(); ++x) {
+    if (static_cast<int>(x) == texts.needle_piece) t.needle_shift = static_cast<int>(t.context.size());
+    const std::vector<int> ids = tok.encode(texts.context[x]);
+    t.context.insert(t.context.end(), ids.begin(), ids.end());
   }
-  if (question_first) {
-    const std::vector<int> q = tok.encode(in.question + "\n\n");
-    t.context.insert(t.context.end(), q.begin(), q.end());
-  }
-  t.needle_shift = static_cast<int>(t.context.size());
-  const std::vector<int> c = tok.encode(in.context);
-  t.context.insert(t.context.end(), c.begin(), c.end());
   t.question = chat ? tok.encode("\n\n" + in.question + "<|im_end|>\n<|im_start|>assistant\n" + in.answer_prefix, true)
-                    : tok.encode("\n\n" + in.question + " " + in.answer_prefix);
+                    : tok.encode(texts.question);
   return t;
 }
 

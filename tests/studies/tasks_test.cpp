@@ -148,6 +148,33 @@ TEST(Tasks, ShotsOpenTheInputAndTheNeedleSitsPastThem) {
   EXPECT_THROW(r.validate(), Error);
 }
 
+TEST(Tasks, TheTextsAreWhatTheTokensEncodePieceByPiece) {
+  const auto& tok = test::tiny_model().tokenizer();
+  TaskSuiteRequest r = small_suite();
+  r.tasks = {TaskId::Passkey};
+  r.depths = {0.5};
+  r.per_cell = 1;
+  r.shots = 1;
+  const TaskInstance in = generate_tasks(tok, r).front();
+  for (const bool question_first : {false, true}) {
+    SCOPED_TRACE(question_first);
+    const TaskTexts texts = task_texts(in, question_first);
+    ASSERT_EQ(texts.context.size(), question_first ? 3u : 2u);  // examples, [question], context
+    EXPECT_EQ(texts.context[static_cast<size_t>(texts.needle_piece)], in.context);
+    std::vector<int> ids;
+    int shift = 0;
+    for (size_t x = 0; x < texts.context.size(); ++x) {
+      if (static_cast<int>(x) == texts.needle_piece) shift = static_cast<int>(ids.size());
+      const std::vector<int> piece = tok.encode(texts.context[x]);
+      ids.insert(ids.end(), piece.begin(), piece.end());
+    }
+    const TaskTokens t = task_tokens(tok, in, question_first);
+    EXPECT_EQ(t.context, ids);
+    EXPECT_EQ(t.needle_shift, shift);
+    EXPECT_EQ(t.question, tok.encode(texts.question));
+  }
+}
+
 TEST(TaskOptions, EveryOptionRoundTripsThroughItsText) {
   const TaskOptions defaults;
   const auto& schema = task_options_schema();

@@ -9,8 +9,10 @@
 - ``KvoraclePress``: any kvoracle policy, press or the prefill optimum as a kvpress press; a press
   (a score) is a ``KvoracleScorerPress``, which kvpress's ScorerPress wrappers take.
 - ``compare_presses``: presses against the prefill optimum: retained mass and continuation NLL/KL.
+- ``run_tasks``: the task suite of ``kvoracle tasks run`` on any transformers model, scored and
+  reported by kvoracle's library.
 
-``record_trace``, ``EvictingCache`` and ``compare_presses`` import torch and transformers when first
+``record_trace``, ``EvictingCache``, ``compare_presses`` and ``run_tasks`` import torch and transformers when first
 used; ``KvoraclePress`` imports kvpress.
 """
 
@@ -23,6 +25,7 @@ _LAZY = {
     "KvoraclePress": ".kvpress_press",
     "KvoracleScorerPress": ".kvpress_press",
     "compare_presses": ".press_compare",
+    "run_tasks": ".tasks",
 }
 
 

@@ -84,6 +84,17 @@ struct TaskTokens {
 TaskTokens task_tokens(const model::Tokenizer& tokenizer, const TaskInstance& instance, bool question_first = false,
                        PromptFormat format = PromptFormat::Plain);
 
+// The plain format's texts, in the order task_tokens encodes them, each on its own: the context's
+// pieces (the few-shot examples, the question when it opens the context, then the context itself;
+// empty pieces left out) and the question block. Another tokenizer (a transformers model's) that
+// encodes each piece without special tokens reads the instance the way kvoracle's engine does.
+struct TaskTexts {
+  std::vector<std::string> context;
+  std::string question;
+  int needle_piece = 0;  // the index in `context` of the context itself (the needles' piece)
+};
+TaskTexts task_texts(const TaskInstance& instance, bool question_first = false);
+
 // The grid the generator fills: every task x length x depth, `per_cell` instances each.
 inline constexpr int kShotLength = 256;  // tokens of one few-shot example (its context and question block)
 

@@ -1,0 +1,276 @@
+"""The task suite of ``kvoracle tasks run`` on any transformers causal LM.
+
+``run_tasks(model, tokenizer, instances, ...)`` answers each instance (a dict in kvpress's columns,
+e.g. from ``kvoracle.Model.generate_tasks`` or a JSON Lines file) with the full cache and under
+every row at every budget, greedily, in the model's own dtype and device, and returns the same
+result as ``Model.run_tasks``: ``{protocol, outcomes, cells, cells_by_depth}`` with its report.
+The instances' texts, the scoring, the cells, their Wilson intervals and the report are kvoracle's
+library (``task_texts``, ``score_answer``, ``task_report``); this module drives the model.
+
+- ``protocol="dynamic"``: streaming eviction. Each decoder-drivable policy evicts inside the
+  model's forward passes (``EvictingCache``) from the first token, keeping
+  k = floor(share x input tokens) per (layer, KV head).
+- ``protocol="prefill"``: the context prefilled whole under a kvpress press (kvpress's own forward
+  hooks, as its pipeline runs them) or a kvoracle policy as a press (``KvoraclePress``), compressed
+  to int(share x context) keys per KV head; then the question at the context's positions and the
+  answer on the compressed cache.
+
+Every row answers the same way: the context, then the question block, then greedy tokens until
+the end-of-sequence token or the instance's ``max_new_tokens`` (the stopping token is not part of
+the answer's text). ``token_ids``: a ``kvoracle.Model`` whose tokenizer gives the ids (for a model
+loaded from kvoracle's GGUF, whose transformers tokenizer does not split digits); then the
+instances' needles are known and ``needles_held`` is measured. Not yet here (``kvoracle tasks run``
+has them on kvoracle's engine): the exact references (optimum, top-k, the offline policies) and
+``mass_of_optimum`` (NaN).
+"""
+
+import math
+
+import numpy as np
+import torch
+
+from .. import _core
+
+
+def _decoder_policies():
+    return [p["name"] for p in _core.policies() if p["decoder"] and p["nested"]]
+
+
+def _eos_ids(model, tokenizer):
+    eos = model.generation_config.eos_token_id
+    if eos is None:
+        eos = getattr(tokenizer, "eos_token_id", None)
+    return set(eos if isinstance(eos, (list, tuple)) else [] if eos is None else [eos])
+
+
+class _Instance:
+    """One instance's token ids, as kvoracle's engine reads it."""
+
+    def __init__(self, row, tokenizer, token_ids, question_first):
+        self.row = row
+        texts = _core.task_texts(row, question_first)  # refuses missing columns in one line
+        if token_ids is not None:
+            t = token_ids.task_tokens(row, question_first=question_first)
+            self.context, self.question, shift = t["context"], t["question"], t["needle_shift"]
+            self.needles = [(a + shift, b + shift) for a, b in row.get("needles", [])]
+        else:
+            self.context = []
+            for piece in texts["context"]:
+                self.context += tokenizer.encode(piece, add_special_tokens=False)
+            self.question = tokenizer.encode(texts["question"], add_special_tokens=False)
+            self.needles = []  # needle ranges are kvoracle token ids: unknown in another tokenizer's
+        self.max_new = int(row.get("max_new_tokens", 16))
+
+    @property
+    def n(self):
+        return len(self.context) + len(self.question)
+
+
+def _outcome(inst, row, budget):
+    r = inst.row
+    return {
+        "instance": str(r.get("id", "")),
+        "task": str(r.get("task", "custom")),
+        "length": int(r.get("length", 0)),
+        "depth": float(r.get("depth", -1.0)),
+        "shots": int(r.get("shots", 0)),
+        "input_tokens": inst.n,
+        "row": row,
+        "budget": float(budget),
+        "mass_of_optimum": None,
+    }
+
+
+def _needles_held(inst, kept):
+    """Share of (layer, KV head) units holding every needle token (None without needles)."""
+    if not inst.needles:
+        return None
+    need = [p for a, b in inst.needles for p in range(a, b)]
+    held = sum(all(p in s for p in need) for s in kept)
+    return held / len(kept)
+
+
+class _Runner:
+    def __init__(self, model, tokenizer, token_ids):
+        self.model, self.tokenizer, self.token_ids = model, tokenizer, token_ids
+        self.eos = _eos_ids(model, tokenizer)
+        self.device = next(model.parameters()).device
+        config = model.config.get_text_config(decoder=True)
+        self.layers, self.kv_heads = config.num_hidden_layers, config.num_key_value_heads
+        self.positions = getattr(config, "max_position_embeddings", None)
+
+    def _ids(self, ids):
+        return torch.tensor([ids], dtype=torch.long, device=self.device)
+
+    def _forward(self, ids, cache, start):
+        pos = torch.arange(start, start + len(ids), device=self.device)[None]
+        with torch.no_grad():
+            return self.model(input_ids=self._ids(ids), past_key_values=cache, position_ids=pos, logits_to_keep=1)
+
+    def answer(self, inst, cache, outcome):
+        """The question at the context's positions, then greedy tokens; scores the answer."""
+        start = len(inst.context)
+        logits = self._forward(inst.question, cache, start).logits[0, -1]
+        start += len(inst.question)
+        ids = []
+        for t in range(inst.max_new):
+            tok = int(torch.argmax(logits))
+            ids.append(tok)
+            if tok in self.eos or t + 1 == inst.max_new:
+                break
+            logits = self._forward([tok], cache, start).logits[0, -1]
+            start += 1
+        text_ids = ids[:-1] if ids and ids[-1] in self.eos else ids
+        if self.token_ids is not None:
+            text = self.token_ids.detokenize(text_ids)
+        else:
+            text = self.tokenizer.decode(text_ids, skip_special_tokens=False)
+        outcome["answer"] = text
+        outcome["score"] = float(_core.score_answer(inst.row, text))
+        return outcome
+
+    def prefill(self, inst, cache, press=None):
+        import contextlib
+
+        with press(self.model) if press is not None else contextlib.nullcontext(), torch.no_grad():
+            self.model.model(input_ids=self._ids(inst.context), past_key_values=cache)
+
+    def full_cache(self, inst):
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        self.prefill(inst, cache)
+        # The context's keys of every layer, to find which positions a compressed cache holds.
+        keys = [cache.layers[layer].keys[0].clone() for layer in range(self.layers)]
+        o = _outcome(inst, "full-cache", 1.0)
+        o["kept"] = float(len(inst.context))
+        o["needles_held"] = 1.0 if inst.needles else None
+        o["mass_of_optimum"] = 1.0
+        return self.answer(inst, cache, o), keys
+
+    def streaming(self, inst, row, policy, share, options):
+        from .cache import EvictingCache
+
+        k = max(1, math.floor(share * inst.n + 1e-9))
+        implementation = self.model.config._attn_implementation
+        try:
+            cache = EvictingCache(self.model, policy, str(k), **options)
+            self.prefill(inst, cache)
+            kept = [
+                {int(p) for p in cache.held(layer)[0, kv].tolist() if p >= 0}
+                for layer in range(self.layers)
+                for kv in range(self.kv_heads)
+            ]
+            o = _outcome(inst, row, share)
+            o["kept"] = float(np.mean([len(s) for s in kept]))
+            o["needles_held"] = _needles_held(inst, kept)
+            return self.answer(inst, cache, o)
+        finally:
+            self.model.set_attn_implementation(implementation)  # EvictingCache routed it through kvoracle's
+
+    def compressed(self, inst, row, share, press, full_keys):
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        self.prefill(inst, cache, press)
+        kept = []
+        for layer in range(self.layers):
+            held = cache.layers[layer].keys[0]
+            for kv in range(self.kv_heads):
+                # each held key is one of the full cache's context keys (the same forward pass)
+                eq = (held[kv][:, None, :] == full_keys[layer][kv][None]).all(-1)
+                found = eq.any(1)
+                if not bool(found.all()):
+                    raise _core.KvoError(
+                        f"tasks: press {row} holds keys that are not the context's (layer {layer}): "
+                        "a press that changes keys cannot be measured here"
+                    )
+                kept.append(set(eq.float().argmax(1).tolist()))
+        o = _outcome(inst, row, share)
+        o["kept"] = float(np.mean([len(s) for s in kept]))
+        o["needles_held"] = _needles_held(inst, kept)
+        return self.answer(inst, cache, o)
+
+
+def _press_factory(name, press_seed):
+    import kvpress
+
+    cls = getattr(kvpress, dict(_core.press_names())[name])
+    seeded = "seed" in cls.__dataclass_fields__  # RandomPress: kvoracle's --press-seed
+
+    def make(ratio):
+        return cls(compression_ratio=ratio, **({"seed": press_seed} if seeded else {}))
+
+    return make
+
+
+# The options of `kvoracle tasks run` this driver reads; the library validates them as tasks run does.
+OPTIONS = ("protocol", "policies", "presses", "budgets", "question_first", "press_seed")
+
+
+def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=None, progress=False, **options):
+    """Answers every instance with the full cache and under every row at every budget.
+
+    model: a transformers causal LM (any dtype and device; eager attention for kvpress's
+    attention-scored presses). tokenizer: its tokenizer. instances: dicts in kvpress's columns.
+    options: tasks run's (protocol "dynamic" or "prefill", policies, presses, budgets as shares kept,
+    question_first, press_seed), validated by kvoracle's library; the default policies are every
+    decoder-drivable one under the dynamic protocol, none under the prefill protocol. policy_options: EvictingCache's options for the
+    streaming rows. Returns ``kvoracle.task_report``'s result: outcomes, cells with Wilson
+    intervals, and the report.
+    """
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise _core.KvoError(
+            f"run_tasks: option '{unknown[0]}' is not read by kvoracle.hf's driver yet (options: {', '.join(OPTIONS)})"
+        )
+    if "policies" not in options:  # dynamic: every decoder-drivable policy; prefill: the presses alone
+        options["policies"] = _decoder_policies() if options.get("protocol", "dynamic") == "dynamic" else []
+    req = _core.task_request(optimum=False, topk=False, **options)  # every rule of tasks run, in one line
+    if req["offline"]:
+        raise _core.KvoError(
+            f"run_tasks: policy {req['offline'][0]} needs the full cache's trace: not in kvoracle.hf yet "
+            "(kvoracle tasks run has it on kvoracle's engine)"
+        )
+    protocol, budgets, press_seed = req["protocol"], req["budgets"], int(options.get("press_seed", 0))
+    rows = []  # (row name, how it runs)
+    if protocol == "dynamic":
+        rows = list(zip(req["rows"], req["policies"]))
+    else:
+        from .kvpress_press import KvoraclePress
+
+        makers = [_press_factory(name, press_seed) for name in req["presses"]]
+        makers += [
+            lambda ratio, p=p: KvoraclePress(compression_ratio=ratio, policy="policy:" + p) for p in req["policies"]
+        ]
+        rows = list(zip(req["rows"], makers))
+    runner = _Runner(model, tokenizer, token_ids)
+    prepared = []
+    for x, row in enumerate(instances):
+        inst = _Instance(dict(row), tokenizer, token_ids, req["question_first"])
+        where = f"instance '{row.get('id', x)}'"
+        if not inst.context:
+            raise _core.KvoError(f"tasks: {where} has an empty context")
+        if runner.positions and inst.n + inst.max_new > runner.positions:
+            raise _core.KvoError(
+                f"tasks: {where} needs {inst.n + inst.max_new} positions with its answer; "
+                f"the model has {runner.positions}"
+            )
+        prepared.append(inst)
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(prepared) * (1 + len(rows) * len(budgets)), desc="tasks", disable=not progress)
+    outcomes = []
+    for inst in prepared:
+        full, keys = runner.full_cache(inst)
+        outcomes.append(full)
+        bar.update()
+        for label, how in rows:
+            for b in budgets:
+                if protocol == "dynamic":
+                    outcomes.append(runner.streaming(inst, label, how, b, dict(policy_options or {})))
+                else:
+                    outcomes.append(runner.compressed(inst, label, b, how(1.0 - b), keys))
+                bar.update()
+    bar.close()
+    return _core.task_report({"protocol": protocol, "outcomes": outcomes})

@@ -1,0 +1,106 @@
+"""kvoracle.hf.run_tasks (the task suite on a transformers model) against kvoracle tasks run on
+kvoracle's own engine: the tiny test model loaded into transformers from its GGUF file and fed
+kvoracle's token ids answers every instance as Model.run_tasks does, under both protocols (the
+same answer, score, kept count and needles held in every outcome), and the cells come from the
+same library code. Bad requests are refused in one line before any work."""
+
+import math
+import os
+
+import kvoracle as kvo
+import pytest
+from kvoracle.hf import run_tasks
+
+pytestmark = pytest.mark.transformers
+
+SUITE = dict(tasks=["passkey", "niah"], lengths=[256], depths=[0.5], per_cell=1, task_seed=5)
+COMPARED = ("answer", "score", "kept", "needles_held", "input_tokens", "budget")
+
+
+@pytest.fixture(scope="module")
+def setup(tiny_model_path):
+    from transformers import AutoTokenizer
+
+    m = kvo.Model(tiny_model_path)
+    where, name = os.path.split(tiny_model_path)
+    tok = AutoTokenizer.from_pretrained(where, gguf_file=name)
+    return m, tok, m.generate_tasks(**SUITE)
+
+
+def by_key(result):
+    return {(o["instance"], o["row"], o["budget"]): o for o in result["outcomes"]}
+
+
+def same(ours, theirs):
+    """Every compared field of every outcome (NaN and None both mean 'not measured')."""
+    assert ours.keys() == theirs.keys()
+    differ = []
+    for key, o in ours.items():
+        for field in COMPARED:
+            a, b = o[field], theirs[key][field]
+            a = None if isinstance(a, float) and math.isnan(a) else a
+            b = None if isinstance(b, float) and math.isnan(b) else b
+            if a != b:
+                differ.append((key, field, a, b))
+    assert not differ, differ
+
+
+def test_streaming_rows_are_the_engines(hf_tiny, setup):
+    m, tok, instances = setup
+    ours = run_tasks(hf_tiny, tok, instances, policies=["h2o", "tova"], budgets=[0.3, 0.6], token_ids=m)
+    theirs = m.run_tasks(instances, policies=["h2o", "tova"], budgets=[0.3, 0.6], topk=False)
+    same(by_key(ours), by_key(theirs))
+    assert ours["protocol"] == "dynamic" and len(ours["outcomes"]) == 2 * (1 + 2 * 2)
+    # the cells are the library's, computed from these outcomes
+    assert ours["cells"] == kvo.task_report({"protocol": "dynamic", "outcomes": ours["outcomes"]})["cells"]
+    assert "full-cache" in ours.report.text and "tova" in ours.report.text
+    # the rows differ from one another (the comparison can fail): nonsense answers that change with the kept set
+    assert len({o["answer"] for o in ours["outcomes"] if o["instance"] == instances[0]["id"]}) > 2
+
+
+@pytest.mark.kvpress
+def test_prefill_rows_are_the_engines(hf_tiny, setup):
+    m, tok, instances = setup
+    presses = ["snapkv", "knorm", "tova", "streaming_llm"]
+    args = dict(protocol="prefill", presses=presses, policies=["h2o", "tova"], budgets=[0.5])
+    ours = run_tasks(hf_tiny, tok, instances, token_ids=m, **args)
+    theirs = m.run_tasks(instances, optimum=False, **args)
+    same(by_key(ours), by_key(theirs))
+    rows = {o["row"] for o in ours["outcomes"]}
+    assert rows == {"full-cache", "snapkv", "knorm", "press:tova", "streaming_llm", "h2o", "policy:tova"}
+
+
+def test_the_models_own_tokenizer_runs_without_needles(hf_tiny, setup):
+    _, tok, instances = setup
+    r = run_tasks(hf_tiny, tok, instances[:1], policies=["h2o"], budgets=[0.5])
+    assert [o["row"] for o in r["outcomes"]] == ["full-cache", "h2o"]
+    assert all(o["needles_held"] is None and 0 <= o["score"] <= 1 for o in r["outcomes"])
+    texts = kvo.task_texts(instances[0])
+    n = sum(len(tok.encode(p, add_special_tokens=False)) for p in texts["context"])
+    assert r["outcomes"][0]["input_tokens"] == n + len(tok.encode(texts["question"], add_special_tokens=False))
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (dict(budgets=[0]), "budget 0 is outside"),
+        (dict(presses=["snapkv"]), "presses run under the prefill protocol only"),
+        (dict(protocol="prefill", presses=["snapkv", "snapkv"]), "press 'snapkv' listed twice"),
+        (dict(policies=["lookahead"]), "needs the full cache's trace"),
+        (dict(recent=4), "option 'recent' is not read by kvoracle.hf's driver yet"),
+        (dict(protocol="streaming"), "unknown protocol 'streaming'"),
+    ],
+)
+def test_bad_requests_are_refused_in_one_line(hf_tiny, setup, args, message):
+    m, tok, instances = setup
+    with pytest.raises(ValueError, match=message):
+        run_tasks(hf_tiny, tok, instances, token_ids=m, **args)
+
+
+def test_bad_instances_are_refused_before_any_work(hf_tiny, setup, tiny_model_path):
+    m, tok, instances = setup
+    with pytest.raises(ValueError, match='no "answer" column'):
+        run_tasks(hf_tiny, tok, [{"context": "a b c", "question": "q"}], budgets=[0.5])
+    long = dict(instances[0], context=instances[0]["context"] * 40)
+    with pytest.raises(ValueError, match="positions with its answer; the model has 8192"):
+        run_tasks(hf_tiny, tok, [long], budgets=[0.5], token_ids=m)
