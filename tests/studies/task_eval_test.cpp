@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "kvo/core/error.hpp"
+#include "kvo/oracle/prefill_oracle.hpp"
 #include "kvo/studies/task_io.hpp"
 #include "model_fixture.hpp"
 #include "test_support.hpp"
@@ -224,4 +227,29 @@ TEST(TaskEval, TheTeamRunEqualsTheOneProcessRunRecordForRecord) {
         }
       },
       Error);
+}
+
+TEST(TaskEval, MassOfOptimumIsOneForTheOptimumAndRefusesBadSets) {
+  const Trace tr = test::random_trace(2, 4, 2, 40, 8, 11);
+  const int context = 24, k = 6;
+  std::vector<std::vector<int>> best, first;
+  for (int l = 0; l < 2; ++l)
+    for (int kv = 0; kv < 2; ++kv) {
+      best.push_back(solve_prefill(prefill_unit(tr, l, kv, context, false), k).set);
+      std::sort(best.back().begin(), best.back().end());
+      first.push_back({0, 1, 2, 3, 4, 5});
+    }
+  EXPECT_NEAR(mass_of_optimum(tr, context, best, k), 1.0, 1e-12);
+  const double m = mass_of_optimum(tr, context, first, k);
+  EXPECT_GT(m, 0.0);
+  EXPECT_LT(m, 1.0);
+  EXPECT_NE(test::error_of([&] {
+              mass_of_optimum(tr, context, std::span(first).first(3), k);
+            }).find("one kept set per (layer, KV head) of the trace (4), not 3"),
+            std::string::npos);
+  first[0].push_back(context);
+  EXPECT_NE(test::error_of([&] { mass_of_optimum(tr, context, first, k); }).find("outside the context"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([&] { mass_of_optimum(tr, 40, best, k); }).find("must be shorter than the trace"),
+            std::string::npos);
 }

@@ -13,18 +13,22 @@ library (``task_texts``, ``score_answer``, ``task_report``); this module drives 
 - ``protocol="prefill"``: the context prefilled whole under a kvpress press (kvpress's own forward
   hooks, as its pipeline runs them) or a kvoracle policy as a press (``KvoraclePress``), compressed
   to int(share x context) keys per KV head; then the question at the context's positions and the
-  answer on the compressed cache.
+  answer on the compressed cache. ``optimum`` (default on): the exact query-aware prefill optimum
+  of the full cache's trace, as a press.
 
 Every row answers the same way: the context, then the question block, then greedy tokens until
 the end-of-sequence token or the instance's ``max_new_tokens`` (the stopping token is not part of
 the answer's text). ``token_ids``: a ``kvoracle.Model`` whose tokenizer gives the ids (for a model
 loaded from kvoracle's GGUF, whose transformers tokenizer does not split digits); then the
-instances' needles are known and ``needles_held`` is measured. Not yet here (``kvoracle tasks run``
-has them on kvoracle's engine): the exact references (optimum, top-k, the offline policies) and
-``mass_of_optimum`` (NaN).
+instances' needles are known and ``needles_held`` is measured. The full cache's run is recorded once
+(``record_trace``) and every row's ``mass_of_optimum`` measured on it by the library. Not yet here
+(``kvoracle tasks run`` has them on kvoracle's engine): the oracle top-k, the offline policies and
+the optima with shared budgets.
 """
 
 import math
+import os
+import tempfile
 
 import numpy as np
 import torch
@@ -127,6 +131,7 @@ class _Runner:
             text = self.tokenizer.decode(text_ids, skip_special_tokens=False)
         outcome["answer"] = text
         outcome["score"] = float(_core.score_answer(inst.row, text))
+        self.last_answer_ids = ids
         return outcome
 
     def prefill(self, inst, cache, press=None):
@@ -135,20 +140,31 @@ class _Runner:
         with press(self.model) if press is not None else contextlib.nullcontext(), torch.no_grad():
             self.model.model(input_ids=self._ids(inst.context), past_key_values=cache)
 
-    def full_cache(self, inst):
+    def full_cache(self, inst, folder):
+        """The full cache's row; the context's keys of every layer (to find which positions a
+        compressed cache holds) and the path of its trace of the whole instance (context, question,
+        answer: what mass_of_optimum and the prefill optimum read)."""
         from transformers import DynamicCache
+
+        from .record import record_trace
 
         cache = DynamicCache()
         self.prefill(inst, cache)
-        # The context's keys of every layer, to find which positions a compressed cache holds.
         keys = [cache.layers[layer].keys[0].clone() for layer in range(self.layers)]
         o = _outcome(inst, "full-cache", 1.0)
         o["kept"] = float(len(inst.context))
         o["needles_held"] = 1.0 if inst.needles else None
         o["mass_of_optimum"] = 1.0
-        return self.answer(inst, cache, o), keys
+        self.answer(inst, cache, o)
+        del cache
+        path = os.path.join(folder, "full.safetensors")
+        record_trace(self.model, self._ids(inst.context + inst.question + self.last_answer_ids), path, values=False)
+        return o, keys, path
 
-    def streaming(self, inst, row, policy, share, options):
+    def mass(self, inst, trace, kept, k):
+        return float(_core.mass_of_optimum(trace, len(inst.context), [sorted(s) for s in kept], k))
+
+    def streaming(self, inst, row, policy, share, options, trace):
         from .cache import EvictingCache
 
         k = max(1, math.floor(share * inst.n + 1e-9))
@@ -164,11 +180,12 @@ class _Runner:
             o = _outcome(inst, row, share)
             o["kept"] = float(np.mean([len(s) for s in kept]))
             o["needles_held"] = _needles_held(inst, kept)
+            o["mass_of_optimum"] = self.mass(inst, trace, kept, k)
             return self.answer(inst, cache, o)
         finally:
             self.model.set_attn_implementation(implementation)  # EvictingCache routed it through kvoracle's
 
-    def compressed(self, inst, row, share, press, full_keys):
+    def compressed(self, inst, row, share, press, full_keys, trace):
         from transformers import DynamicCache
 
         cache = DynamicCache()
@@ -189,6 +206,8 @@ class _Runner:
         o = _outcome(inst, row, share)
         o["kept"] = float(np.mean([len(s) for s in kept]))
         o["needles_held"] = _needles_held(inst, kept)
+        k = max(1, int(len(inst.context) * (1 - (1.0 - share))))  # the press's n_kept at ratio 1 - share
+        o["mass_of_optimum"] = self.mass(inst, trace, kept, k)
         return self.answer(inst, cache, o)
 
 
@@ -201,11 +220,11 @@ def _press_factory(name, press_seed):
     def make(ratio):
         return cls(compression_ratio=ratio, **({"seed": press_seed} if seeded else {}))
 
-    return make
+    return lambda ratio, trace: make(ratio)
 
 
 # The options of `kvoracle tasks run` this driver reads; the library validates them as tasks run does.
-OPTIONS = ("protocol", "policies", "presses", "budgets", "question_first", "press_seed")
+OPTIONS = ("protocol", "policies", "presses", "budgets", "question_first", "press_seed", "optimum")
 
 
 def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=None, progress=False, **options):
@@ -226,7 +245,7 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
         )
     if "policies" not in options:  # dynamic: every decoder-drivable policy; prefill: the presses alone
         options["policies"] = _decoder_policies() if options.get("protocol", "dynamic") == "dynamic" else []
-    req = _core.task_request(optimum=False, topk=False, **options)  # every rule of tasks run, in one line
+    req = _core.task_request(topk=False, **options)  # every rule of tasks run, in one line
     if req["offline"]:
         raise _core.KvoError(
             f"run_tasks: policy {req['offline'][0]} needs the full cache's trace: not in kvoracle.hf yet "
@@ -241,8 +260,11 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
 
         makers = [_press_factory(name, press_seed) for name in req["presses"]]
         makers += [
-            lambda ratio, p=p: KvoraclePress(compression_ratio=ratio, policy="policy:" + p) for p in req["policies"]
+            lambda ratio, trace, p=p: KvoraclePress(compression_ratio=ratio, policy="policy:" + p)
+            for p in req["policies"]
         ]
+        if req["optimum"]:  # the exact query-aware prefill optimum of the full cache's trace
+            makers.append(lambda ratio, trace: KvoraclePress(compression_ratio=ratio, policy="optimum", trace=trace))
         rows = list(zip(req["rows"], makers))
     runner = _Runner(model, tokenizer, token_ids)
     prepared = []
@@ -262,15 +284,17 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
     bar = tqdm(total=len(prepared) * (1 + len(rows) * len(budgets)), desc="tasks", disable=not progress)
     outcomes = []
     for inst in prepared:
-        full, keys = runner.full_cache(inst)
-        outcomes.append(full)
-        bar.update()
-        for label, how in rows:
-            for b in budgets:
-                if protocol == "dynamic":
-                    outcomes.append(runner.streaming(inst, label, how, b, dict(policy_options or {})))
-                else:
-                    outcomes.append(runner.compressed(inst, label, b, how(1.0 - b), keys))
-                bar.update()
+        with tempfile.TemporaryDirectory(prefix="kvoracle-tasks-") as folder:
+            full, keys, path = runner.full_cache(inst, folder)
+            trace = _core.read_trace(path)
+            outcomes.append(full)
+            bar.update()
+            for label, how in rows:
+                for b in budgets:
+                    if protocol == "dynamic":
+                        outcomes.append(runner.streaming(inst, label, how, b, dict(policy_options or {}), trace))
+                    else:
+                        outcomes.append(runner.compressed(inst, label, b, how(1.0 - b, path), keys, trace))
+                    bar.update()
     bar.close()
     return _core.task_report({"protocol": protocol, "outcomes": outcomes})

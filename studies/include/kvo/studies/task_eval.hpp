@@ -86,6 +86,12 @@ struct TaskEvalResult {
   std::vector<TaskOutcome> outcomes;  // per instance: the full cache, then rows x budgets
 };
 
+// TaskOutcome::mass_of_optimum of kept sets (context positions per (layer, KV head), layer-major)
+// for a row whose budget is k tokens: `full` is the full cache's trace of the whole instance
+// (context, question, answer) and `context` its context's length. kvo::Error for kept sets that
+// are not one per unit of the trace or hold a position outside the context.
+double mass_of_optimum(const Trace& full, int context, std::span<const std::vector<int>> kept, int k);
+
 // The rows a request answers besides the full cache, in outcome order, as outcomes and cells name
 // them: under the prefill protocol a press and a policy that share a name are "press:NAME" and
 // "policy:NAME" (kvo/core/policy_press.hpp); validate() refuses a request that names a row twice.
