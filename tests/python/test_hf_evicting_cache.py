@@ -102,3 +102,22 @@ def test_evicting_cache_shares_budgets_as_the_evicting_decoder(
             decisions += len(ours)
             differing += sum(ours[s] != theirs[s] for s in ours)
     assert decisions > 0 and differing == 0
+
+
+@pytest.mark.parametrize(
+    "args, options, message",
+    [
+        (("lru", "20%"), {}, "EvictingCache: unknown policy 'lru'"),
+        (("h2o", "0"), {}, "EvictingCache: budget '0' must be > 0"),
+        (("h2o", "lots"), {}, "EvictingCache: budget 'lots' is not a number"),
+        (("h2o", "20%"), {"recnt": 4}, "EvictingCache: KvEvictionManager: unknown option 'recnt'"),
+        (("lookahead", "8"), {}, "EvictingCache: policy lookahead follows a schedule"),
+    ],
+)
+def test_evicting_cache_checks_its_arguments_when_built(hf_tiny, args, options, message):
+    """A bad policy, budget or option is refused by the constructor in one line, before generate,
+    and the model's attention is left as it was."""
+    before = hf_tiny.config._attn_implementation
+    with pytest.raises(ValueError, match=message):
+        EvictingCache(hf_tiny, *args, **options)
+    assert hf_tiny.config._attn_implementation == before

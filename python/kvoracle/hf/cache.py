@@ -119,6 +119,15 @@ class EvictingCache(Cache):
         self.manager, self.batch = None, None
         self.evictions = {} if log else None
         self._pending = None
+        # Every argument checked now (policy, budget, run options), as KvoraclePress does, rather than
+        # first inside generate: a manager of the model's shape over its positions, then dropped.
+        n_kv = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+        try:
+            KvEvictionManager(
+                policy, self.budget_spec, self.n_layers, n_kv, max_len=max_len or self.n_positions, **options
+            )
+        except (KvoError, TypeError) as e:
+            raise KvoError(f"EvictingCache: {e}") from None
         attention.route(model)
 
     # transformers calls update() just before the layer's attention function: remember the layer.
