@@ -22,8 +22,8 @@ the answer's text). ``token_ids``: a ``kvoracle.Model`` whose tokenizer gives th
 loaded from kvoracle's GGUF, whose transformers tokenizer does not split digits); then the
 instances' needles are known and ``needles_held`` is measured. The full cache's run is recorded once
 (``record_trace``) and every row's ``mass_of_optimum`` measured on it by the library. Not yet here
-(``kvoracle tasks run`` has them on kvoracle's engine): the oracle top-k, the offline policies and
-the optima with shared budgets.
+(``kvoracle tasks run`` has them on kvoracle's engine): the offline policies and the optima with
+shared budgets. ``topk`` (dynamic, default on): the oracle top-k of sparse attention at each budget.
 """
 
 import math
@@ -185,6 +185,21 @@ class _Runner:
         finally:
             self.model.set_attn_implementation(implementation)  # EvictingCache routed it through kvoracle's
 
+    def topk(self, inst, share):
+        """The oracle top-k at the budget's k: nothing evicted, so every needle is still cached."""
+        from transformers import DynamicCache
+
+        from . import attention
+
+        k = max(1, math.floor(share * inst.n + 1e-9))
+        o = _outcome(inst, "topk", share)
+        o["kept"] = float(k)
+        o["needles_held"] = 1.0 if inst.needles else None
+        cache = DynamicCache()
+        with attention.routed(self.model), attention.activate(_TopK(k)):
+            self.prefill(inst, cache)
+            return self.answer(inst, cache, o)
+
     def compressed(self, inst, row, share, press, full_keys, trace):
         from transformers import DynamicCache
 
@@ -211,6 +226,32 @@ class _Runner:
         return self.answer(inst, cache, o)
 
 
+class _TopK:
+    """The oracle top-k of sparse attention (kvoracle's TopKDecoder): nothing is evicted, and each
+    query of every layer attends only the k keys its KV head's group weighs most (the group's mean
+    attention over every key so far; ties keep the earlier position), renormalised."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def attend(self, module, query, key, value, scale, kwargs):
+        from . import attention
+
+        attention.refuse_unless_plain(module, kwargs, key.shape[2])
+        b, h, q, _ = query.shape
+        h_kv, n = key.shape[1], key.shape[2]
+        group = h // h_kv
+        keys = key.repeat_interleave(group, 1).float()
+        values = value.repeat_interleave(group, 1).float()
+        causal = torch.ones(q, n, dtype=torch.bool, device=query.device).tril(n - q)  # the last q positions
+        logits = ((query.float() @ keys.transpose(-1, -2)) * scale).masked_fill(~causal, -math.inf)
+        mean = torch.softmax(logits, -1).view(b, h_kv, group, q, n).mean(2).masked_fill(~causal, -1.0)
+        heaviest = torch.sort(mean, dim=-1, descending=True, stable=True).indices[..., : self.k]  # ties: earlier
+        chosen = torch.zeros_like(causal.expand(b, h_kv, q, n)).scatter(-1, heaviest, True) & causal
+        weights = torch.softmax(logits.masked_fill(~chosen.repeat_interleave(group, 1), -math.inf), -1)
+        return (weights @ values).transpose(1, 2).contiguous().to(query.dtype)
+
+
 def _press_factory(name, press_seed):
     import kvpress
 
@@ -224,7 +265,7 @@ def _press_factory(name, press_seed):
 
 
 # The options of `kvoracle tasks run` this driver reads; the library validates them as tasks run does.
-OPTIONS = ("protocol", "policies", "presses", "budgets", "question_first", "press_seed", "optimum")
+OPTIONS = ("protocol", "policies", "presses", "budgets", "question_first", "press_seed", "optimum", "topk")
 
 
 def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=None, progress=False, **options):
@@ -245,7 +286,7 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
         )
     if "policies" not in options:  # dynamic: every decoder-drivable policy; prefill: the presses alone
         options["policies"] = _decoder_policies() if options.get("protocol", "dynamic") == "dynamic" else []
-    req = _core.task_request(topk=False, **options)  # every rule of tasks run, in one line
+    req = _core.task_request(**options)  # every rule of tasks run, in one line
     if req["offline"]:
         raise _core.KvoError(
             f"run_tasks: policy {req['offline'][0]} needs the full cache's trace: not in kvoracle.hf yet "
@@ -254,7 +295,7 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
     protocol, budgets, press_seed = req["protocol"], req["budgets"], int(options.get("press_seed", 0))
     rows = []  # (row name, how it runs)
     if protocol == "dynamic":
-        rows = list(zip(req["rows"], req["policies"]))
+        rows = list(zip(req["rows"], req["policies"] + (["topk"] if req["topk"] else [])))
     else:
         from .kvpress_press import KvoraclePress
 
@@ -291,7 +332,9 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
             bar.update()
             for label, how in rows:
                 for b in budgets:
-                    if protocol == "dynamic":
+                    if protocol == "dynamic" and label == "topk":
+                        outcomes.append(runner.topk(inst, b))
+                    elif protocol == "dynamic":
                         outcomes.append(runner.streaming(inst, label, how, b, dict(policy_options or {}), trace))
                     else:
                         outcomes.append(runner.compressed(inst, label, b, how(1.0 - b, path), keys, trace))
