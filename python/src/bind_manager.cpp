@@ -1,18 +1,27 @@
 // kvoracle._core: the decoder-facing eviction manager.
 #include "bindings_support.hpp"
 #include "kvo/core/cache_manager.hpp"
+#include "kvo/studies/offline_schedule.hpp"
 
 namespace kvo::python {
 
 void bind_manager(py::module_& m) {
   py::class_<KvEvictionManager>(m, "KvEvictionManager")
       .def(py::init([](const std::string& policy, const std::string& budget, int n_layers, int n_kv_heads, int batch,
-                       int max_len, const py::kwargs& kwargs) {
+                       int max_len, const Trace* schedule_trace, const py::kwargs& kwargs) {
              require(!kwargs.contains("budget"), "KvEvictionManager: budget is given twice");
              RunOptions ro = run_options(kwargs, "KvEvictionManager");
              ro.budget = budget;
              CacheManagerOptions o;
-             o.run = ro.build(parse_policy(policy), nullptr, SharedBudgets::Allowed);
+             const PolicyId id = parse_policy(policy);
+             o.run = ro.build(id, nullptr, SharedBudgets::Allowed);
+             if (schedule_trace != nullptr) {
+               require(policy_traits(id).offline,
+                       "KvEvictionManager: schedule_trace is read by the offline "
+                       "policies (oracle, lookahead) only, not by " +
+                           policy);
+               o.run.policy.schedule = studies::offline_schedules(id, *schedule_trace, o.run.budget);
+             }
              o.n_layers = n_layers;
              o.n_kv_heads = n_kv_heads;
              o.batch = batch;
@@ -20,9 +29,11 @@ void bind_manager(py::module_& m) {
              return std::make_unique<KvEvictionManager>(o);
            }),
            py::arg("policy"), py::arg("budget"), py::arg("n_layers"), py::arg("n_kv_heads"), py::arg("batch") = 1,
-           py::arg("max_len"),
+           py::arg("max_len"), py::arg("schedule_trace") = nullptr,
            ("a policy with a budget per (sequence, layer, KV head), or shared by a layer's or the model's KV heads "
-            "(budget_scope); prompt_len (default 0) and the policy's parameters are run options.\n" +
+            "(budget_scope); prompt_len (default 0) and the policy's parameters are run options. schedule_trace: "
+            "for the offline policies (oracle, lookahead), the full cache's trace of the whole sequence, whose "
+            "schedule they follow (as eval and tasks run drive them).\n" +
             run_options_doc())
                .c_str())
       .def(

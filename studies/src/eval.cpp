@@ -8,8 +8,8 @@
 #include "kvo/core/error.hpp"
 #include "kvo/model/evicting_decoder.hpp"
 #include "kvo/model/recorder.hpp"
+#include "kvo/studies/offline_schedule.hpp"
 #include "log_probs.hpp"
-#include "offline_schedule.hpp"
 
 namespace kvo::studies {
 

@@ -1,4 +1,4 @@
-#include "offline_schedule.hpp"
+#include "kvo/studies/offline_schedule.hpp"
 
 #include <vector>
 

@@ -16,9 +16,9 @@
 #include "kvo/model/topk_decoder.hpp"
 #include "kvo/oracle/prefill_oracle.hpp"
 #include "kvo/oracle/shared_prefill.hpp"
+#include "kvo/studies/offline_schedule.hpp"
 #include "kvo/studies/press_eval.hpp"
 #include "kvo/studies/task_io.hpp"
-#include "offline_schedule.hpp"
 
 namespace kvo::studies {
 

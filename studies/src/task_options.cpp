@@ -31,6 +31,10 @@ std::string press_names(const std::vector<PressId>& ids) {
 
 TaskEvalRequest TaskOptions::eval_request() const {
   TaskEvalRequest r = run;
+  // The default policies include the offline optimum `oracle`, a streaming row; under the prefill
+  // protocol (where the prefill optimum is the row `optimum`) the default is the others, as presses.
+  if (r.protocol == TaskProtocol::Prefill && r.policies == TaskEvalRequest{}.policies)
+    std::erase_if(r.policies, [](PolicyId id) { return policy_traits(id).offline; });
   r.run = policy.build(r.policies.empty() ? PolicyId::H2O : r.policies.front(), nullptr, SharedBudgets::Allowed);
   r.press = press;
   r.validate();

@@ -121,3 +121,11 @@ def test_evicting_cache_checks_its_arguments_when_built(hf_tiny, args, options, 
     with pytest.raises(ValueError, match=message):
         EvictingCache(hf_tiny, *args, **options)
     assert hf_tiny.config._attn_implementation == before
+
+
+def test_only_offline_policies_read_a_schedule_trace(hf_tiny, trace_file):
+    trace = kvo.read_trace(str(trace_file))
+    with pytest.raises(ValueError, match="schedule_trace is read by the offline policies .* not by h2o"):
+        EvictingCache(hf_tiny, "h2o", "8", schedule_trace=trace)
+    EvictingCache(hf_tiny, "oracle", "8", schedule_trace=trace)  # its schedule: accepted
+    hf_tiny.set_attn_implementation("eager")

@@ -57,10 +57,11 @@ def same(ours, theirs):
 
 def test_streaming_rows_are_the_engines(hf_tiny, setup):
     m, tok, instances = setup
-    ours = run_tasks(hf_tiny, tok, instances, policies=["h2o", "tova"], budgets=[0.3, 0.6], token_ids=m)
-    theirs = m.run_tasks(instances, policies=["h2o", "tova"], budgets=[0.3, 0.6])
+    policies = ["h2o", "tova", "oracle", "lookahead"]
+    ours = run_tasks(hf_tiny, tok, instances, policies=policies, budgets=[0.3, 0.6], token_ids=m)
+    theirs = m.run_tasks(instances, policies=policies, budgets=[0.3, 0.6])
     same(by_key(ours), by_key(theirs))
-    assert ours["protocol"] == "dynamic" and len(ours["outcomes"]) == 2 * (1 + 3 * 2)  # h2o, tova, topk
+    assert ours["protocol"] == "dynamic" and len(ours["outcomes"]) == 2 * (1 + 5 * 2)  # 4 policies, topk
     # the cells are the library's, computed from these outcomes
     assert ours["cells"] == kvo.task_report({"protocol": "dynamic", "outcomes": ours["outcomes"]})["cells"]
     assert "full-cache" in ours.report.text and "tova" in ours.report.text
@@ -100,7 +101,7 @@ def test_the_models_own_tokenizer_runs_without_needles(hf_tiny, setup):
         (dict(budgets=[0]), "budget 0 is outside"),
         (dict(presses=["snapkv"]), "presses run under the prefill protocol only"),
         (dict(protocol="prefill", presses=["snapkv", "snapkv"]), "press 'snapkv' listed twice"),
-        (dict(policies=["lookahead"]), "needs the full cache's trace"),
+        (dict(policies=["h2o-mask"]), "policy h2o-mask cannot be driven by a decoder"),
         (dict(recent=4), "option 'recent' is not read by kvoracle.hf's driver yet"),
         (dict(protocol="streaming"), "unknown protocol 'streaming'"),
     ],

@@ -1,7 +1,7 @@
 // The offline policies' schedules in the closed loops: lookahead's schedule on a trace is what
 // replaying the policy on the same trace's dense attention keeps (each KV group's mean), and only an
 // offline policy has one.
-#include "offline_schedule.hpp"
+#include "kvo/studies/offline_schedule.hpp"
 
 #include <gtest/gtest.h>
 

@@ -216,3 +216,15 @@ TEST(Tasks, TheDocsStateTheDefaultAnswerLength) {
   const std::string want = "`max_new_tokens` defaults to " + std::to_string(TaskInstance{}.max_new_tokens);
   EXPECT_NE(page.str().find(want), std::string::npos) << want;
 }
+
+TEST(TaskOptions, ThePrefillProtocolsDefaultPoliciesAreThoseThatCanBePresses) {
+  TaskOptions o;
+  task_options_schema().set(o, "protocol", "prefill");
+  const TaskEvalRequest r = o.eval_request();  // the default list holds `oracle`: refused as a press before
+  EXPECT_FALSE(r.policies.empty());
+  for (PolicyId id : r.policies) EXPECT_FALSE(policy_traits(id).offline) << policy_name(id);
+  task_options_schema().set(o, "policies", "h2o,oracle");  // typed: refused in one line, not dropped
+  EXPECT_THROW(o.eval_request(), Error);
+  const std::vector<PolicyId> streaming = TaskOptions{}.eval_request().policies;
+  EXPECT_NE(std::find(streaming.begin(), streaming.end(), PolicyId::Oracle), streaming.end());
+}

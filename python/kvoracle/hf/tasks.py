@@ -22,8 +22,9 @@ the answer's text). ``token_ids``: a ``kvoracle.Model`` whose tokenizer gives th
 loaded from kvoracle's GGUF, whose transformers tokenizer does not split digits); then the
 instances' needles are known and ``needles_held`` is measured. The full cache's run is recorded once
 (``record_trace``) and every row's ``mass_of_optimum`` measured on it by the library. Not yet here
-(``kvoracle tasks run`` has them on kvoracle's engine): the offline policies and the optima with
-shared budgets. ``topk`` (dynamic, default on): the oracle top-k of sparse attention at each budget.
+(``kvoracle tasks run`` has them on kvoracle's engine): the optima with shared budgets. The
+offline policies (``oracle``: the offline optimum OPT_dyn; ``lookahead``: heavy hitters with the
+future queries) follow the schedule of the full cache's trace, as on kvoracle's engine. ``topk`` (dynamic, default on): the oracle top-k of sparse attention at each budget.
 """
 
 import math
@@ -34,10 +35,6 @@ import numpy as np
 import torch
 
 from .. import _core
-
-
-def _decoder_policies():
-    return [p["name"] for p in _core.policies() if p["decoder"] and p["nested"]]
 
 
 def _eos_ids(model, tokenizer):
@@ -274,8 +271,8 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
     model: a transformers causal LM (any dtype and device; eager attention for kvpress's
     attention-scored presses). tokenizer: its tokenizer. instances: dicts in kvpress's columns.
     options: tasks run's (protocol "dynamic" or "prefill", policies, presses, budgets as shares kept,
-    question_first, press_seed), validated by kvoracle's library; the default policies are every
-    decoder-drivable one under the dynamic protocol, none under the prefill protocol. policy_options: EvictingCache's options for the
+    question_first, press_seed, optimum, topk), validated by kvoracle's library, with tasks run's
+    defaults (its policies; under the prefill protocol those that can be presses). policy_options: EvictingCache's options for the
     streaming rows. Returns ``kvoracle.task_report``'s result: outcomes, cells with Wilson
     intervals, and the report.
     """
@@ -284,14 +281,7 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
         raise _core.KvoError(
             f"run_tasks: option '{unknown[0]}' is not read by kvoracle.hf's driver yet (options: {', '.join(OPTIONS)})"
         )
-    if "policies" not in options:  # dynamic: every decoder-drivable policy; prefill: the presses alone
-        options["policies"] = _decoder_policies() if options.get("protocol", "dynamic") == "dynamic" else []
     req = _core.task_request(**options)  # every rule of tasks run, in one line
-    if req["offline"]:
-        raise _core.KvoError(
-            f"run_tasks: policy {req['offline'][0]} needs the full cache's trace: not in kvoracle.hf yet "
-            "(kvoracle tasks run has it on kvoracle's engine)"
-        )
     protocol, budgets, press_seed = req["protocol"], req["budgets"], int(options.get("press_seed", 0))
     rows = []  # (row name, how it runs)
     if protocol == "dynamic":
@@ -335,7 +325,10 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
                     if protocol == "dynamic" and label == "topk":
                         outcomes.append(runner.topk(inst, b))
                     elif protocol == "dynamic":
-                        outcomes.append(runner.streaming(inst, label, how, b, dict(policy_options or {}), trace))
+                        options = dict(policy_options or {})
+                        if how in req["offline"]:  # oracle, lookahead: the schedule of the full cache's trace
+                            options["schedule_trace"] = trace
+                        outcomes.append(runner.streaming(inst, label, how, b, options, trace))
                     else:
                         outcomes.append(runner.compressed(inst, label, b, how(1.0 - b, path), keys, trace))
                     bar.update()
