@@ -212,7 +212,7 @@ def test_tasks_md_your_model_example(as_written, model_path):
         scope = as_written("tasks.md", 1)
     finally:
         kvo.Model = real
-    assert [o["row"] for o in scope["res"]["outcomes"]] == ["full-cache", "h2o", "tova"]
+    assert [o["row"] for o in scope["res"]["outcomes"]] == ["full-cache", "h2o", "tova", "topk"]
     assert [o["row"] for o in scope["pre"]["outcomes"]] == ["full-cache", "snapkv", "knorm", "optimum"]
     assert scope["res"]["outcomes"][0]["needles_held"] == 1.0 and "tova" in scope["res"].report.text
 
