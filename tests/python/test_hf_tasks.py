@@ -119,3 +119,32 @@ def test_bad_instances_are_refused_before_any_work(hf_tiny, setup, tiny_model_pa
     long = dict(instances[0], context=instances[0]["context"] * 40)
     with pytest.raises(ValueError, match="positions with its answer; the model has 8192"):
         run_tasks(hf_tiny, tok, [long], budgets=[0.5], token_ids=m)
+
+
+@pytest.mark.kvpress
+def test_a_press_that_needs_eager_attention_is_refused_under_sdpa(hf_tiny, setup):
+    m, tok, instances = setup
+    hf_tiny.set_attn_implementation("sdpa")
+    try:
+        with pytest.raises(ValueError, match="press observed_attention reads the attention weights.*eager"):
+            run_tasks(hf_tiny, tok, instances, protocol="prefill", presses=["observed_attention"], token_ids=m)
+    finally:
+        hf_tiny.set_attn_implementation("eager")
+
+
+def test_running_out_of_memory_names_the_instance_and_row(hf_tiny, setup, monkeypatch):
+    import torch
+    from kvoracle.hf import tasks
+
+    m, tok, instances = setup
+
+    def no_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(tasks._Runner, "streaming", no_memory)
+    with pytest.raises(
+        ValueError,
+        match=r"instance 'passkey-256-d50-0' \(\d+ input tokens\), row h2o at budget 0.5: "
+        "the device ran out of memory \\(CUDA out of memory",
+    ):
+        run_tasks(hf_tiny, tok, instances, policies=["h2o"], budgets=[0.5], token_ids=m)

@@ -223,6 +223,24 @@ class _Runner:
         return self.answer(inst, cache, o)
 
 
+class _out_of_memory:
+    """Context: the device running out of memory becomes one line naming the instance, row and size."""
+
+    def __init__(self, inst, row, budget):
+        self.inst, self.row, self.budget = inst, row, budget
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        if kind is not None and issubclass(kind, torch.OutOfMemoryError):
+            raise _core.KvoError(
+                f"tasks: instance '{self.inst.row.get('id', '')}' ({self.inst.n} input tokens), row {self.row} at "
+                f"budget {self.budget}: the device ran out of memory ({str(error).splitlines()[0]})"
+            ) from None
+        return False
+
+
 class _TopK:
     """The oracle top-k of sparse attention (kvoracle's TopKDecoder): nothing is evicted, and each
     query of every layer attends only the k keys its KV head's group weighs most (the group's mean
@@ -261,6 +279,9 @@ def _press_factory(name, press_seed):
     return lambda ratio, trace: make(ratio)
 
 
+# kvpress presses that read the attention weights, which only eager attention returns.
+EAGER_PRESSES = {"observed_attention"}
+
 # The options of `kvoracle tasks run` this driver reads; the library validates them as tasks run does.
 OPTIONS = ("protocol", "policies", "presses", "budgets", "question_first", "press_seed", "optimum", "topk")
 
@@ -297,6 +318,14 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
         if req["optimum"]:  # the exact query-aware prefill optimum of the full cache's trace
             makers.append(lambda ratio, trace: KvoraclePress(compression_ratio=ratio, policy="optimum", trace=trace))
         rows = list(zip(req["rows"], makers))
+    implementation = model.config._attn_implementation
+    for name in req["presses"]:
+        if name in EAGER_PRESSES and implementation != "eager":
+            raise _core.KvoError(
+                f"run_tasks: press {name} reads the attention weights, which attn_implementation='{implementation}' "
+                "does not return: load the model with attn_implementation='eager' (or "
+                "model.set_attn_implementation('eager'))"
+            )
     runner = _Runner(model, tokenizer, token_ids)
     prepared = []
     for x, row in enumerate(instances):
@@ -316,21 +345,23 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
     outcomes = []
     for inst in prepared:
         with tempfile.TemporaryDirectory(prefix="kvoracle-tasks-") as folder:
-            full, keys, path = runner.full_cache(inst, folder)
+            with _out_of_memory(inst, "full-cache", 1.0):
+                full, keys, path = runner.full_cache(inst, folder)
             trace = _core.read_trace(path)
             outcomes.append(full)
             bar.update()
             for label, how in rows:
                 for b in budgets:
-                    if protocol == "dynamic" and label == "topk":
-                        outcomes.append(runner.topk(inst, b))
-                    elif protocol == "dynamic":
-                        options = dict(policy_options or {})
-                        if how in req["offline"]:  # oracle, lookahead: the schedule of the full cache's trace
-                            options["schedule_trace"] = trace
-                        outcomes.append(runner.streaming(inst, label, how, b, options, trace))
-                    else:
-                        outcomes.append(runner.compressed(inst, label, b, how(1.0 - b, path), keys, trace))
+                    with _out_of_memory(inst, label, b):
+                        if protocol == "dynamic" and label == "topk":
+                            outcomes.append(runner.topk(inst, b))
+                        elif protocol == "dynamic":
+                            options = dict(policy_options or {})
+                            if how in req["offline"]:  # oracle, lookahead: the schedule of the full cache's trace
+                                options["schedule_trace"] = trace
+                            outcomes.append(runner.streaming(inst, label, how, b, options, trace))
+                        else:
+                            outcomes.append(runner.compressed(inst, label, b, how(1.0 - b, path), keys, trace))
                     bar.update()
     bar.close()
     return _core.task_report({"protocol": protocol, "outcomes": outcomes})
