@@ -19,6 +19,7 @@ Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` 
 from ._core import (  # noqa: F401
     KvEvictionManager,
     KvoError,
+    MassOfOptimum,
     Model,
     Report,
     Trace,

@@ -1,8 +1,6 @@
 // kvoracle._core: the real model in kvoracle's C++ (SmolLM2-135M-Instruct from its GGUF file): its
 // tokenizer, and the library calls behind `kvoracle generate`, `record`, `perplexity`, `eval`,
 // `eval prefill`, `tasks generate`, `tasks run` and `tasks report`.
-#include <algorithm>
-
 #include "bindings_support.hpp"
 #include "kvo/core/press_parameters.hpp"
 #include "kvo/model/generate.hpp"
@@ -77,18 +75,24 @@ void bind_model(py::module_& m) {
       },
       "a tasks run request from run_tasks' keywords, validated by the library as `tasks run` validates it: "
       "{protocol, policies, offline, presses, budgets, rows, question_first, format, budget_scope, optimum, topk}");
-  m.def(
-      "mass_of_optimum",
-      [](const Trace& full, int context, const std::vector<std::vector<int>>& kept, int k) {
-        std::vector<std::vector<int>> sorted = kept;
-        for (auto& s : sorted) std::sort(s.begin(), s.end());
-        py::gil_scoped_release release;
-        return studies::mass_of_optimum(full, context, sorted, k);
-      },
-      py::arg("trace"), py::arg("context"), py::arg("kept"), py::arg("k"),
-      "a task outcome's mass_of_optimum, as tasks run computes it: the attention mass the question's and answer's "
-      "queries of `trace` (the full cache's recording of the whole instance) give the kept context positions (one "
-      "list per (layer, KV head), layer-major), as a share of the most k of them can hold; mean over units");
+  py::class_<studies::MassOfOptimum>(
+      m, "MassOfOptimum",
+      "a task outcome's mass_of_optimum, as tasks run computes it, built once per instance from `trace` (the full "
+      "cache's recording of the whole instance) and its context's length; calling it with kept context positions "
+      "(one list per (layer, KV head), layer-major) and a row's budget k gives the attention mass the question's "
+      "and answer's queries give them, as a share of the most k of them can hold, mean over units")
+      .def(py::init([](const Trace& full, int context) {
+             py::gil_scoped_release release;
+             return studies::MassOfOptimum(full, context);
+           }),
+           py::arg("trace"), py::arg("context"))
+      .def(
+          "__call__",
+          [](const studies::MassOfOptimum& self, const std::vector<std::vector<int>>& kept, int k) {
+            py::gil_scoped_release release;
+            return self(kept, k);
+          },
+          py::arg("kept"), py::arg("k"));
   m.def(
       "task_texts",
       [](const py::dict& instance, bool question_first) {

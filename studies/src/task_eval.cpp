@@ -107,35 +107,13 @@ void finish(const Llama& m, const Prepared& p, const std::vector<int>& answer, T
   o.score = score_answer(*p.inst, o.answer);
 }
 
-// Retained mass of the question's and answer's queries on each unit's held context keys, as a
-// share of the most k of them can hold (the prefill optimum's objective), mean over units. k is the
-// row's budget in tokens (or more, if a unit holds more), at most the context.
-double units_mass_of_optimum(const std::vector<PrefillUnit>& units, std::span<const std::vector<int>> kept, int k) {
-  if (units.empty()) return NAN;
-  double sum = 0;
-  for (size_t u = 0; u < units.size(); ++u) {
-    const int ku = std::min(units[u].prompt_len, std::max(k, static_cast<int>(kept[u].size())));
-    const double best = solve_prefill(units[u], ku).value;
-    sum += best > 0 ? prefill_value(units[u], kept[u]) / best : 1.0;
-  }
-  return sum / static_cast<double>(units.size());
-}
-
-// The question's and answer's queries on the context, per (layer, KV head), layer-major.
-std::vector<PrefillUnit> context_units(const Trace& trace, int context) {
-  std::vector<PrefillUnit> units;
-  for (int l = 0; l < trace.n_layers; ++l)
-    for (int kv = 0; kv < trace.n_kv_heads; ++kv) units.push_back(prefill_unit(trace, l, kv, context, false));
-  return units;
-}
-
 // The full cache's run of an instance: its answer, its cache of every position, and its trace of
 // the whole instance (context, question, answer), recorded along the same forward calls.
 struct FullRun {
   std::vector<int> answer;
   KvCache cache;
   Trace trace;
-  std::vector<PrefillUnit> units;  // the question's and answer's queries on the context, per unit
+  MassOfOptimum mass;  // the question's and answer's queries on the context, per unit
 };
 
 // The full cache: one batched prefill of the context, the question, then the answer token by token
@@ -159,7 +137,7 @@ FullRun full_run(const Llama& m, const Prepared& p, int trace_prompt_len, TaskOu
   all.insert(all.end(), p.tokens.question.begin(), p.tokens.question.end());
   all.insert(all.end(), f.answer.begin(), f.answer.end());
   f.trace = rec.finish(all);
-  f.units = context_units(f.trace, C);
+  f.mass = MassOfOptimum(f.trace, C);
   o.kept = C;
   o.needles_held = p.inst->needles.empty() ? NAN : 1.0;
   o.mass_of_optimum = 1.0;
@@ -184,7 +162,7 @@ void streaming_row(const Llama& m, const Prepared& p, const TaskEvalRequest& r, 
     for (int kv = 0; kv < c.n_kv_heads; ++kv) held.push_back(dec.held(l, kv));
   o.kept = mean_size(held);
   o.needles_held = needles_held(held, p.inst->needles, p.shift);
-  if (full) o.mass_of_optimum = units_mass_of_optimum(full->units, held, k);
+  if (full) o.mass_of_optimum = full->mass(held, k);
   const MatrixRM q = dec.prefill(p.tokens.question);
   const std::vector<int> ans =
       greedy_answer(m, q.row(0), p.inst->max_new_tokens, [&](int tok) { return dec.step(tok); });
@@ -215,22 +193,36 @@ void prefill_row(const Llama& m, const Prepared& p, const FullRun& full, const U
   });
   o.kept = mean_size(kept);
   o.needles_held = needles_held(kept, p.inst->needles, p.shift);
-  o.mass_of_optimum = units_mass_of_optimum(full.units, kept, k);
+  o.mass_of_optimum = full.mass(kept, k);
   finish(m, p, ans, o);
 }
 
 }  // namespace
 
-double mass_of_optimum(const Trace& full, int context, std::span<const std::vector<int>> kept, int k) {
+MassOfOptimum::MassOfOptimum(const Trace& full, int context) : context_(context) {
   require(context >= 1 && context < full.n_tokens, "mass_of_optimum: the context (" + std::to_string(context) +
                                                        " tokens) must be shorter than the trace (" +
                                                        std::to_string(full.n_tokens) + ")");
-  require(kept.size() == static_cast<size_t>(full.n_layers) * static_cast<size_t>(full.n_kv_heads),
-          "mass_of_optimum: one kept set per (layer, KV head) of the trace (" +
-              std::to_string(full.n_layers * full.n_kv_heads) + "), not " + std::to_string(kept.size()));
-  for (const auto& s : kept)
-    for (int p : s) require(p >= 0 && p < context, "mass_of_optimum: a kept position outside the context");
-  return units_mass_of_optimum(context_units(full, context), kept, k);
+  for (int l = 0; l < full.n_layers; ++l)
+    for (int kv = 0; kv < full.n_kv_heads; ++kv) units_.push_back(prefill_unit(full, l, kv, context, false));
+}
+
+double MassOfOptimum::operator()(std::span<const std::vector<int>> kept, int k) const {
+  if (units_.empty()) return NAN;
+  require(kept.size() == units_.size(), "mass_of_optimum: one kept set per (layer, KV head) of the trace (" +
+                                            std::to_string(units_.size()) + "), not " + std::to_string(kept.size()));
+  double sum = 0;
+  for (size_t u = 0; u < units_.size(); ++u) {
+    for (int p : kept[u]) require(p >= 0 && p < context_, "mass_of_optimum: a kept position outside the context");
+    const int ku = std::min(context_, std::max(k, static_cast<int>(kept[u].size())));
+    const double best = solve_prefill(units_[u], ku).value;
+    sum += best > 0 ? prefill_value(units_[u], kept[u]) / best : 1.0;
+  }
+  return sum / static_cast<double>(units_.size());
+}
+
+double mass_of_optimum(const Trace& full, int context, std::span<const std::vector<int>> kept, int k) {
+  return MassOfOptimum(full, context)(kept, k);
 }
 
 std::string_view to_string(TaskProtocol p) { return p == TaskProtocol::Streaming ? "dynamic" : "prefill"; }
@@ -399,7 +391,7 @@ void answer_instance(const Llama& m, const Prepared& p, const TaskEvalRequest& r
     for (double b : r.budgets)
       for (BudgetScope scope : r.optimum_scopes)  // per-head budgets, or shared ones of the same total
         run_sets(shared_optimum_row(scope), b,
-                 shared_prefill_sets(full->units, c.n_kv_heads, scope, press_n_kept(C, 1.0 - b)));
+                 shared_prefill_sets(full->mass.units(), c.n_kv_heads, scope, press_n_kept(C, 1.0 - b)));
 }
 
 // One unit per instance (its rows share the full cache's run: one prefill per instance), its

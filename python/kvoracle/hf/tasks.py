@@ -91,6 +91,25 @@ def _needles_held(inst, kept):
     return held / len(kept)
 
 
+def _measured(inst, row, share, kept, mass, k):
+    """An evicting row's outcome before its answer: the kept sets' size, needles and mass."""
+    o = _outcome(inst, row, share)
+    o["kept"] = float(np.mean([len(s) for s in kept]))
+    o["needles_held"] = _needles_held(inst, kept)
+    o["mass_of_optimum"] = float(mass([list(s) for s in kept], k))
+    return o
+
+
+class _FullRun:
+    """What the rows read of the full cache's run: the context's keys of every layer (to find which
+    positions a compressed cache holds), its trace of the whole instance (context, question, answer)
+    as a file (the prefill optimum's press reads it) and in memory (the offline policies' schedules),
+    and the mass_of_optimum reference built on it once."""
+
+    def __init__(self, keys, path, trace, mass):
+        self.keys, self.path, self.trace, self.mass = keys, path, trace, mass
+
+
 class _Runner:
     def __init__(self, model, tokenizer, token_ids):
         self.model, self.tokenizer, self.token_ids = model, tokenizer, token_ids
@@ -109,7 +128,8 @@ class _Runner:
             return self.model(input_ids=self._ids(ids), past_key_values=cache, position_ids=pos, logits_to_keep=1)
 
     def answer(self, inst, cache, outcome):
-        """The question at the context's positions, then greedy tokens; scores the answer."""
+        """The question at the context's positions, then greedy tokens; scores the answer into
+        `outcome` and returns the answer's token ids (the stopping token included)."""
         start = len(inst.context)
         logits = self._forward(inst.question, cache, start).logits[0, -1]
         start += len(inst.question)
@@ -128,8 +148,7 @@ class _Runner:
             text = self.tokenizer.decode(text_ids, skip_special_tokens=False)
         outcome["answer"] = text
         outcome["score"] = float(_core.score_answer(inst.row, text))
-        self.last_answer_ids = ids
-        return outcome
+        return ids
 
     def prefill(self, inst, cache, press=None):
         import contextlib
@@ -138,9 +157,7 @@ class _Runner:
             self.model.model(input_ids=self._ids(inst.context), past_key_values=cache)
 
     def full_cache(self, inst, folder):
-        """The full cache's row; the context's keys of every layer (to find which positions a
-        compressed cache holds) and the path of its trace of the whole instance (context, question,
-        answer: what mass_of_optimum and the prefill optimum read)."""
+        """The full cache's row, and its run (_FullRun)."""
         from transformers import DynamicCache
 
         from .record import record_trace
@@ -152,16 +169,14 @@ class _Runner:
         o["kept"] = float(len(inst.context))
         o["needles_held"] = 1.0 if inst.needles else None
         o["mass_of_optimum"] = 1.0
-        self.answer(inst, cache, o)
+        answer = self.answer(inst, cache, o)
         del cache
         path = os.path.join(folder, "full.safetensors")
-        record_trace(self.model, self._ids(inst.context + inst.question + self.last_answer_ids), path, values=False)
-        return o, keys, path
+        record_trace(self.model, self._ids(inst.context + inst.question + answer), path, values=False)
+        trace = _core.read_trace(path)
+        return o, _FullRun(keys, path, trace, _core.MassOfOptimum(trace, len(inst.context)))
 
-    def mass(self, inst, trace, kept, k):
-        return float(_core.mass_of_optimum(trace, len(inst.context), [sorted(s) for s in kept], k))
-
-    def streaming(self, inst, row, policy, share, options, trace):
+    def streaming(self, inst, row, policy, share, options, mass):
         from .cache import EvictingCache
 
         k = max(1, math.floor(share * inst.n + 1e-9))
@@ -174,11 +189,9 @@ class _Runner:
                 for layer in range(self.layers)
                 for kv in range(self.kv_heads)
             ]
-            o = _outcome(inst, row, share)
-            o["kept"] = float(np.mean([len(s) for s in kept]))
-            o["needles_held"] = _needles_held(inst, kept)
-            o["mass_of_optimum"] = self.mass(inst, trace, kept, k)
-            return self.answer(inst, cache, o)
+            o = _measured(inst, row, share, kept, mass, k)
+            self.answer(inst, cache, o)
+            return o
         finally:
             self.model.set_attn_implementation(implementation)  # EvictingCache routed it through kvoracle's
 
@@ -195,9 +208,10 @@ class _Runner:
         cache = DynamicCache()
         with attention.routed(self.model), attention.activate(_TopK(k)):
             self.prefill(inst, cache)
-            return self.answer(inst, cache, o)
+            self.answer(inst, cache, o)
+        return o
 
-    def compressed(self, inst, row, share, press, full_keys, trace):
+    def compressed(self, inst, row, share, press, full_keys, mass):
         from transformers import DynamicCache
 
         cache = DynamicCache()
@@ -215,12 +229,10 @@ class _Runner:
                         "a press that changes keys cannot be measured here"
                     )
                 kept.append(set(eq.float().argmax(1).tolist()))
-        o = _outcome(inst, row, share)
-        o["kept"] = float(np.mean([len(s) for s in kept]))
-        o["needles_held"] = _needles_held(inst, kept)
         k = max(1, int(len(inst.context) * (1 - (1.0 - share))))  # the press's n_kept at ratio 1 - share
-        o["mass_of_optimum"] = self.mass(inst, trace, kept, k)
-        return self.answer(inst, cache, o)
+        o = _measured(inst, row, share, kept, mass, k)
+        self.answer(inst, cache, o)
+        return o
 
 
 class _out_of_memory:
@@ -346,8 +358,7 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
     for inst in prepared:
         with tempfile.TemporaryDirectory(prefix="kvoracle-tasks-") as folder:
             with _out_of_memory(inst, "full-cache", 1.0):
-                full, keys, path = runner.full_cache(inst, folder)
-            trace = _core.read_trace(path)
+                full, run = runner.full_cache(inst, folder)
             outcomes.append(full)
             bar.update()
             for label, how in rows:
@@ -358,10 +369,12 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
                         elif protocol == "dynamic":
                             options = dict(policy_options or {})
                             if how in req["offline"]:  # oracle, lookahead: the schedule of the full cache's trace
-                                options["schedule_trace"] = trace
-                            outcomes.append(runner.streaming(inst, label, how, b, options, trace))
+                                options["schedule_trace"] = run.trace
+                            outcomes.append(runner.streaming(inst, label, how, b, options, run.mass))
                         else:
-                            outcomes.append(runner.compressed(inst, label, b, how(1.0 - b, path), keys, trace))
+                            outcomes.append(
+                                runner.compressed(inst, label, b, how(1.0 - b, run.path), run.keys, run.mass)
+                            )
                     bar.update()
     bar.close()
     return _core.task_report({"protocol": protocol, "outcomes": outcomes})

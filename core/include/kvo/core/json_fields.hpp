@@ -21,9 +21,9 @@ void read_json_fields(const nlohmann::json& j, const std::string& what,
 
 // kvo::Error "<what>: unknown option '<name>' (options: <known>)".
 [[noreturn]] void throw_unknown_option(const std::string& what, std::string_view name, const std::string& known);
-// kvo::Error "<what>: '<old>' is now called '<now>'".
 // kvo::Error "<what>: give a or b, not both".
 [[noreturn]] void throw_exclusive_options(const std::string& what, std::string_view a, std::string_view b);
+// kvo::Error "<what>: '<old>' is now called '<now>'".
 [[noreturn]] void throw_renamed_option(const std::string& what, std::string_view old, const std::string& now);
 
 }  // namespace kvo

@@ -66,13 +66,14 @@ struct VerifyResult {
   Report report() const;
 };
 
-// Runs the checks on every trace through `team` (its threads, its progress bars, its ranks) and
-// writes the outputs the request names. `on_trace` runs on the leader after each trace. The
-// result on the leader; nothing on the other members of an MPI team.
 // One trace's entry of a verify result: `meta` with the checks asked for that the trace cannot
 // answer under "not_applicable" (E3 without the trace's text), its summaries and failures.
 TraceReportEntry verify_trace_entry(const std::string& name, nlohmann::json meta, const Trace& trace,
                                     const TraceChecksOptions& options, const TraceChecksResult& result);
+
+// Runs the checks on every trace through `team` (its threads, its progress bars, its ranks) and
+// writes the outputs the request names. `on_trace` runs on the leader after each trace. The
+// result on the leader; nothing on the other members of an MPI team.
 
 std::optional<VerifyResult> run_verify(const VerifyRequest& request, const WorkTeam& team = WorkTeam(),
                                        const std::function<void(const VerifiedTrace&)>& on_trace = {});

@@ -17,6 +17,7 @@
 #include "kvo/core/run_config.hpp"
 #include "kvo/core/work_team.hpp"
 #include "kvo/model/llama.hpp"
+#include "kvo/oracle/prefill_oracle.hpp"
 #include "kvo/studies/tasks.hpp"
 
 namespace kvo::studies {
@@ -86,10 +87,26 @@ struct TaskEvalResult {
   std::vector<TaskOutcome> outcomes;  // per instance: the full cache, then rows x budgets
 };
 
-// TaskOutcome::mass_of_optimum of kept sets (context positions per (layer, KV head), layer-major)
-// for a row whose budget is k tokens: `full` is the full cache's trace of the whole instance
-// (context, question, answer) and `context` its context's length. kvo::Error for kept sets that
-// are not one per unit of the trace or hold a position outside the context.
+// The reference of TaskOutcome::mass_of_optimum, built once per instance from the full cache's
+// trace of the whole instance (context, question, answer) and asked once per row: the question's
+// and answer's queries on the context, per (layer, KV head), layer-major.
+class MassOfOptimum {
+ public:
+  MassOfOptimum() = default;  // no reference: every mass is NaN
+  // kvo::Error when the context is not shorter than the trace.
+  MassOfOptimum(const Trace& full, int context);
+  // The mass of kept sets (context positions, one set per unit) for a row whose budget is k tokens,
+  // as a share of the most a set of k (or of the set's size, when larger) can hold, mean over units.
+  // kvo::Error for sets that are not one per unit or hold a position outside the context.
+  double operator()(std::span<const std::vector<int>> kept, int k) const;
+  const std::vector<PrefillUnit>& units() const { return units_; }
+
+ private:
+  int context_ = 0;
+  std::vector<PrefillUnit> units_;
+};
+
+// MassOfOptimum(full, context)(kept, k), for one row.
 double mass_of_optimum(const Trace& full, int context, std::span<const std::vector<int>> kept, int k);
 
 // The rows a request answers besides the full cache, in outcome order, as outcomes and cells name
