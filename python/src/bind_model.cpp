@@ -9,6 +9,7 @@
 #include "kvo/model/perplexity.hpp"
 #include "kvo/model/recorder.hpp"
 #include "kvo/model/tokenizer.hpp"
+#include "kvo/studies/ceiling_share.hpp"
 #include "kvo/studies/diversity.hpp"
 #include "kvo/studies/eval_run.hpp"
 #include "kvo/studies/press_eval_run.hpp"
@@ -45,6 +46,28 @@ void bind_model(py::module_& m) {
       "outcomes may be several runs' concatenated) or the path of a `tasks run --json`; returns the same dict "
       "with `cells` and `cells_by_depth` computed from the outcomes");
   m.def(
+      "ceiling_share",
+      [](const py::list& records, const std::string& ceiling, int resamples, std::uint64_t seed) {
+        std::vector<studies::CeilingRecord> rs;
+        for (const py::handle& h : records) {
+          const auto d = py::cast<py::dict>(h);
+          for (const char* key : {"press", "compression_ratio", "instance", "score"})
+            if (!d.contains(key))
+              throw Error(std::string("ceiling_share: a record has no '") + key +
+                          "' (records: press, compression_ratio, instance, score)");
+          rs.push_back({py::str(d["press"]).cast<std::string>(), d["compression_ratio"].cast<double>(),
+                        py::str(d["instance"]).cast<std::string>(), d["score"].cast<double>()});
+        }
+        const studies::CeilingShareResult r =
+            studies::ceiling_share(rs, {.ceiling = ceiling, .resamples = resamples, .seed = seed});
+        return with_report(json_to_python(r.to_json()), r.report());
+      },
+      py::arg("records"), py::arg("ceiling") = "kvoracle_optimum", py::arg("resamples") = 2000, py::arg("seed") = 0,
+      "each press's per-instance scores against the ceiling's on the same instances, per compression ratio: mean "
+      "score, the ceiling's, the share of the ceiling reached (95% seeded bootstrap intervals) and a paired sign-flip "
+      "p-value; records: dicts {press, compression_ratio, instance, score}; the report has a table and "
+      "ceiling-share.svg");
+  m.def(
       "score_answer",
       [](const py::dict& instance, const std::string& answer) {
         return studies::score_answer(studies::task_instance_from_json(python_to_json(instance), "instance"), answer);
@@ -65,16 +88,19 @@ void bind_model(py::module_& m) {
           if (policy_traits(id).offline) offline.push_back(policy_name(id));
         }
         for (PressId id : r.presses) presses.push_back(std::string(press_name(id)));
-        return py::dict(py::arg("protocol") = std::string(studies::to_string(r.protocol)),
-                        py::arg("policies") = policies, py::arg("offline") = offline, py::arg("presses") = presses,
-                        py::arg("budgets") = r.budgets, py::arg("rows") = studies::task_row_names(r),
-                        py::arg("question_first") = r.question_first,
-                        py::arg("format") = std::string(studies::to_string(r.format)),
-                        py::arg("budget_scope") = std::string(budget_scope_name(r.run.budget_scope)),
-                        py::arg("optimum") = r.optimum, py::arg("topk") = r.topk);
+        std::vector<std::string> scope_names;
+        for (BudgetScope scope : r.optimum_scopes) scope_names.push_back(budget_scope_name(scope));
+        return py::dict(
+            py::arg("protocol") = std::string(studies::to_string(r.protocol)), py::arg("policies") = policies,
+            py::arg("offline") = offline, py::arg("presses") = presses, py::arg("budgets") = r.budgets,
+            py::arg("rows") = studies::task_row_names(r), py::arg("question_first") = r.question_first,
+            py::arg("format") = std::string(studies::to_string(r.format)),
+            py::arg("budget_scope") = std::string(budget_scope_name(r.run.budget_scope)),
+            py::arg("optimum") = r.optimum, py::arg("topk") = r.topk, py::arg("optimum_scopes") = scope_names);
       },
       "a tasks run request from run_tasks' keywords, validated by the library as `tasks run` validates it: "
-      "{protocol, policies, offline, presses, budgets, rows, question_first, format, budget_scope, optimum, topk}");
+      "{protocol, policies, offline, presses, budgets, rows, question_first, format, budget_scope, optimum, topk, "
+      "optimum_scopes}");
   py::class_<studies::MassOfOptimum>(
       m, "MassOfOptimum",
       "a task outcome's mass_of_optimum, as tasks run computes it, built once per instance from `trace` (the full "
@@ -92,7 +118,28 @@ void bind_model(py::module_& m) {
             py::gil_scoped_release release;
             return self(kept, k);
           },
-          py::arg("kept"), py::arg("k"));
+          py::arg("kept"), py::arg("k"))
+      .def(
+          "add",
+          [](studies::MassOfOptimum& self, const Trace& full) {
+            py::gil_scoped_release release;
+            self.add(full);
+          },
+          py::arg("trace"),
+          "another full-cache run of the same context (a further question): its queries' weights add to every "
+          "unit's, so the optimum and the masses are those of every run together")
+      .def(
+          "optimum_sets",
+          [](const studies::MassOfOptimum& self, const std::string& scope, int k) {
+            const std::vector<BudgetScope> scopes = parse_budget_scopes(scope);
+            if (scopes.size() != 1) throw Error("optimum_sets: give one budget scope, not '" + scope + "'");
+            py::gil_scoped_release release;
+            return self.optimum_sets(scopes.front(), k);
+          },
+          py::arg("scope"), py::arg("k"),
+          "the exact prefill optimum's kept context positions, one list per (layer, KV head), layer-major, at "
+          "per-unit budget k: scope 'head' (each unit keeps k), or 'layer', 'layerwise', 'model' (a budget of the "
+          "same total shared by a layer's or the model's units; counts differ per unit)");
   m.def(
       "task_texts",
       [](const py::dict& instance, bool question_first) {

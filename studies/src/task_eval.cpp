@@ -199,12 +199,35 @@ void prefill_row(const Llama& m, const Prepared& p, const FullRun& full, const U
 
 }  // namespace
 
-MassOfOptimum::MassOfOptimum(const Trace& full, int context) : context_(context) {
+MassOfOptimum::MassOfOptimum(const Trace& full, int context) : context_(context), kv_heads_(full.n_kv_heads) {
   require(context >= 1 && context < full.n_tokens, "mass_of_optimum: the context (" + std::to_string(context) +
                                                        " tokens) must be shorter than the trace (" +
                                                        std::to_string(full.n_tokens) + ")");
   for (int l = 0; l < full.n_layers; ++l)
     for (int kv = 0; kv < full.n_kv_heads; ++kv) units_.push_back(prefill_unit(full, l, kv, context, false));
+}
+
+void MassOfOptimum::add(const Trace& full) {
+  require(!units_.empty(), "mass_of_optimum: add() needs a reference built from a first run");
+  require(full.n_kv_heads == kv_heads_ && static_cast<size_t>(full.n_layers) * full.n_kv_heads == units_.size(),
+          "mass_of_optimum: the added run's trace has another shape (" + std::to_string(full.n_layers) + " layers x " +
+              std::to_string(full.n_kv_heads) + " KV heads)");
+  require(context_ < full.n_tokens, "mass_of_optimum: the added run (" + std::to_string(full.n_tokens) +
+                                        " tokens) must be longer than the context (" + std::to_string(context_) + ")");
+  for (auto& u : units_) {
+    const PrefillUnit more = prefill_unit(full, u.layer, u.kv_head, context_, false);
+    for (int j = 0; j < context_; ++j) u.weight[j] += more.weight[j];
+    u.prompt_mass += more.prompt_mass;
+    u.decoded_mass += more.decoded_mass;
+    u.queries += more.queries;
+  }
+}
+
+std::vector<std::vector<int>> MassOfOptimum::optimum_sets(BudgetScope scope, int k) const {
+  require(!units_.empty(), "mass_of_optimum: optimum_sets() needs a reference");
+  require(k >= 0 && k <= context_,
+          "mass_of_optimum: budget k=" + std::to_string(k) + " outside [0, " + std::to_string(context_) + "]");
+  return shared_prefill_sets(units_, kv_heads_, scope, k);
 }
 
 double MassOfOptimum::operator()(std::span<const std::vector<int>> kept, int k) const {

@@ -84,6 +84,20 @@ def test_prefill_rows_are_the_engines(hf_tiny, setup):
     assert all(o["mass_of_optimum"] <= 1 + 1e-9 for o in ours["outcomes"])
 
 
+def test_shared_budget_optima_are_the_engines(hf_tiny, setup):
+    """The prefill optimum with budgets shared by a layer's or the model's units (counts differ per
+    unit: every key stays cached and the evicted ones are masked) answers as the engine's."""
+    m, tok, instances = setup
+    args = dict(protocol="prefill", policies=[], budgets=[0.2, 0.5], optimum_scopes="head,layer,layerwise,model")
+    ours = run_tasks(hf_tiny, tok, instances, token_ids=m, **args)
+    theirs = m.run_tasks(instances, **args)
+    same(by_key(ours), by_key(theirs))
+    rows = {o["row"] for o in ours["outcomes"]}
+    assert rows == {"full-cache", "optimum", "optimum@layer", "optimum@layerwise", "optimum@model"}
+    shared = [o for o in ours["outcomes"] if o["row"].startswith("optimum@")]
+    assert all(0 < o["mass_of_optimum"] <= 1 + 1e-9 for o in shared)
+
+
 def test_the_models_own_tokenizer_runs_without_needles(hf_tiny, setup):
     _, tok, instances = setup
     r = run_tasks(hf_tiny, tok, instances[:1], policies=["h2o"], budgets=[0.5], topk=False)

@@ -11,6 +11,8 @@
 - ``compare_presses``: presses against the prefill optimum: retained mass and continuation NLL/KL.
 - ``run_tasks``: the task suite of ``kvoracle tasks run`` on any transformers model, scored and
   reported by kvoracle's library.
+- ``OptimumPress``: the exact query-aware prefill optimum (per-head or shared budgets) as a kvpress
+  press, the ceiling; ``kvoracle.hf.kvpress_eval`` runs kvpress's own evaluate.py with it.
 
 ``record_trace``, ``EvictingCache``, ``compare_presses`` and ``run_tasks`` import torch and transformers when first
 used; ``KvoraclePress`` imports kvpress.
@@ -26,6 +28,7 @@ _LAZY = {
     "KvoracleScorerPress": ".kvpress_press",
     "compare_presses": ".press_compare",
     "run_tasks": ".tasks",
+    "OptimumPress": ".optimum_press",
 }
 
 

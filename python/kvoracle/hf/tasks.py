@@ -21,8 +21,10 @@ the end-of-sequence token or the instance's ``max_new_tokens`` (the stopping tok
 the answer's text). ``token_ids``: a ``kvoracle.Model`` whose tokenizer gives the ids (for a model
 loaded from kvoracle's GGUF, whose transformers tokenizer does not split digits); then the
 instances' needles are known and ``needles_held`` is measured. The full cache's run is recorded once
-(``record_trace``) and every row's ``mass_of_optimum`` measured on it by the library. Not yet here
-(``kvoracle tasks run`` has them on kvoracle's engine): the optima with shared budgets. The
+(``record_trace``) and every row's ``mass_of_optimum`` measured on it by the library, which also
+gives the prefill optimum's sets (``OptimumPress``): per-head budgets (``optimum``) and, with
+``optimum_scopes``, budgets of the same total shared by a layer's or the model's units
+(``optimum@layer``, ...; every key stays cached and the evicted ones are masked per unit). The
 offline policies (``oracle``: the offline optimum OPT_dyn; ``lookahead``: heavy hitters with the
 future queries) follow the schedule of the full cache's trace, as on kvoracle's engine. ``topk`` (dynamic, default on): the oracle top-k of sparse attention at each budget.
 """
@@ -102,12 +104,12 @@ def _measured(inst, row, share, kept, mass, k):
 
 class _FullRun:
     """What the rows read of the full cache's run: the context's keys of every layer (to find which
-    positions a compressed cache holds), its trace of the whole instance (context, question, answer)
-    as a file (the prefill optimum's press reads it) and in memory (the offline policies' schedules),
-    and the mass_of_optimum reference built on it once."""
+    positions a compressed cache holds), its trace of the whole instance (context, question, answer;
+    the offline policies' schedules), and the reference built on it once (kvoracle.MassOfOptimum: the
+    rows' mass_of_optimum and the prefill optimum's sets)."""
 
-    def __init__(self, keys, path, trace, mass):
-        self.keys, self.path, self.trace, self.mass = keys, path, trace, mass
+    def __init__(self, keys, trace, mass, context):
+        self.keys, self.trace, self.mass, self.context = keys, trace, mass, context
 
 
 class _Runner:
@@ -174,7 +176,7 @@ class _Runner:
         path = os.path.join(folder, "full.safetensors")
         record_trace(self.model, self._ids(inst.context + inst.question + answer), path, values=False)
         trace = _core.read_trace(path)
-        return o, _FullRun(keys, path, trace, _core.MassOfOptimum(trace, len(inst.context)))
+        return o, _FullRun(keys, trace, _core.MassOfOptimum(trace, len(inst.context)), len(inst.context))
 
     def streaming(self, inst, row, policy, share, options, mass):
         from .cache import EvictingCache
@@ -216,8 +218,8 @@ class _Runner:
 
         cache = DynamicCache()
         self.prefill(inst, cache, press)
-        kept = []
-        for layer in range(self.layers):
+        kept = list(getattr(press, "kept_units", None) or [])  # OptimumPress says; other presses: found by keys
+        for layer in range(self.layers if not kept else 0):
             held = cache.layers[layer].keys[0]
             for kv in range(self.kv_heads):
                 # each held key is one of the full cache's context keys (the same forward pass)
@@ -231,7 +233,18 @@ class _Runner:
                 kept.append(set(eq.float().argmax(1).tolist()))
         k = max(1, int(len(inst.context) * (1 - (1.0 - share))))  # the press's n_kept at ratio 1 - share
         o = _measured(inst, row, share, kept, mass, k)
-        self.answer(inst, cache, o)
+        if getattr(press, "masks", False):  # OptimumPress kept every key and masks the evicted ones
+            from . import attention
+            from .optimum_press import MaskedAttention
+
+            try:
+                with attention.routed(self.model), attention.activate(MaskedAttention()):
+                    self.answer(inst, cache, o)
+            finally:
+                for module in self.model.modules():
+                    module.__dict__.pop("kvoracle_evicted", None)
+        else:
+            self.answer(inst, cache, o)
         return o
 
 
@@ -288,14 +301,24 @@ def _press_factory(name, press_seed):
     def make(ratio):
         return cls(compression_ratio=ratio, **({"seed": press_seed} if seeded else {}))
 
-    return lambda ratio, trace: make(ratio)
+    return lambda ratio, run: make(ratio)
 
 
 # kvpress presses that read the attention weights, which only eager attention returns.
 EAGER_PRESSES = {"observed_attention"}
 
 # The options of `kvoracle tasks run` this driver reads; the library validates them as tasks run does.
-OPTIONS = ("protocol", "policies", "presses", "budgets", "question_first", "press_seed", "optimum", "topk")
+OPTIONS = (
+    "protocol",
+    "policies",
+    "presses",
+    "budgets",
+    "question_first",
+    "press_seed",
+    "optimum",
+    "optimum_scopes",
+    "topk",
+)
 
 
 def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=None, progress=False, **options):
@@ -304,7 +327,7 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
     model: a transformers causal LM (any dtype and device; eager attention for kvpress's
     attention-scored presses). tokenizer: its tokenizer. instances: dicts in kvpress's columns.
     options: tasks run's (protocol "dynamic" or "prefill", policies, presses, budgets as shares kept,
-    question_first, press_seed, optimum, topk), validated by kvoracle's library, with tasks run's
+    question_first, press_seed, optimum, optimum_scopes, topk), validated by kvoracle's library, with tasks run's
     defaults (its policies; under the prefill protocol those that can be presses). policy_options: EvictingCache's options for the
     streaming rows. Returns ``kvoracle.task_report``'s result: outcomes, cells with Wilson
     intervals, and the report.
@@ -324,11 +347,18 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
 
         makers = [_press_factory(name, press_seed) for name in req["presses"]]
         makers += [
-            lambda ratio, trace, p=p: KvoraclePress(compression_ratio=ratio, policy="policy:" + p)
+            lambda ratio, run, p=p: KvoraclePress(compression_ratio=ratio, policy="policy:" + p)
             for p in req["policies"]
         ]
-        if req["optimum"]:  # the exact query-aware prefill optimum of the full cache's trace
-            makers.append(lambda ratio, trace: KvoraclePress(compression_ratio=ratio, policy="optimum", trace=trace))
+        if req["optimum"]:  # the exact query-aware prefill optimum of the full cache's run, per budget scope
+            from .optimum_press import OptimumPress
+
+            makers += [
+                lambda ratio, run, scope=scope: OptimumPress(compression_ratio=ratio, scope=scope, mask="kvoracle").use(
+                    run.mass, run.context
+                )
+                for scope in req["optimum_scopes"]
+            ]
         rows = list(zip(req["rows"], makers))
     implementation = model.config._attn_implementation
     for name in req["presses"]:
@@ -372,9 +402,7 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
                                 options["schedule_trace"] = run.trace
                             outcomes.append(runner.streaming(inst, label, how, b, options, run.mass))
                         else:
-                            outcomes.append(
-                                runner.compressed(inst, label, b, how(1.0 - b, run.path), run.keys, run.mass)
-                            )
+                            outcomes.append(runner.compressed(inst, label, b, how(1.0 - b, run), run.keys, run.mass))
                     bar.update()
     bar.close()
     return _core.task_report({"protocol": protocol, "outcomes": outcomes})

@@ -99,10 +99,17 @@ class MassOfOptimum {
   // as a share of the most a set of k (or of the set's size, when larger) can hold, mean over units.
   // kvo::Error for sets that are not one per unit or hold a position outside the context.
   double operator()(std::span<const std::vector<int>> kept, int k) const;
+  // Another full-cache run of the same context (a second question, as kvpress's pipeline asks
+  // several of one compressed context): its queries' weights add to every unit's, so the optimum
+  // and the masses are those of every question together. kvo::Error for a different context or shape.
+  void add(const Trace& full);
+  // The exact optimum's kept sets at per-unit budget k: per-head budgets (BudgetScope::Head) or
+  // one shared by a layer's or the model's units with the same total (shared_prefill_sets).
+  std::vector<std::vector<int>> optimum_sets(BudgetScope scope, int k) const;
   const std::vector<PrefillUnit>& units() const { return units_; }
 
  private:
-  int context_ = 0;
+  int context_ = 0, kv_heads_ = 0;
   std::vector<PrefillUnit> units_;
 };
 
