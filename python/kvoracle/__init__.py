@@ -9,7 +9,7 @@ the claim
 checks (``verify`` on a Trace, ``verify_traces`` on files with the report of ``kvoracle verify``;
 ``fit_power_law``, the fit behind check E2), the greedy scorer's CPU twin (``score``), kvpress's presses (``run_press``,
 ``press_names``, ``adakv_kept`` for AdaKVPress around one) with the exact ``prefill_optimum`` and the attention-output error ``output_errors``, and the decoder-facing ``KvEvictionManager``; the real model in kvoracle's C++ (``Model``: tokenizer,
-greedy ``generate``; ``score_answer``, ``task_texts``, ``task_request`` and ``task_report``: the task
+greedy ``generate``; ``score_answer``, ``task_texts``, ``task_request`` (its fields: ``task_request_fields``) and ``task_report``: the task
 suite's scoring, texts, request rules and cells; ``ceiling_share``: presses as a share of the exact
 ceiling, paired by instance). ``kvoracle.hf`` brings
 Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` of ``generate``
@@ -54,6 +54,7 @@ from ._core import (  # noqa: F401
     synthesize,
     task_report,
     task_request,
+    task_request_fields,
     task_texts,
     topk_optimum,
     verify,

@@ -101,6 +101,23 @@ void bind_model(py::module_& m) {
       "a tasks run request from run_tasks' keywords, validated by the library as `tasks run` validates it: "
       "{protocol, policies, offline, presses, budgets, rows, question_first, format, budget_scope, optimum, topk, "
       "optimum_scopes}");
+  m.def(
+      "task_request_fields",
+      []() {
+        const studies::TaskOptions defaults;
+        py::list out;
+        for (const Field<studies::TaskOptions>& f : studies::task_options_schema().fields()) {
+          if (suite_option(f) || !f.set) continue;
+          out.append(py::dict(py::arg("name") = f.info.name, py::arg("flag") = f.flag(), py::arg("help") = f.info.help,
+                              py::arg("kind") = f.kind, py::arg("list") = f.list,
+                              py::arg("switch") = f.info.switch_text,
+                              py::arg("default") = f.get ? f.get(defaults) : std::string{}));
+        }
+        return out;
+      },
+      "the fields of a tasks run request (task_request's keywords) as {name, flag, help, kind, list, switch, default} "
+      "(switch: the text a value-less flag sets, as --no-optimum sets false): what command-line adapters of "
+      "run_tasks offer, from the library's one schema");
   py::class_<studies::MassOfOptimum>(
       m, "MassOfOptimum",
       "a task outcome's mass_of_optimum, as tasks run computes it, built once per instance from `trace` (the full "

@@ -162,3 +162,54 @@ def test_running_out_of_memory_names_the_instance_and_row(hf_tiny, setup, monkey
         "the device ran out of memory \\(CUDA out of memory",
     ):
         run_tasks(hf_tiny, tok, instances, policies=["h2o"], budgets=[0.5], token_ids=m)
+
+
+def test_the_shell_command_is_run_tasks(tiny_model_path, hf_tiny, setup, tmp_path):
+    """python -m kvoracle.hf.tasks on the GGUF file (kvoracle's ids, as token_ids=Model does) gives
+    run_tasks' outcomes; its flags are the C++ CLI's (--no-optimum), and bad input is one line with
+    nothing written."""
+    import json
+    import subprocess
+    import sys
+
+    m, tok, instances = setup
+    path = tmp_path / "suite.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in instances))
+    out = tmp_path / "out.json"
+    command = [sys.executable, "-m", "kvoracle.hf.tasks", "--model", tiny_model_path, "--instances", str(path)]
+    flags = ["--protocol", "prefill", "--policies", "h2o", "--budgets", "0.5", "--no-optimum", "--dtype", "float32"]
+    done = subprocess.run([*command, *flags, "--json", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ours = run_tasks(
+        hf_tiny, tok, instances, token_ids=m, protocol="prefill", policies=["h2o"], budgets=[0.5], optimum=False
+    )
+    assert json.load(open(out))["outcomes"] == json.loads(json.dumps(ours["outcomes"]))
+    assert [o["row"] for o in ours["outcomes"]][:2] == ["full-cache", "h2o"]
+    for bad, message in [
+        (["--budgets", "0"], "budget 0 is outside"),
+        (["--instances", str(tmp_path / "none.jsonl")], "cannot read"),
+    ]:
+        args = [*command, *bad, "--json", str(tmp_path / "bad.json")]
+        done = subprocess.run(args, capture_output=True, text=True)
+        assert done.returncode == 1 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "bad.json").exists()
+
+
+def test_tasks_md_shell_example(tiny_model_path, kvoracle, tmp_path):
+    """docs/tasks.md's shell commands for a transformers model, as written, on the tiny model."""
+    import re
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    text = open(os.path.join(root, "docs", "tasks.md"), encoding="utf-8").read()
+    (block,) = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S) if "kvoracle.hf.tasks" in b]
+    block = block.replace("~/.cache/kvoracle/SmolLM2-135M-Instruct.Q4_1.gguf", tiny_model_path)
+    block = block.replace("kvoracle tasks generate", f"{kvoracle} -q tasks generate -m {tiny_model_path}", 1)
+    block = block.replace("python -m", f"{sys.executable} -m", 1)
+    done = subprocess.run(["bash", "-c", block], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import json
+
+    rows = [o["row"] for o in json.load(open(tmp_path / "hf.json"))["outcomes"]]
+    assert rows == ["full-cache", "h2o"]

@@ -406,3 +406,84 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
                     bar.update()
     bar.close()
     return _core.task_report({"protocol": protocol, "outcomes": outcomes})
+
+
+def _load(model, device, dtype, attn_implementation):
+    """A transformers model and tokenizer from a folder, a hub name or a GGUF file; with a GGUF file
+    also kvoracle's Model, whose tokenizer gives the ids (transformers' GGUF tokenizer does not split
+    digits as the model was trained to)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs = {"dtype": dtype}
+    if attn_implementation:
+        kwargs["attn_implementation"] = attn_implementation
+    if model.endswith(".gguf"):
+        if not os.path.isfile(model):
+            raise _core.KvoError(f"tasks: model file '{model}' does not exist")
+        where, name = os.path.split(os.path.abspath(model))
+        kwargs["gguf_file"] = name
+        loaded = AutoModelForCausalLM.from_pretrained(where, **kwargs)
+        return loaded.to(device), AutoTokenizer.from_pretrained(where, gguf_file=name), _core.Model(model)
+    loaded = AutoModelForCausalLM.from_pretrained(model, **kwargs)
+    return loaded.to(device), AutoTokenizer.from_pretrained(model), None
+
+
+def main(argv=None):
+    """python -m kvoracle.hf.tasks: run_tasks from a shell on a local model (a folder, a hub name or a
+    GGUF file) and a JSON Lines file of instances; its options are the library's tasks run fields
+    that run_tasks reads (kvoracle.task_request_fields), so the shell, Python and the C++ CLI take
+    the same names and values."""
+    import argparse
+    import json
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m kvoracle.hf.tasks", description=main.__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="a transformers folder, a hub name or a .gguf file")
+    parser.add_argument("--instances", required=True, help="JSON Lines in kvpress's columns (kvoracle tasks generate)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="auto", help="the model's dtype: auto (its own), float32, bfloat16, ...")
+    parser.add_argument("--attn-implementation", default="eager", help="eager (default), sdpa, ...")
+    parser.add_argument("--json", help="write the result (outcomes, cells) to this file")
+    parser.add_argument("--plots", help="write the report's SVG plots into this folder")
+    fields = [f for f in _core.task_request_fields() if f["name"] in OPTIONS]
+    for f in fields:  # the C++ CLI's flags: a switch (--no-optimum) sets its text, the rest take a value
+        shown = f" (default: {f['default']})" if f["default"] and not f["switch"] else ""
+        if f["switch"]:
+            parser.add_argument(f["flag"], dest=f["name"], action="store_const", const=f["switch"], help=f["help"])
+        else:
+            parser.add_argument(f["flag"], dest=f["name"], help=f["help"] + shown)
+    args = parser.parse_args(argv)
+    options = {f["name"]: getattr(args, f["name"]) for f in fields if getattr(args, f["name"]) is not None}
+    try:
+        _core.task_request(**options)  # refused in one line before the model loads
+        instances = []
+        try:
+            with open(args.instances, encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    if line.strip():
+                        try:
+                            instances.append(json.loads(line))
+                        except ValueError:
+                            raise _core.KvoError(f"tasks: {args.instances}:{number} is not a JSON object") from None
+        except OSError as e:
+            raise _core.KvoError(f"tasks: cannot read '{args.instances}': {e.strerror}") from None
+        model, tokenizer, token_ids = _load(args.model, args.device, args.dtype, args.attn_implementation)
+        result = run_tasks(model, tokenizer, instances, token_ids=token_ids, progress=True, **options)
+    except _core.KvoError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    print(result.report)
+    if args.plots:
+        os.makedirs(args.plots, exist_ok=True)
+        result.report.save_plots(args.plots)
+    if args.json:
+        with open(args.json + ".tmp", "w") as f:
+            json.dump(dict(result), f, indent=1)
+        os.replace(args.json + ".tmp", args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())
