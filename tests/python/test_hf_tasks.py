@@ -213,3 +213,34 @@ def test_tasks_md_shell_example(tiny_model_path, kvoracle, tmp_path):
 
     rows = [o["row"] for o in json.load(open(tmp_path / "hf.json"))["outcomes"]]
     assert rows == ["full-cache", "h2o"]
+
+
+def test_chat_format_is_the_engines(hf_tiny, setup):
+    """format="chat": with kvoracle's ids the engine's ChatML input, outcome for outcome; with the
+    model's own tokenizer its chat template frames the same pieces (SmolLM2's gives the engine's
+    text); a tokenizer without a template is refused in one line."""
+    import copy
+
+    m, tok, instances = setup
+    args = dict(policies=["h2o"], budgets=[0.5], topk=False, format="chat", question_first=True)
+    same(by_key(run_tasks(hf_tiny, tok, instances, token_ids=m, **args)), by_key(m.run_tasks(instances, **args)))
+    chatml = (
+        "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    own = copy.deepcopy(tok)
+    own.chat_template = chatml
+    r = run_tasks(hf_tiny, own, instances[:1], policies=[], topk=False, format="chat")
+    texts = kvo.task_texts(instances[0])
+    opening = own.encode("<|im_start|>user\n", add_special_tokens=False)
+    assert r["outcomes"][0]["input_tokens"] == len(opening) + sum(
+        len(own.encode(p, add_special_tokens=False)) for p in texts["context"]
+    ) + len(
+        own.encode(
+            "\n\n" + instances[0]["question"] + "<|im_end|>\n<|im_start|>assistant\n" + instances[0]["answer_prefix"],
+            add_special_tokens=False,
+        )
+    )
+    own.chat_template = None
+    with pytest.raises(kvo.KvoError, match="format 'chat' needs the tokenizer's chat template"):
+        run_tasks(hf_tiny, own, instances, format="chat")

@@ -49,24 +49,46 @@ def _eos_ids(model, tokenizer):
 class _Instance:
     """One instance's token ids, as kvoracle's engine reads it."""
 
-    def __init__(self, row, tokenizer, token_ids, question_first):
+    def __init__(self, row, tokenizer, token_ids, question_first, chat):
         self.row = row
         texts = _core.task_texts(row, question_first)  # refuses missing columns in one line
         if token_ids is not None:
-            t = token_ids.task_tokens(row, question_first=question_first)
+            t = token_ids.task_tokens(row, question_first=question_first, format="chat" if chat else "plain")
             self.context, self.question, shift = t["context"], t["question"], t["needle_shift"]
             self.needles = [(a + shift, b + shift) for a, b in row.get("needles", [])]
         else:
-            self.context = []
+            encode = lambda text: tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
+            opening, closing = _chat_frame(tokenizer) if chat else ("", "")
+            self.context = encode(opening) if opening else []
             for piece in texts["context"]:
-                self.context += tokenizer.encode(piece, add_special_tokens=False)
-            self.question = tokenizer.encode(texts["question"], add_special_tokens=False)
+                self.context += encode(piece)
+            if chat:  # the user's turn ends after the question; the answer prefix opens the assistant's
+                self.question = encode("\n\n" + row["question"] + closing + row.get("answer_prefix", ""))
+            else:
+                self.question = encode(texts["question"])
             self.needles = []  # needle ranges are kvoracle token ids: unknown in another tokenizer's
         self.max_new = int(row.get("max_new_tokens", 16))
 
     @property
     def n(self):
         return len(self.context) + len(self.question)
+
+
+def _chat_frame(tokenizer):
+    """The text the tokenizer's chat template puts before and after one user turn, with the
+    assistant's turn opened (what kvoracle's engine writes for SmolLM2's ChatML template)."""
+    if getattr(tokenizer, "chat_template", None) is None:
+        raise _core.KvoError(
+            "tasks: format 'chat' needs the tokenizer's chat template, and this tokenizer has none "
+            "(use format='plain', or set tokenizer.chat_template)"
+        )
+    mark = "\x00kvoracle-user-turn\x00"
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": mark}], add_generation_prompt=True, tokenize=False
+    )
+    if text.count(mark) != 1:
+        raise _core.KvoError("tasks: the tokenizer's chat template does not hold the user's turn as written")
+    return tuple(text.split(mark))
 
 
 def _outcome(inst, row, budget):
@@ -314,6 +336,7 @@ OPTIONS = (
     "presses",
     "budgets",
     "question_first",
+    "format",
     "press_seed",
     "optimum",
     "optimum_scopes",
@@ -371,7 +394,7 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
     runner = _Runner(model, tokenizer, token_ids)
     prepared = []
     for x, row in enumerate(instances):
-        inst = _Instance(dict(row), tokenizer, token_ids, req["question_first"])
+        inst = _Instance(dict(row), tokenizer, token_ids, req["question_first"], req["format"] == "chat")
         where = f"instance '{row.get('id', x)}'"
         if not inst.context:
             raise _core.KvoError(f"tasks: {where} has an empty context")
