@@ -244,3 +244,25 @@ def test_chat_format_is_the_engines(hf_tiny, setup):
     own.chat_template = None
     with pytest.raises(kvo.KvoError, match="format 'chat' needs the tokenizer's chat template"):
         run_tasks(hf_tiny, own, instances, format="chat")
+
+
+def test_a_checkpoint_resumes_without_answering_again(hf_tiny, setup, tmp_path, monkeypatch):
+    """checkpoint=: each instance's outcomes are kept once answered; a rerun with the same arguments
+    answers nothing again (its first instance's file present), and other arguments do not reuse them."""
+    from kvoracle.hf import tasks
+
+    m, tok, instances = setup
+    args = dict(policies=["h2o"], budgets=[0.5], topk=False, token_ids=m, checkpoint=str(tmp_path))
+    first = run_tasks(hf_tiny, tok, instances, **args)
+    assert len(os.listdir(tmp_path)) == len(instances)
+    real = tasks._Runner.full_cache
+
+    def refuse(*a, **k):
+        raise AssertionError("answered again")
+
+    monkeypatch.setattr(tasks._Runner, "full_cache", refuse)
+    again = run_tasks(hf_tiny, tok, instances, **args)
+    assert again["outcomes"] == first["outcomes"] and again["cells"] == first["cells"]
+    with pytest.raises(AssertionError, match="answered again"):
+        run_tasks(hf_tiny, tok, instances, **{**args, "budgets": [0.4]})
+    monkeypatch.setattr(tasks._Runner, "full_cache", real)

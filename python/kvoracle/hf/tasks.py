@@ -344,7 +344,58 @@ OPTIONS = (
 )
 
 
-def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=None, progress=False, **options):
+class _Checkpoint:
+    """One file per answered instance in a folder, named by a digest of everything its outcomes
+    depend on (the instance, the validated request, the streaming rows' options, the model's name,
+    dtype and attention, whether kvoracle's ids were fed): a rerun with the same arguments takes
+    them instead of answering again, so a run stopped (out of memory, a lost machine) resumes."""
+
+    def __init__(self, folder, model, req, policy_options, kvoracle_ids):
+        import json
+
+        os.makedirs(folder, exist_ok=True)
+        self.folder = folder
+        self.common = json.dumps(
+            {
+                "request": req,
+                "policy_options": {k: str(v) for k, v in (policy_options or {}).items()},
+                "model": str(getattr(model.config, "_name_or_path", "")),
+                "dtype": str(next(model.parameters()).dtype),
+                "attention": str(model.config._attn_implementation),
+                "kvoracle_ids": kvoracle_ids,
+                "version": _core.__version__,
+            },
+            sort_keys=True,
+        )
+
+    def _path(self, inst):
+        import hashlib
+        import json
+
+        key = hashlib.sha256((self.common + json.dumps(inst.row, sort_keys=True)).encode()).hexdigest()[:32]
+        return os.path.join(self.folder, f"instance-{key}.json")
+
+    def load(self, inst):
+        import json
+
+        try:
+            with open(self._path(inst)) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return None
+
+    def save(self, inst, outcomes):
+        import json
+
+        path = self._path(inst)
+        with open(path + ".tmp", "w") as f:
+            json.dump(outcomes, f)
+        os.replace(path + ".tmp", path)
+
+
+def run_tasks(
+    model, tokenizer, instances, *, token_ids=None, policy_options=None, progress=False, checkpoint=None, **options
+):
     """Answers every instance with the full cache and under every row at every budget.
 
     model: a transformers causal LM (any dtype and device; eager attention for kvpress's
@@ -352,8 +403,9 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
     options: tasks run's (protocol "dynamic" or "prefill", policies, presses, budgets as shares kept,
     question_first, press_seed, optimum, optimum_scopes, topk), validated by kvoracle's library, with tasks run's
     defaults (its policies; under the prefill protocol those that can be presses). policy_options: EvictingCache's options for the
-    streaming rows. Returns ``kvoracle.task_report``'s result: outcomes, cells with Wilson
-    intervals, and the report.
+    streaming rows. checkpoint: a folder keeping each answered instance's outcomes; a rerun with the
+    same arguments resumes from it. Returns ``kvoracle.task_report``'s result: outcomes, cells with
+    Wilson intervals, and the report.
     """
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
@@ -408,7 +460,14 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
 
     bar = tqdm(total=len(prepared) * (1 + len(rows) * len(budgets)), desc="tasks", disable=not progress)
     outcomes = []
+    store = _Checkpoint(checkpoint, model, req, policy_options, token_ids is not None) if checkpoint else None
     for inst in prepared:
+        done = store.load(inst) if store else None
+        if done is not None:  # answered by an earlier run with the same arguments
+            outcomes += done
+            bar.update(1 + len(rows) * len(budgets))
+            continue
+        first = len(outcomes)
         with tempfile.TemporaryDirectory(prefix="kvoracle-tasks-") as folder:
             with _out_of_memory(inst, "full-cache", 1.0):
                 full, run = runner.full_cache(inst, folder)
@@ -427,6 +486,8 @@ def run_tasks(model, tokenizer, instances, *, token_ids=None, policy_options=Non
                         else:
                             outcomes.append(runner.compressed(inst, label, b, how(1.0 - b, run), run.keys, run.mass))
                     bar.update()
+        if store:
+            store.save(inst, outcomes[first:])
     bar.close()
     return _core.task_report({"protocol": protocol, "outcomes": outcomes})
 
@@ -468,6 +529,7 @@ def main(argv=None):
     parser.add_argument("--attn-implementation", default="eager", help="eager (default), sdpa, ...")
     parser.add_argument("--json", help="write the result (outcomes, cells) to this file")
     parser.add_argument("--plots", help="write the report's SVG plots into this folder")
+    parser.add_argument("--checkpoint", help="keep each answered instance in this folder; a rerun resumes from it")
     fields = [f for f in _core.task_request_fields() if f["name"] in OPTIONS]
     for f in fields:  # the C++ CLI's flags: a switch (--no-optimum) sets its text, the rest take a value
         shown = f" (default: {f['default']})" if f["default"] and not f["switch"] else ""
@@ -491,7 +553,9 @@ def main(argv=None):
         except OSError as e:
             raise _core.KvoError(f"tasks: cannot read '{args.instances}': {e.strerror}") from None
         model, tokenizer, token_ids = _load(args.model, args.device, args.dtype, args.attn_implementation)
-        result = run_tasks(model, tokenizer, instances, token_ids=token_ids, progress=True, **options)
+        result = run_tasks(
+            model, tokenizer, instances, token_ids=token_ids, progress=True, checkpoint=args.checkpoint, **options
+        )
     except _core.KvoError as e:
         print(str(e), file=sys.stderr)
         return 1
