@@ -2,8 +2,10 @@
 (1) record_trace against the model's plain forward pass (SDPA) and against the dense export of
 output_attentions (eager), in time and peak memory above the loaded model (each in its own
 process; the peak is reset after loading through /proc/self/clear_refs);
-(2) generate through EvictingCache against plain generate, in tokens per second.
-Usage: hf_bench.py [--smoke] [--tokens 512,1024,2048] [--reps 3]   (prints Markdown tables)
+(2) generate through EvictingCache against plain generate, in tokens per second, at each prompt
+length (EvictingCache's prompt runs through kvoracle's pools at the cost of about one prefill).
+Usage: hf_bench.py [--smoke] [--tokens 512,1024,2048] [--prompts 64,256] [--reps 3] [--generation-only]
+(prints Markdown tables)
 --smoke: a small random Llama instead of SmolLM2, one repetition (what CI runs)."""
 
 import argparse
@@ -120,7 +122,7 @@ def generation(reps, smoke, prompt_len=64, new=64):
     for label, make in [
         ("plain generate (DynamicCache)", lambda: None),
         ("EvictingCache, h2o, full budget", lambda: EvictingCache(model, policy.H2O, "100%", max_len=prompt_len + new)),
-        ("EvictingCache, h2o, 20% (k = 12)", lambda: EvictingCache(model, policy.H2O, "20%")),
+        (f"EvictingCache, h2o, 20% (k = {int(0.2 * prompt_len)})", lambda: EvictingCache(model, policy.H2O, "20%")),
     ]:
         times = []
         for _ in range(reps):
@@ -152,10 +154,17 @@ def main():
     ap.add_argument("--tokens", default=None)
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--child", default=None)
+    ap.add_argument("--prompts", default=None)
+    ap.add_argument("--generation-only", action="store_true")
     a = ap.parse_args()
     reps = a.reps or (1 if a.smoke else 3)
     if a.child:
         return one(a.child, int(a.tokens), reps, a.smoke)
+    prompts = [int(t) for t in (a.prompts or ("16,32" if a.smoke else "64,256")).split(",")]
+    if a.generation_only:
+        for prompt_len in prompts:
+            generation(reps, a.smoke, prompt_len)
+        return None
     sizes = [int(t) for t in (a.tokens or ("32,64" if a.smoke else "512,1024,2048")).split(",")]
     print(f"record_trace, medians of {reps}; memory: peak RSS above the loaded model, own process each:\n")
     print(
@@ -169,7 +178,8 @@ def main():
             f"| {n} | {f['seconds']:.2f} | {r['seconds']:.2f} | {r['seconds'] / f['seconds']:.2f} | "
             f"{dense['seconds']:.2f} | {f['extra_mib']:.0f} | {r['extra_mib']:.0f} | {dense['extra_mib']:.0f} |"
         )
-    generation(reps, a.smoke)
+    for prompt_len in prompts:
+        generation(reps, a.smoke, prompt_len)
 
 
 if __name__ == "__main__":

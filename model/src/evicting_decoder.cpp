@@ -8,20 +8,39 @@
 namespace kvo::model {
 
 EvictingDecoder::EvictingDecoder(const Llama& model, KvEvictionManager& manager, int slots, int seq)
-    : model_(model),
+    : EvictingDecoder(PoolShape{.n_layers = model.config().n_layers,
+                                .n_kv_heads = model.config().n_kv_heads,
+                                .head_dim = model.config().head_dim,
+                                .group = model.config().n_heads / model.config().n_kv_heads,
+                                .scale = 1.0f / std::sqrt(static_cast<float>(model.config().head_dim))},
+                      manager, slots, seq) {
+  model_ = &model;
+}
+
+EvictingDecoder::EvictingDecoder(const PoolShape& shape, KvEvictionManager& manager, int slots, int seq)
+    : model_(nullptr),
       manager_(manager),
       seq_(seq),
       slots_(slots),
-      n_kv_(model.config().n_kv_heads),
-      hd_(model.config().head_dim),
-      group_(model.config().n_heads / model.config().n_kv_heads) {
-  const auto& c = model.config();
-  for (int l = 0; l < c.n_layers; ++l)
+      n_layers_(shape.n_layers),
+      n_kv_(shape.n_kv_heads),
+      hd_(shape.head_dim),
+      group_(shape.group),
+      scale_(shape.scale) {
+  require(n_layers_ >= 1 && n_kv_ >= 1 && hd_ >= 1 && group_ >= 1 && scale_ > 0,
+          "decoder pools: the shape needs layers, KV heads, a head size, a group and a scale > 0");
+  const CacheManagerOptions& mo = manager.options();
+  require(mo.n_layers == n_layers_ && mo.n_kv_heads == n_kv_,
+          "decoder pools: the manager's units (" + std::to_string(mo.n_layers) + " layers x " +
+              std::to_string(mo.n_kv_heads) + " KV heads) are not the pools' shape");
+  require(seq >= 0 && seq < mo.batch, "decoder pools: sequence " + std::to_string(seq) +
+                                          " is outside the manager's batch of " + std::to_string(mo.batch));
+  for (int l = 0; l < n_layers_; ++l)
     for (int h = 0; h < n_kv_; ++h)
       require(manager.max_held(l, h) + 1 <= slots, "decoder pools of " + std::to_string(slots) +
                                                        " rows cannot hold a budget of " +
                                                        std::to_string(manager.max_held(l, h)) + " plus the new token");
-  pools_.resize(static_cast<size_t>(c.n_layers) * n_kv_);
+  pools_.resize(static_cast<size_t>(n_layers_) * n_kv_);
   for (auto& p : pools_) {
     p.k = MatrixRM::Zero(slots, hd_);
     p.v = MatrixRM::Zero(slots, hd_);
@@ -30,29 +49,31 @@ EvictingDecoder::EvictingDecoder(const Llama& model, KvEvictionManager& manager,
 }
 
 Eigen::RowVectorXf EvictingDecoder::step(int token) {
-  Eigen::RowVectorXf logits = model_.decode_step(token, pos_, *this);
+  require(model_ != nullptr, "decoder pools: step() needs a model (this decoder holds pools only)");
+  Eigen::RowVectorXf logits = model_->decode_step(token, pos_, *this);
   ++pos_;
   if (manager_.budget_scope() == BudgetScope::Model)
-    for (int l = 0; l < model_.config().n_layers; ++l) settle(l);
+    for (int l = 0; l < n_layers_; ++l) settle(l);
   peak_ = std::max(peak_, bytes_held());
   return logits;
 }
 
 MatrixRM EvictingDecoder::prefill(std::span<const int> tokens, bool all_logits) {
+  require(model_ != nullptr, "decoder pools: prefill() needs a model (this decoder holds pools only)");
   const int T = static_cast<int>(tokens.size());
   if (manager_.budget_scope() == BudgetScope::Model && pos_ + T - 2 >= manager_.prompt_len() - 1) {
     // A model-wide budget decides after every layer saw a position; layer by layer, a layer would
     // step past a decision the later layers have not made yet. Token by token instead.
-    MatrixRM logits(all_logits ? T : std::min(T, 1), model_.config().vocab);
+    MatrixRM logits(all_logits ? T : std::min(T, 1), model_->config().vocab);
     for (int t = 0; t < T; ++t) {
       const Eigen::RowVectorXf row = step(tokens[static_cast<size_t>(t)]);
       if (all_logits || t == T - 1) logits.row(all_logits ? t : 0) = row;
     }
     return logits;
   }
-  const int L = model_.config().n_layers;
+  const int L = n_layers_;
   span_rows_.assign(static_cast<size_t>(L), std::vector<size_t>(static_cast<size_t>(T), 0));
-  MatrixRM logits = model_.forward_layered(tokens, pos_, *this, all_logits);
+  MatrixRM logits = model_->forward_layered(tokens, pos_, *this, all_logits);
   pos_ += T;
   size_t most = 0;
   if (manager_.budget_scope() == BudgetScope::Head) {
@@ -126,7 +147,7 @@ std::vector<int> EvictingDecoder::held(int layer, int kv_head) const {
 
 void EvictingDecoder::attend_unit(int layer, int kv, int pos, const float* q, const float* k, const float* v,
                                   float* out, Scratch& s) {
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd_));
+  const float scale = scale_;
   Pool& P = pool(layer, kv);
   const auto free_row = std::find(P.pos.begin(), P.pos.end(), -1);
   require(free_row != P.pos.end(), "decoder pool full at layer " + std::to_string(layer));  // budget guard
@@ -168,7 +189,9 @@ void EvictingDecoder::attend_unit(int layer, int kv, int pos, const float* q, co
   }
   // The manager decides; evicted rows are freed (their memory is reused by the next token). A
   // shared budget decides when its group's last unit steps (settle() collects the others').
-  drop(P, manager_.step(seq_, layer, kv, pos, s.positions, s.agg), &s.positions);
+  const std::vector<int> gone = manager_.step(seq_, layer, kv, pos, s.positions, s.agg);
+  if (log_ && !gone.empty()) P.log.push_back({pos, gone});
+  drop(P, gone, &s.positions);
   if (manager_.budget_scope() == BudgetScope::Head) P.most = std::max(P.most, P.rows.size());
 }
 

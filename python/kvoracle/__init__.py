@@ -8,7 +8,7 @@ shared across heads and layers), the calls behind ``kvoracle oracle static|offli
 the claim
 checks (``verify`` on a Trace, ``verify_traces`` on files with the report of ``kvoracle verify``;
 ``fit_power_law``, the fit behind check E2), the greedy scorer's CPU twin (``score``), kvpress's presses (``run_press``,
-``press_names``, ``adakv_kept`` for AdaKVPress around one) with the exact ``prefill_optimum`` and the attention-output error ``output_errors``, and the decoder-facing ``KvEvictionManager``; the real model in kvoracle's C++ (``Model``: tokenizer,
+``press_names``, ``adakv_kept`` for AdaKVPress around one) with the exact ``prefill_optimum`` and the attention-output error ``output_errors``, and the decoder-facing ``KvEvictionManager`` (with ``EvictingPools``, the engine's evicting attention for another implementation's layers); the real model in kvoracle's C++ (``Model``: tokenizer,
 greedy ``generate``; ``score_answer``, ``task_texts``, ``task_request`` (its fields: ``task_request_fields``) and ``task_report``: the task
 suite's scoring, texts, request rules and cells; ``ceiling_share``: presses as a share of the exact
 ceiling, paired by instance). ``kvoracle.hf`` brings
@@ -19,6 +19,7 @@ Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` 
 """
 
 from ._core import (  # noqa: F401
+    EvictingPools,
     KvEvictionManager,
     KvoError,
     MassOfOptimum,

@@ -1,6 +1,7 @@
 // kvoracle._core: the decoder-facing eviction manager.
 #include "bindings_support.hpp"
 #include "kvo/core/cache_manager.hpp"
+#include "kvo/model/evicting_decoder.hpp"
 #include "kvo/studies/offline_schedule.hpp"
 
 namespace kvo::python {
@@ -64,6 +65,70 @@ void bind_manager(py::module_& m) {
       .def(
           "budget", [](const KvEvictionManager& mgr, int layer, int kv) { return mgr.budget(layer, kv).total; },
           py::arg("layer"), py::arg("kv_head"));
+  // The engine's eviction pools without its model: EvictingCache feeds each layer's q, k, v.
+  py::class_<model::EvictingDecoder>(
+      m, "EvictingPools",
+      "kvoracle's evicting attention (the engine's EvictingDecoder) for another implementation's layers: per "
+      "(layer, KV head) a pool of `slots` rows; attend_layer(layer, pos0, q, k, v) adds T tokens' keys and values "
+      "one step at a time, each step's queries attending the rows held, the manager evicting, exactly as the engine "
+      "decodes token by token (KV heads on threads)")
+      .def(py::init([](KvEvictionManager& manager, int n_layers, int n_kv_heads, int head_dim, int group, float scale,
+                       int slots, int seq) {
+             if (slots <= 0)
+               for (int l = 0; l < n_layers; ++l)
+                 for (int kv = 0; kv < n_kv_heads; ++kv) slots = std::max(slots, manager.max_held(l, kv) + 1);
+             return std::make_unique<model::EvictingDecoder>(model::PoolShape{.n_layers = n_layers,
+                                                                              .n_kv_heads = n_kv_heads,
+                                                                              .head_dim = head_dim,
+                                                                              .group = group,
+                                                                              .scale = scale},
+                                                             manager, slots, seq);
+           }),
+           py::arg("manager"), py::arg("n_layers"), py::arg("n_kv_heads"), py::arg("head_dim"), py::arg("group"),
+           py::arg("scale"), py::arg("slots") = 0, py::arg("seq") = 0, py::keep_alive<1, 2>(),
+           "slots 0: the manager's largest unit budget plus the new token")
+      .def(
+          "attend_layer",
+          [](model::EvictingDecoder& d, int layer, int pos0, const FloatArray& q, const FloatArray& k,
+             const FloatArray& v) {
+            const model::PoolShape s = d.shape();
+            const py::ssize_t kv_width = static_cast<py::ssize_t>(s.n_kv_heads) * s.head_dim;
+            require(q.ndim() == 2 && k.ndim() == 2 && v.ndim() == 2 && q.shape(0) == k.shape(0) &&
+                        k.shape(0) == v.shape(0) && k.shape(1) == kv_width && v.shape(1) == kv_width &&
+                        q.shape(1) == kv_width * s.group,
+                    "EvictingPools.attend_layer: q [T, " + std::to_string(kv_width * s.group) + "], k and v [T, " +
+                        std::to_string(kv_width) + "], one row per token");
+            require(layer >= 0 && layer < s.n_layers, "EvictingPools.attend_layer: layer " + std::to_string(layer) +
+                                                          " outside [0, " + std::to_string(s.n_layers) + ")");
+            const auto rows = q.shape(0);
+            using model::MatrixRM;
+            using Map = Eigen::Map<const MatrixRM>;
+            const MatrixRM qm = Map(q.data(), rows, q.shape(1)), km = Map(k.data(), rows, k.shape(1)),
+                           vm = Map(v.data(), rows, v.shape(1));
+            MatrixRM out = MatrixRM::Zero(rows, q.shape(1));
+            {
+              py::gil_scoped_release release;
+              d.attend_layer(layer, pos0, qm, km, vm, out);
+            }
+            py::array_t<float> result({rows, static_cast<py::ssize_t>(q.shape(1))});
+            std::copy(out.data(), out.data() + out.size(), result.mutable_data());
+            return result;
+          },
+          py::arg("layer"), py::arg("pos0"), py::arg("q"), py::arg("k"), py::arg("v"),
+          "T tokens at positions pos0.. of one layer: returns the attention outputs [T, H*d]")
+      .def(
+          "held", [](const model::EvictingDecoder& d, int layer, int kv) { return to_array(d.held(layer, kv)); },
+          py::arg("layer"), py::arg("kv_head"), "positions the pool holds, ascending")
+      .def("set_eviction_log", &model::EvictingDecoder::set_eviction_log, py::arg("on"))
+      .def(
+          "evictions",
+          [](const model::EvictingDecoder& d, int layer, int kv) {
+            py::list out;
+            for (const auto& e : d.evictions(layer, kv)) out.append(py::make_tuple(e.step, e.gone));
+            return out;
+          },
+          py::arg("layer"), py::arg("kv_head"), "(step, [positions]) of every eviction, with the log on")
+      .def("bytes_held", &model::EvictingDecoder::bytes_held, "float32 K and V bytes of the rows held");
 }
 
 }  // namespace kvo::python

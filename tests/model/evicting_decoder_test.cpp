@@ -175,3 +175,35 @@ TEST(EvictingDecoder, LayeredPrefillLastRowIsTheLastLogits) {
   EXPECT_LT((all.row(23) - last.row(0)).cwiseAbs().maxCoeff(),
             1e-4f * std::max(1.0f, all.row(23).cwiseAbs().maxCoeff()));
 }
+
+// The pools without the model (what kvoracle.hf's EvictingCache drives): fed each layer's q, k, v by
+// the model's layered forward pass, they evict exactly as the decoder with its model does, and
+// refuse to decode on their own or to serve a manager of another shape.
+TEST(EvictingDecoder, PoolsWithoutTheModelEvictAsTheDecoder) {
+  const auto& m = test::tiny_model();
+  const auto& c = m.config();
+  const int n = 40, k = 8;
+  const auto ids = test::gpl3_tokens(n);
+  KvEvictionManager with_model(options(m, PolicyId::H2O, std::to_string(k), n));
+  model::EvictingDecoder dec(m, with_model, k + 1);
+  dec.prefill(ids);
+  KvEvictionManager alone(options(m, PolicyId::H2O, std::to_string(k), n));
+  const model::PoolShape shape{.n_layers = c.n_layers,
+                               .n_kv_heads = c.n_kv_heads,
+                               .head_dim = c.head_dim,
+                               .group = c.n_heads / c.n_kv_heads,
+                               .scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+  model::EvictingDecoder pools(shape, alone, k + 1);
+  pools.set_eviction_log(true);
+  m.forward_layered(ids, 0, pools, false);
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int h = 0; h < c.n_kv_heads; ++h) {
+      EXPECT_EQ(pools.held(l, h), dec.held(l, h)) << l << "," << h;
+      EXPECT_EQ(pools.evictions(l, h).size(), static_cast<size_t>(n - k)) << l << "," << h;  // one per step past k
+    }
+  EXPECT_THROW(pools.step(ids[0]), kvo::Error);
+  EXPECT_THROW(pools.prefill(ids), kvo::Error);
+  model::PoolShape other = shape;
+  other.n_kv_heads += 1;
+  EXPECT_THROW(model::EvictingDecoder(other, alone, k + 1), kvo::Error);
+}

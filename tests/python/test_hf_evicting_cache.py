@@ -129,3 +129,22 @@ def test_only_offline_policies_read_a_schedule_trace(hf_tiny, trace_file):
         EvictingCache(hf_tiny, "h2o", "8", schedule_trace=trace)
     EvictingCache(hf_tiny, "oracle", "8", schedule_trace=trace)  # its schedule: accepted
     hf_tiny.set_attn_implementation("eager")
+
+
+def test_evicting_pools_refuse_what_they_cannot_hold():
+    """kvoracle.EvictingPools (the engine's pools EvictingCache drives): a manager of another shape,
+    rows of the wrong width and a layer outside the model are refused in one line."""
+    from kvoracle import EvictingPools, KvEvictionManager, KvoError
+
+    manager = KvEvictionManager("h2o", "4", 2, 2, max_len=16)
+    with pytest.raises(KvoError, match="not the pools' shape"):
+        EvictingPools(manager, 3, 2, 8, 2, 0.35)
+    pools = EvictingPools(manager, 2, 2, 8, 2, 0.35)
+    q, kv = np.zeros((3, 32), np.float32), np.zeros((3, 16), np.float32)
+    with pytest.raises(KvoError, match=r"q \[T, 32\], k and v \[T, 16\]"):
+        pools.attend_layer(0, 0, q, kv[:, :8], kv)
+    with pytest.raises(KvoError, match="layer 2 outside"):
+        pools.attend_layer(2, 0, q, kv, kv)
+    out = pools.attend_layer(0, 0, np.ones((6, 32), np.float32), np.ones((6, 16), np.float32), kv[:1].repeat(6, 0))
+    held = list(pools.held(0, 0))
+    assert out.shape == (6, 32) and len(held) == 4 and held[-1] == 5  # the budget, the newest token held

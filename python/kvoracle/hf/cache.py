@@ -3,9 +3,13 @@ per layer and KV head, inside `model.generate` or any forward loop.
 
 Every new token is one step, as in kvoracle's EvictingDecoder: it takes a row, each query head of
 a KV head's group attends the rows that head holds, the group's mean attention goes to
-KvEvictionManager, and the rows it names leave the cache tensors at once. A prompt is processed
-the same way, token by token inside the one prefill call (with prompt_len = P the manager keeps
-everything until the prompt is complete, then truncates once, as the H2O code does).
+KvEvictionManager, and the rows it names leave the cache at once. A prompt is processed the same
+way, token by token inside the one prefill call (with prompt_len = P the manager keeps everything
+until the prompt is complete, then truncates once, as the H2O code does). Under per-head budgets
+the steps run in the engine's own pools (kvoracle.EvictingPools, float32 on the CPU): each layer
+hands its new tokens' q, k, v over once and the pools step through them in C++, KV heads on
+threads, so a prompt costs about one prefill; the steps and kept sets are the engine's, and the
+cache tensors keep the rows the pools hold.
 
 Under a shared budget (budget_scope="layer" or "model") a layer's KV heads hold different counts:
 each head's rows are packed to the left and the shorter heads padded with rows that no query sees
@@ -34,6 +38,7 @@ class EvictingLayer(CacheLayerMixin):
         self.positions = None  # int64 [batch, kv_heads, held]
         self.valid = None  # bool [batch, kv_heads, held] once a shared budget padded a head; None: all rows
         self.seen = 0  # tokens this layer has been given (the next token's position)
+        self.pooled = False  # per-head budgets: kvoracle's pools decide; these tensors follow what they hold
 
     def lazy_initialization(self, key_states, value_states):
         self.dtype, self.device = key_states.dtype, key_states.device
@@ -117,7 +122,9 @@ class EvictingCache(Cache):
         self.policy, self.budget_spec, self.max_len = policy, str(budget), max_len
         self.options = options
         self.manager, self.batch = None, None
-        self.evictions = {} if log else None
+        self.pools = None  # per sequence, kvoracle's EvictingPools (per-head budgets)
+        self.log = log
+        self._evictions = {} if log else None
         self._pending = None
         # Every argument checked now (policy, budget, run options), as KvoraclePress does, rather than
         # first inside generate: a manager of the model's shape over its positions, then dropped.
@@ -168,6 +175,70 @@ class EvictingCache(Cache):
             max_len=max_len,
             **self.options,
         )
+        if self.manager.budget_scope == "head":  # the engine's pools: a prompt at the cost of one prefill
+            for layer in self.layers:
+                layer.pooled = True
+
+    @property
+    def evictions(self):
+        """With log=True, {(seq, layer, kv_head): [(step, [positions])]}: every eviction; else None."""
+        if self._evictions is None or self.pools is None:
+            return self._evictions
+        out = {}
+        for b, pools in enumerate(self.pools):
+            for layer in range(self.n_layers):
+                for kv in range(self.manager_kv):
+                    logged = pools.evictions(layer, kv)
+                    if logged:
+                        out[(b, layer, kv)] = [(step, [int(g) for g in gone]) for step, gone in logged]
+        return out
+
+    def _attend_pooled(self, layer_idx, query, key, value, scale):
+        """Per-head budgets: each sequence's new tokens go through kvoracle's pools (EvictingPools,
+        the engine's decoder), one step per token, KV heads on threads."""
+        b_n, h, m, d = query.shape
+        h_kv = key.shape[1]
+        if value.shape[-1] != d or key.shape[-1] != d:
+            raise KvoError(
+                f"EvictingCache: layer {layer_idx} has keys of {key.shape[-1]} and values of {value.shape[-1]} per "
+                f"head for queries of {d}; kvoracle's pools hold one head size"
+            )
+        if self.pools is None:
+            from .._core import EvictingPools
+
+            self.manager_kv, self.scale = h_kv, float(scale)
+            # rows: the largest budget plus the new token; with prompt_len the whole prompt until it ends
+            slots = 1 + max(
+                [self.manager.max_held(l, kv) for l in range(self.n_layers) for kv in range(h_kv)]
+                + [int(self.options.get("prompt_len", 0) or 0)]
+            )
+            self.pools = [
+                EvictingPools(self.manager, self.n_layers, h_kv, d, h // h_kv, float(scale), slots=slots, seq=b)
+                for b in range(b_n)
+            ]
+            for pools in self.pools:
+                pools.set_eviction_log(self.log)
+        elif abs(float(scale) - self.scale) > 1e-12 * self.scale:
+            raise KvoError(f"EvictingCache: layer {layer_idx} scales its logits by {scale}, layer 0 by {self.scale}")
+        layer = self.layers[layer_idx]
+        pos0 = layer.seen - m
+        out = []
+        live = torch.zeros(layer.positions.shape, dtype=torch.bool)
+        for b in range(b_n):
+            q = query[b].transpose(0, 1).reshape(m, h * d).float().cpu().numpy()
+            k = key[b, :, -m:].transpose(0, 1).reshape(m, h_kv * d).float().cpu().numpy()
+            v = value[b, :, -m:].transpose(0, 1).reshape(m, h_kv * d).float().cpu().numpy()
+            out.append(torch.from_numpy(self.pools[b].attend_layer(layer_idx, pos0, q, k, v)).view(m, h, d))
+            for kv in range(h_kv):  # the cache's rows follow what the pools hold
+                held = self.pools[b].held(layer_idx, kv)
+                live[b, kv] = torch.from_numpy(np.isin(layer.positions[b, kv].numpy(), held))
+        if not bool(live.all()):
+            counts = live.sum(-1)
+            if bool((counts == counts.flatten()[0]).all()):
+                layer.keep(live.nonzero()[:, 2].view(b_n, h_kv, -1))
+            else:  # per-head budgets of different sizes (budget overrides)
+                layer.keep_ragged(live)
+        return torch.stack(out).to(device=query.device, dtype=query.dtype)
 
     def attend(self, module, query, key, value, scale, kwargs):
         """Per new token: its queries attend the rows held; the manager evicts; rows leave."""
@@ -185,6 +256,8 @@ class EvictingCache(Cache):
                 f"EvictingCache: layer {layer_idx} attends a sliding window of {window} tokens; "
                 f"past {window} tokens the model's own cache drops rows, which kvoracle does not model"
             )
+        if layer.pooled:
+            return self._attend_pooled(layer_idx, query, key, value, scale)
         b_n, h_kv, n_rows, _ = key.shape
         m, group = query.shape[2], query.shape[1] // h_kv
         first = n_rows - m  # rows of earlier tokens
@@ -216,8 +289,8 @@ class EvictingCache(Cache):
                         index = torch.from_numpy(np.nonzero(np.isin(held[kv], gone))[0])
                         live[b, kv, index if rows is None else rows[kv][index]] = False
                         evicted = True
-                        if self.evictions is not None:
-                            self.evictions.setdefault((b, layer_idx, kv), []).append((pos, [int(g) for g in gone]))
+                        if self._evictions is not None:
+                            self._evictions.setdefault((b, layer_idx, kv), []).append((pos, [int(g) for g in gone]))
         counts = live.sum(-1)
         if bool((counts != counts.flatten()[0]).any()):
             raise KvoError(
@@ -278,8 +351,8 @@ class EvictingCache(Cache):
         if len(gone):
             c = positions.shape[-1] if c is None else c
             live[b, kv, :c] &= torch.from_numpy(~np.isin(positions[b, kv, :c], gone))
-            if self.evictions is not None:
-                self.evictions.setdefault((b, layer_idx, kv), []).append((step, [int(g) for g in gone]))
+            if self._evictions is not None:
+                self._evictions.setdefault((b, layer_idx, kv), []).append((step, [int(g) for g in gone]))
 
     def _settle(self):
         """Drops what a model-wide budget's last decision evicted from layers that have not stepped
@@ -299,7 +372,7 @@ class EvictingCache(Cache):
 
     def held(self, layer_idx):
         """Rows held per (sequence, KV head) of a layer: true positions, [batch, kv_heads, held]
-        (-1: a padding row under a shared budget)."""
+        (-1: a padding row, where heads hold different counts)."""
         self._settle()
         return self.layers[layer_idx].positions
 

@@ -55,6 +55,7 @@ class KvEvictionManager {
   int max_held(int layer, int kv_head) const;
   BudgetScope budget_scope() const { return o_.run.budget_scope; }
   int prompt_len() const { return o_.run.prompt_len; }
+  const CacheManagerOptions& options() const { return o_; }
   const std::string& policy_name() const { return name_; }
 
  private:

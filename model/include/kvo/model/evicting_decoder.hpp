@@ -17,10 +17,19 @@
 
 namespace kvo::model {
 
+// The pools' shape without a model: another implementation's attention layers (kvoracle.hf's
+// EvictingCache for transformers models) feed attend_layer() themselves.
+struct PoolShape {
+  int n_layers = 0, n_kv_heads = 0, head_dim = 0, group = 1;  // group: query heads per KV head
+  float scale = 0.0f;                                         // the logits' scale (Llama: 1 / sqrt(head_dim))
+};
+
 class EvictingDecoder final : public StepAttention, public LayerAttention {
  public:
   // slots: rows per (layer, KV head) pool; at least the largest budget + 1 (the new token).
   EvictingDecoder(const Llama& model, KvEvictionManager& manager, int slots, int seq = 0);
+  // Pools only: step() and prefill() refuse (no model); attend() and attend_layer() work as above.
+  EvictingDecoder(const PoolShape& shape, KvEvictionManager& manager, int slots, int seq = 0);
 
   // Feeds the next token (position = tokens fed so far); returns the logits [vocab].
   Eigen::RowVectorXf step(int token);
@@ -32,6 +41,7 @@ class EvictingDecoder final : public StepAttention, public LayerAttention {
   void set_kv_quantization(const KvQuantization& q);
 
   int position() const { return pos_; }
+  PoolShape shape() const { return {n_layers_, n_kv_, hd_, group_, scale_}; }
   size_t bytes_allocated() const;  // the K/V pools
   size_t bytes_held() const;       // rows holding a token now
   // The most rows held at once (after a prefill under per-head budgets: the sum over pools of each
@@ -40,6 +50,13 @@ class EvictingDecoder final : public StepAttention, public LayerAttention {
   size_t peak_bytes_held() const { return peak_; }
   // Positions a (layer, KV head) pool holds now, ascending.
   std::vector<int> held(int layer, int kv_head) const;
+  // Keeps every eviction a step decides (per-head budgets: a step's own unit); off by default.
+  void set_eviction_log(bool on) { log_ = on; }
+  struct Eviction {
+    int step = 0;  // the position whose step evicted
+    std::vector<int> gone;
+  };
+  const std::vector<Eviction>& evictions(int layer, int kv_head) const { return pool(layer, kv_head).log; }
 
   Eigen::RowVectorXf attend(int layer, int pos, const Eigen::RowVectorXf& q, const Eigen::RowVectorXf& k,
                             const Eigen::RowVectorXf& v) override;
@@ -52,6 +69,7 @@ class EvictingDecoder final : public StepAttention, public LayerAttention {
     std::vector<int> pos;   // position held by each row; -1: free
     std::vector<int> rows;  // occupied rows in position order
     size_t most = 0;        // the most rows held after a step
+    std::vector<Eviction> log;
   };
   struct Scratch {
     std::vector<int> positions;
@@ -68,9 +86,11 @@ class EvictingDecoder final : public StepAttention, public LayerAttention {
   // A shared budget's evictions from the layer's pools that other units' steps decided; notes the most held.
   void settle(int layer);
   size_t layer_rows(int layer) const;
-  const Llama& model_;
+  const Llama* model_;  // null: pools only
   KvEvictionManager& manager_;
-  int seq_, slots_, n_kv_, hd_, group_;
+  int seq_, slots_, n_layers_, n_kv_, hd_, group_;
+  float scale_;
+  bool log_ = false;
   int pos_ = 0;
   KvQuantization quant_;
   size_t held_rows_ = 0, peak_ = 0;
