@@ -266,3 +266,13 @@ def test_a_checkpoint_resumes_without_answering_again(hf_tiny, setup, tmp_path, 
     with pytest.raises(AssertionError, match="answered again"):
         run_tasks(hf_tiny, tok, instances, **{**args, "budgets": [0.4]})
     monkeypatch.setattr(tasks._Runner, "full_cache", real)
+
+
+def test_a_press_below_its_window_is_noted(hf_tiny, setup):
+    """SnapKV keeps its window of the last 64 queries whole; at a budget below it (10% of ~250 tokens)
+    the row is noted, once per budget, as a warning too; knorm has no window."""
+    m, tok, instances = setup
+    args = dict(protocol="prefill", presses=["snapkv", "knorm"], policies=[], budgets=[0.1, 0.5], optimum=False)
+    with pytest.warns(UserWarning, match="press snapkv at budget 0.1 keeps"):
+        r = run_tasks(hf_tiny, tok, instances, token_ids=m, **args)
+    assert len(r["notes"]) == 1 and "fewer than its window of the last 64" in r["notes"][0]

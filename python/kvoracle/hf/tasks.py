@@ -405,7 +405,8 @@ def run_tasks(
     defaults (its policies; under the prefill protocol those that can be presses). policy_options: EvictingCache's options for the
     streaming rows. checkpoint: a folder keeping each answered instance's outcomes; a rerun with the
     same arguments resumes from it. Returns ``kvoracle.task_report``'s result: outcomes, cells with
-    Wilson intervals, and the report.
+    Wilson intervals, and the report; ``notes``: a line (also a warning) per press and budget whose
+    kept count falls below the press's window (SnapKV, PyramidKV at small budgets).
     """
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
@@ -489,7 +490,35 @@ def run_tasks(
         if store:
             store.save(inst, outcomes[first:])
     bar.close()
-    return _core.task_report({"protocol": protocol, "outcomes": outcomes})
+    result = _core.task_report({"protocol": protocol, "outcomes": outcomes})
+    result["notes"] = _window_notes(req, prepared) if protocol == "prefill" else []
+    for note in result["notes"]:
+        import warnings
+
+        warnings.warn(note, stacklevel=2)
+    return result
+
+
+def _window_notes(req, prepared):
+    """One line per (press, budget) whose kept count falls below the window of last queries the press
+    keeps whole (SnapKV, PyramidKV): there it keeps part of its window only, a degenerate press."""
+    notes = []
+    for name in req["presses"]:
+        for b in req["budgets"]:
+            short = []
+            for inst in prepared:
+                C = len(inst.context)
+                window, k = _core.press_queries_read(name, C), max(1, int(C * b))
+                if 1 < window < C and k < window:
+                    short.append((C, k, window))
+            if short:
+                C, k, window = min(short)
+                notes.append(
+                    f"tasks: press {name} at budget {b:g} keeps {k} keys of a {C}-token context, fewer than its window "
+                    f"of the last {window} (on {len(short)} of {len(prepared)} instances): it then keeps part of its "
+                    "window only"
+                )
+    return notes
 
 
 def _load(model, device, dtype, attn_implementation):
