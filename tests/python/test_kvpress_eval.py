@@ -76,11 +76,13 @@ def test_evaluate_py_runs_unchanged_with_the_ceiling(tiny_folder, data, tmp_path
 
     before = _digest(EVALUATION)
     out = str(tmp_path / "results")
-    args = (EVALUATION, tiny_folder, "kvoracle", ["knorm", "kvoracle_h2o"], [0.5, "16:1"])
+    args = (EVALUATION, tiny_folder, "kvoracle", ["knorm", "kvoracle_h2o", "no_press"], [0.5, "16:1"])
     r = evaluate_ceiling(*args, data=data, output_dir=out, device="cpu")
     assert [(row["press"], row["compression_ratio"]) for row in r["rows"]] == [
-        (p, ratio) for ratio in (0.5, 0.9375) for p in ("kvoracle_optimum", "knorm", "kvoracle_h2o")
+        (p, ratio) for ratio in (0.5, 0.9375) for p in ("kvoracle_optimum", "knorm", "kvoracle_h2o", "no_press")
     ]
+    full = [run["folder"] for run in r["runs"] if run["press"] == "no_press"]
+    assert len(set(full)) == 1 and full[0].endswith("__no_press__0.00")  # evaluate.py runs the full cache at 0
     assert all(row["instances"] == 2 for row in r["rows"])
     assert all(row["share"] == 1.0 for row in r["rows"] if row["press"] == "kvoracle_optimum")
     for run in r["runs"]:  # kvpress's own files, beside kvoracle's per-instance scores

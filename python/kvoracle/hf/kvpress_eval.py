@@ -183,7 +183,7 @@ def _run_folder(output_dir, config):
         str(config["data_dir"]) if config.get("data_dir") else "",
         config["model"].replace("/", "--"),
         config["press_name"],
-        f"{config['compression_ratio']:.2f}",
+        f"{0.0 if config['press_name'] == 'no_press' else config['compression_ratio']:.2f}",  # evaluate.py's override
     ]
     if config.get("fraction", 1.0) < 1.0:
         parts.append(f"fraction{config['fraction']:.3f}")
