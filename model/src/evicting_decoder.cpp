@@ -247,10 +247,11 @@ CacheManagerOptions closed_loop_manager(const LlamaConfig& c, const RunConfig& r
   return mo;
 }
 
-int decoder_slots(const KvEvictionManager& mgr, const LlamaConfig& c) {
-  int slots = 0;
-  for (int l = 0; l < c.n_layers; ++l)
-    for (int kv = 0; kv < c.n_kv_heads; ++kv) slots = std::max(slots, mgr.max_held(l, kv) + 1);
+int decoder_slots(const KvEvictionManager& mgr) {
+  const CacheManagerOptions& o = mgr.options();
+  int slots = mgr.prompt_len() + 1;
+  for (int l = 0; l < o.n_layers; ++l)
+    for (int kv = 0; kv < o.n_kv_heads; ++kv) slots = std::max(slots, mgr.max_held(l, kv) + 1);
   return slots;
 }
 

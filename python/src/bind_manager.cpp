@@ -74,9 +74,7 @@ void bind_manager(py::module_& m) {
       "decodes token by token (KV heads on threads)")
       .def(py::init([](KvEvictionManager& manager, int n_layers, int n_kv_heads, int head_dim, int group, float scale,
                        int slots, int seq) {
-             if (slots <= 0)
-               for (int l = 0; l < n_layers; ++l)
-                 for (int kv = 0; kv < n_kv_heads; ++kv) slots = std::max(slots, manager.max_held(l, kv) + 1);
+             if (slots <= 0) slots = model::decoder_slots(manager);
              return std::make_unique<model::EvictingDecoder>(model::PoolShape{.n_layers = n_layers,
                                                                               .n_kv_heads = n_kv_heads,
                                                                               .head_dim = head_dim,
@@ -86,7 +84,8 @@ void bind_manager(py::module_& m) {
            }),
            py::arg("manager"), py::arg("n_layers"), py::arg("n_kv_heads"), py::arg("head_dim"), py::arg("group"),
            py::arg("scale"), py::arg("slots") = 0, py::arg("seq") = 0, py::keep_alive<1, 2>(),
-           "slots 0: the manager's largest unit budget plus the new token")
+           "slots 0: what the manager needs (model::decoder_slots: its largest unit budget, or its prompt_len, plus "
+           "the new token)")
       .def(
           "attend_layer",
           [](model::EvictingDecoder& d, int layer, int pos0, const FloatArray& q, const FloatArray& k,

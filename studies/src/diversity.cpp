@@ -158,7 +158,7 @@ DiversityResult continuation_diversity(const Llama& m, const std::string& text, 
   const auto continue_with = [&](const std::vector<int>& prompt, PolicyId id, int k) {
     KvEvictionManager mgr(
         closed_loop_manager(c, config, id, config.budget.with_total(Amount{false, static_cast<double>(k)}), total));
-    EvictingDecoder dec(m, mgr, decoder_slots(mgr, c));
+    EvictingDecoder dec(m, mgr, decoder_slots(mgr));
     Eigen::RowVectorXf logits = dec.prefill(prompt).row(0);
     std::vector<int> out;
     for (int t = 0; t < r.new_tokens; ++t) {

@@ -73,7 +73,7 @@ EvalResult evaluate_policies(const Llama& model, const std::string& text, const 
     CacheManagerOptions mo = closed_loop_manager(c, o.run, id, budget, n);
     if (policy_traits(id).offline) mo.run.policy.schedule = offline_schedules(id, trace, budget);
     KvEvictionManager mgr(mo);
-    EvictingDecoder dec(model, mgr, decoder_slots(mgr, c));
+    EvictingDecoder dec(model, mgr, decoder_slots(mgr));
     if (quantized) dec.set_kv_quantization(o.kv);
     double nll = 0.0, kl = 0.0;
     for (int t = 0; t < n; ++t) {

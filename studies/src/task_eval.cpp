@@ -155,7 +155,7 @@ void streaming_row(const Llama& m, const Prepared& p, const TaskEvalRequest& r, 
       c, r.run, id, r.run.budget.with_total(Amount{false, static_cast<double>(k)}), n + p.inst->max_new_tokens);
   if (policy_traits(id).offline) mo.run.policy.schedule = offline_schedules(id, full->trace, mo.run.budget);
   KvEvictionManager mgr(mo);
-  EvictingDecoder dec(m, mgr, decoder_slots(mgr, c));
+  EvictingDecoder dec(m, mgr, decoder_slots(mgr));
   dec.prefill(p.tokens.context);
   UnitSets held;
   for (int l = 0; l < c.n_layers; ++l)

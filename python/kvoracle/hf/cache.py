@@ -207,14 +207,8 @@ class EvictingCache(Cache):
             from .._core import EvictingPools
 
             self.manager_kv, self.scale = h_kv, float(scale)
-            # rows: the largest budget plus the new token; with prompt_len the whole prompt until it ends
-            slots = 1 + max(
-                [self.manager.max_held(l, kv) for l in range(self.n_layers) for kv in range(h_kv)]
-                + [int(self.options.get("prompt_len", 0) or 0)]
-            )
             self.pools = [
-                EvictingPools(self.manager, self.n_layers, h_kv, d, h // h_kv, float(scale), slots=slots, seq=b)
-                for b in range(b_n)
+                EvictingPools(self.manager, self.n_layers, h_kv, d, h // h_kv, float(scale), seq=b) for b in range(b_n)
             ]
             for pools in self.pools:
                 pools.set_eviction_log(self.log)

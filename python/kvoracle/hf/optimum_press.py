@@ -106,9 +106,7 @@ class OptimumPress(BasePress):
     mask: str = "kvpress"
     _mass: object = field(default=None, init=False, repr=False)
     _context: int = field(default=0, init=False, repr=False)
-    _sets: dict = field(default_factory=dict, init=False, repr=False)
-    # The positions each (layer, KV head) kept in the last compression, layer-major (run_tasks reads them).
-    kept_units: list = field(default_factory=list, init=False, repr=False)
+    _units: list = field(default=None, init=False, repr=False)  # this context's kept positions per unit
 
     def __post_init__(self):
         if not 0 <= self.compression_ratio < 1:
@@ -126,7 +124,7 @@ class OptimumPress(BasePress):
 
     def use(self, mass, context):
         """Takes the reference (kvoracle.MassOfOptimum of the full cache's runs) of the next context."""
-        self._mass, self._context, self._sets = mass, int(context), {}
+        self._mass, self._context, self._units = mass, int(context), None
         return self
 
     def _layer_sets(self, layer, n_layers, n_kv, P):
@@ -137,16 +135,22 @@ class OptimumPress(BasePress):
             )
         if P != self._context:
             _refuse(f"layer {layer} holds {P} context keys; the reference was built for a context of {self._context}")
-        if not self._sets:
+        if self._units is None:
             sets = self._mass.optimum_sets(self.scope, compute_n_kept(P, self.compression_ratio))
             if len(sets) != n_layers * n_kv:
                 _refuse(f"the reference has {len(sets)} (layer, KV head) units; the model has {n_layers * n_kv}")
-            self._sets = {
-                "units": [np.asarray(s, dtype=np.int64) for s in sets],
-                "uniform": len(set(map(len, sets))) == 1,
-            }
-            self.kept_units = [set(s.tolist()) for s in self._sets["units"]]
-        return self._sets["units"][layer * n_kv : (layer + 1) * n_kv]
+            self._units = [np.asarray(s, dtype=np.int64) for s in sets]
+        return self._units[layer * n_kv : (layer + 1) * n_kv]
+
+    @property
+    def kept_units(self):
+        """The positions each (layer, KV head) kept in the last compression, layer-major (sets)."""
+        return [set(u.tolist()) for u in self._units or []]
+
+    @property
+    def masks(self):
+        """Whether the last compression masked (kept every key, evicted some per unit)."""
+        return self._units is not None and len(set(map(len, self._units))) > 1
 
     def compress(self, module, hidden_states, keys, values, attentions, kwargs):
         if self.compression_ratio == 0:
@@ -156,7 +160,7 @@ class OptimumPress(BasePress):
             _refuse(f"the reference is one context's; kvpress passed a batch of {batch}")
         layer = module.layer_idx
         sets = self._layer_sets(layer, module.config.num_hidden_layers, n_kv, P)
-        if self._sets["uniform"]:  # one count for every unit: the cache holds only the kept keys
+        if not self.masks:  # one count for every unit: the cache holds only the kept keys
             idx = torch.as_tensor(np.stack(sets), device=keys.device)[None, :, :, None].expand(
                 -1, -1, -1, keys.shape[-1]
             )
@@ -180,11 +184,6 @@ class OptimumPress(BasePress):
             torch.as_tensor(positions, device=keys.device),
         )
         return keys, values
-
-    @property
-    def masks(self):
-        """Whether the last compression masked (kept every key, evicted some per unit)."""
-        return bool(self._sets) and not self._sets["uniform"]
 
 
 class MaskedAttention:

@@ -29,6 +29,8 @@ offline policies (``oracle``: the offline optimum OPT_dyn; ``lookahead``: heavy 
 future queries) follow the schedule of the full cache's trace, as on kvoracle's engine. ``topk`` (dynamic, default on): the oracle top-k of sparse attention at each budget.
 """
 
+import hashlib
+import json
 import math
 import os
 import tempfile
@@ -235,24 +237,28 @@ class _Runner:
             self.answer(inst, cache, o)
         return o
 
-    def compressed(self, inst, row, share, press, full_keys, mass):
-        from transformers import DynamicCache
-
-        cache = DynamicCache()
-        self.prefill(inst, cache, press)
-        kept = list(getattr(press, "kept_units", None) or [])  # OptimumPress says; other presses: found by keys
-        for layer in range(self.layers if not kept else 0):
+    def _kept_by_keys(self, cache, full_keys, row):
+        """The context positions a compressed cache holds per (layer, KV head), layer-major: each held
+        key is one of the full cache's context keys (the same forward pass)."""
+        kept = []
+        for layer in range(self.layers):
             held = cache.layers[layer].keys[0]
             for kv in range(self.kv_heads):
-                # each held key is one of the full cache's context keys (the same forward pass)
                 eq = (held[kv][:, None, :] == full_keys[layer][kv][None]).all(-1)
-                found = eq.any(1)
-                if not bool(found.all()):
+                if not bool(eq.any(1).all()):
                     raise _core.KvoError(
                         f"tasks: press {row} holds keys that are not the context's (layer {layer}): "
                         "a press that changes keys cannot be measured here"
                     )
                 kept.append(set(eq.float().argmax(1).tolist()))
+        return kept
+
+    def compressed(self, inst, row, share, press, full_keys, mass):
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        self.prefill(inst, cache, press)
+        kept = getattr(press, "kept_units", None) or self._kept_by_keys(cache, full_keys, row)
         k = max(1, int(len(inst.context) * (1 - (1.0 - share))))  # the press's n_kept at ratio 1 - share
         o = _measured(inst, row, share, kept, mass, k)
         if getattr(press, "masks", False):  # OptimumPress kept every key and masks the evicted ones
@@ -351,8 +357,6 @@ class _Checkpoint:
     them instead of answering again, so a run stopped (out of memory, a lost machine) resumes."""
 
     def __init__(self, folder, model, req, policy_options, kvoracle_ids):
-        import json
-
         os.makedirs(folder, exist_ok=True)
         self.folder = folder
         self.common = json.dumps(
@@ -369,15 +373,10 @@ class _Checkpoint:
         )
 
     def _path(self, inst):
-        import hashlib
-        import json
-
         key = hashlib.sha256((self.common + json.dumps(inst.row, sort_keys=True)).encode()).hexdigest()[:32]
         return os.path.join(self.folder, f"instance-{key}.json")
 
     def load(self, inst):
-        import json
-
         try:
             with open(self._path(inst)) as f:
                 return json.load(f)
@@ -385,8 +384,6 @@ class _Checkpoint:
             return None
 
     def save(self, inst, outcomes):
-        import json
-
         path = self._path(inst)
         with open(path + ".tmp", "w") as f:
             json.dump(outcomes, f)
@@ -547,7 +544,6 @@ def main(argv=None):
     that run_tasks reads (kvoracle.task_request_fields), so the shell, Python and the C++ CLI take
     the same names and values."""
     import argparse
-    import json
     import sys
 
     parser = argparse.ArgumentParser(prog="python -m kvoracle.hf.tasks", description=main.__doc__.split("\n\n")[0])

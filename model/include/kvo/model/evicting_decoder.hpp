@@ -103,7 +103,8 @@ class EvictingDecoder final : public StepAttention, public LayerAttention {
 // eviction step (no prompt held whole), the model's units, sequences of up to max_len tokens.
 CacheManagerOptions closed_loop_manager(const LlamaConfig& config, const RunConfig& run, PolicyId id,
                                         const Budget& budget, int max_len);
-// The pool rows a decoder needs under a manager: its largest unit budget plus the new token.
-int decoder_slots(const KvEvictionManager& manager, const LlamaConfig& config);
+// The pool rows a decoder needs under a manager: its largest unit budget plus the new token (with
+// a prompt_len, the whole prompt, which the manager holds until it ends).
+int decoder_slots(const KvEvictionManager& manager);
 
 }  // namespace kvo::model
