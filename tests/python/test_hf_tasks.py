@@ -276,3 +276,46 @@ def test_a_press_below_its_window_is_noted(hf_tiny, setup):
     with pytest.warns(UserWarning, match="press snapkv at budget 0.1 keeps"):
         r = run_tasks(hf_tiny, tok, instances, token_ids=m, **args)
     assert len(r["notes"]) == 1 and "fewer than its window of the last 64" in r["notes"][0]
+
+
+def test_the_oracle_top_k_in_chunks_of_queries_is_the_engines(hf_tiny, setup, monkeypatch):
+    """The top-k row takes its queries in chunks (memory O(heads x chunk x keys)): chunks of a few
+    queries answer as the engine's TopKDecoder, as one chunk does."""
+    from kvoracle.hf import tasks
+
+    m, tok, instances = setup
+    heads = hf_tiny.config.num_attention_heads
+    monkeypatch.setattr(tasks, "TOPK_CHUNK_ELEMENTS", heads * 256 * 3)  # 3 queries a chunk at 256 keys
+    args = dict(policies=[], budgets=[0.3, 0.6])
+    ours = run_tasks(hf_tiny, tok, instances, token_ids=m, **args)
+    theirs = m.run_tasks(instances, **args)
+    same(by_key(ours), by_key(theirs))
+    assert {o["row"] for o in ours["outcomes"]} == {"full-cache", "topk"}
+
+
+def test_the_profile_times_every_row(hf_tiny, setup):
+    m, tok, instances = setup
+    r = run_tasks(
+        hf_tiny, tok, instances, protocol="prefill", presses=["knorm"], policies=[], budgets=[0.5], token_ids=m
+    )
+    rows = {(p["row"], p["budget"]): p for p in r["profile"]}
+    assert set(rows) == {
+        ("full-cache", 1.0),
+        ("full-cache/record", 1.0),
+        ("full-cache/reference", 1.0),
+        ("knorm", 0.5),
+        ("optimum", 0.5),
+    }
+    for p in rows.values():
+        assert p["instances"] == 2 and p["seconds"] > 0 and p["peak_bytes"] >= p["extra_bytes"] >= 0
+
+
+def test_offline_rows_beyond_the_hosts_memory_are_refused(hf_tiny, setup, monkeypatch):
+    from kvoracle.hf import tasks
+
+    m, tok, instances = setup
+    monkeypatch.setattr(tasks, "available_bytes", lambda: 10**6)
+    with pytest.raises(ValueError, match=r"row oracle on instance '.*' \(\d+ tokens with its answer\) needs .* GiB"):
+        run_tasks(hf_tiny, tok, instances, policies=["h2o", "oracle"], budgets=[0.5], token_ids=m)
+    r = run_tasks(hf_tiny, tok, instances[:1], policies=["h2o"], budgets=[0.5], topk=False, token_ids=m)
+    assert [o["row"] for o in r["outcomes"]] == ["full-cache", "h2o"]

@@ -29,6 +29,7 @@ offline policies (``oracle``: the offline optimum OPT_dyn; ``lookahead``: heavy 
 future queries) follow the schedule of the full cache's trace, as on kvoracle's engine. ``topk`` (dynamic, default on): the oracle top-k of sparse attention at each budget.
 """
 
+import contextlib
 import hashlib
 import json
 import math
@@ -39,6 +40,7 @@ import numpy as np
 import torch
 
 from .. import _core
+from .meter import Meter, available_bytes
 
 
 def _eos_ids(model, tokenizer):
@@ -136,6 +138,34 @@ class _FullRun:
         self.keys, self.trace, self.mass, self.context = keys, trace, mass, context
 
 
+_BIT_VIEWS = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _mix(d, device):
+    """The odd multipliers of key_positions' hash, one per key dimension (seeded: the same every run)."""
+    return (torch.randint(1, 1 << 62, (d,), generator=torch.Generator().manual_seed(0)) | 1).to(device)
+
+
+def key_positions(held, full):
+    """Where each row of held [k, d] is in full [C, d], compared bit for bit (the earliest of equal
+    rows), or None when a held row is not among them. O((C + k) (d + log C)) time and O(C + k) memory:
+    rows are matched by an exact hash of their bits, then checked whole (a collision falls back to
+    comparing that one row with every row)."""
+    view, mix = _BIT_VIEWS[full.element_size()], _mix(full.shape[-1], full.device)
+    digest = lambda x: (x.contiguous().view(view).long() * mix).sum(-1)  # noqa: E731  (wraps mod 2^64)
+    ordered, order = torch.sort(digest(full), stable=True)
+    wanted = digest(held)
+    at = torch.searchsorted(ordered, wanted).clamp(max=len(ordered) - 1)
+    where = order[at]
+    found = (ordered[at] == wanted) & (full[where] == held).all(-1)
+    for i in torch.nonzero(~found).flatten().tolist():  # a hash collision (or a key not in the context)
+        same = torch.nonzero((full == held[i]).all(-1)).flatten()
+        if len(same) == 0:
+            return None
+        where[i] = same[0]
+    return where
+
+
 class _Runner:
     def __init__(self, model, tokenizer, token_ids):
         self.model, self.tokenizer, self.token_ids = model, tokenizer, token_ids
@@ -177,30 +207,33 @@ class _Runner:
         return ids
 
     def prefill(self, inst, cache, press=None):
-        import contextlib
-
         with press(self.model) if press is not None else contextlib.nullcontext(), torch.no_grad():
             self.model.model(input_ids=self._ids(inst.context), past_key_values=cache)
 
-    def full_cache(self, inst, folder):
-        """The full cache's row, and its run (_FullRun)."""
+    def full_cache(self, inst, folder, profile):
+        """The full cache's row, and its run (_FullRun); profiled in three parts: the row itself, the
+        recording of its trace (one more forward pass) and the reference built on it."""
         from transformers import DynamicCache
 
         from .record import record_trace
 
-        cache = DynamicCache()
-        self.prefill(inst, cache)
-        keys = [cache.layers[layer].keys[0].clone() for layer in range(self.layers)]
-        o = _outcome(inst, "full-cache", 1.0)
-        o["kept"] = float(len(inst.context))
-        o["needles_held"] = 1.0 if inst.needles else None
-        o["mass_of_optimum"] = 1.0
-        answer = self.answer(inst, cache, o)
-        del cache
-        path = os.path.join(folder, "full.safetensors")
-        record_trace(self.model, self._ids(inst.context + inst.question + answer), path, values=False)
-        trace = _core.read_trace(path)
-        return o, _FullRun(keys, trace, _core.MassOfOptimum(trace, len(inst.context)), len(inst.context))
+        with profile.measure("full-cache", 1.0):
+            cache = DynamicCache()
+            self.prefill(inst, cache)
+            keys = [cache.layers[layer].keys[0].clone() for layer in range(self.layers)]
+            o = _outcome(inst, "full-cache", 1.0)
+            o["kept"] = float(len(inst.context))
+            o["needles_held"] = 1.0 if inst.needles else None
+            o["mass_of_optimum"] = 1.0
+            answer = self.answer(inst, cache, o)
+            del cache
+        with profile.measure("full-cache/record", 1.0):
+            path = os.path.join(folder, "full.safetensors")
+            record_trace(self.model, self._ids(inst.context + inst.question + answer), path, values=False)
+            trace = _core.read_trace(path)
+        with profile.measure("full-cache/reference", 1.0):
+            mass = _core.MassOfOptimum(trace, len(inst.context))
+        return o, _FullRun(keys, trace, mass, len(inst.context))
 
     def streaming(self, inst, row, policy, share, options, mass):
         from .cache import EvictingCache
@@ -244,13 +277,13 @@ class _Runner:
         for layer in range(self.layers):
             held = cache.layers[layer].keys[0]
             for kv in range(self.kv_heads):
-                eq = (held[kv][:, None, :] == full_keys[layer][kv][None]).all(-1)
-                if not bool(eq.any(1).all()):
+                where = key_positions(held[kv], full_keys[layer][kv])
+                if where is None:
                     raise _core.KvoError(
                         f"tasks: press {row} holds keys that are not the context's (layer {layer}): "
                         "a press that changes keys cannot be measured here"
                     )
-                kept.append(set(eq.float().argmax(1).tolist()))
+                kept.append(set(where.tolist()))
         return kept
 
     def compressed(self, inst, row, share, press, full_keys, mass):
@@ -276,6 +309,29 @@ class _Runner:
         return o
 
 
+class _Profile:
+    """Seconds and peak memory per (row, budget), summed (seconds) or maxed (bytes) over instances."""
+
+    def __init__(self, device):
+        self.device, self.entries = device, {}
+
+    @contextlib.contextmanager
+    def measure(self, row, budget):
+        with Meter(self.device) as m:
+            yield
+        e = self.entries.setdefault(
+            (row, float(budget)),
+            {"row": row, "budget": float(budget), "instances": 0, "seconds": 0.0, "peak_bytes": 0, "extra_bytes": 0},
+        )
+        e["instances"] += 1
+        e["seconds"] += m.seconds
+        e["peak_bytes"] = max(e["peak_bytes"], m.peak_bytes)
+        e["extra_bytes"] = max(e["extra_bytes"], m.extra_bytes)
+
+    def rows(self):
+        return list(self.entries.values())
+
+
 class _out_of_memory:
     """Context: the device running out of memory becomes one line naming the instance, row and size."""
 
@@ -294,30 +350,56 @@ class _out_of_memory:
         return False
 
 
+# The most elements one chunk of the oracle top-k's attention holds per tensor ([heads, queries, keys]):
+# its queries are taken in chunks so that memory stays O(heads x chunk x keys), never heads x n x n.
+TOPK_CHUNK_ELEMENTS = 1 << 24
+
+
+def heaviest_mask(weights, k, valid):
+    """The k heaviest entries of each row of `weights` [..., n] among `valid` ones, as a mask; equal
+    weights keep the earlier position (a stable descending sort's first k), in O(n log k) per row:
+    the k-th largest weight is the threshold, everything above it is kept, then the earliest of the
+    entries equal to it until k are held. A row with fewer than k valid entries keeps them all."""
+    w = weights.masked_fill(~valid, -math.inf)
+    k = min(k, w.shape[-1])
+    threshold = torch.topk(w, k, dim=-1).values[..., -1:]
+    above = w > threshold
+    tied = (w == threshold) & valid
+    room = k - above.sum(-1, keepdim=True)
+    return above | (tied & (tied.cumsum(-1) <= room))
+
+
 class _TopK:
     """The oracle top-k of sparse attention (kvoracle's TopKDecoder): nothing is evicted, and each
     query of every layer attends only the k keys its KV head's group weighs most (the group's mean
-    attention over every key so far; ties keep the earlier position), renormalised."""
+    attention over every key so far; ties keep the earlier position), renormalised. Queries run in
+    chunks of at most TOPK_CHUNK_ELEMENTS / (heads x keys), so no layer holds n x n weights at once."""
 
-    def __init__(self, k):
-        self.k = k
+    def __init__(self, k, chunk_elements=None):
+        self.k, self.chunk_elements = k, chunk_elements
 
     def attend(self, module, query, key, value, scale, kwargs):
         from . import attention
 
         attention.refuse_unless_plain(module, kwargs, key.shape[2])
-        b, h, q, _ = query.shape
+        b, h, q, d = query.shape
         h_kv, n = key.shape[1], key.shape[2]
         group = h // h_kv
-        keys = key.repeat_interleave(group, 1).float()
-        values = value.repeat_interleave(group, 1).float()
-        causal = torch.ones(q, n, dtype=torch.bool, device=query.device).tril(n - q)  # the last q positions
-        logits = ((query.float() @ keys.transpose(-1, -2)) * scale).masked_fill(~causal, -math.inf)
-        mean = torch.softmax(logits, -1).view(b, h_kv, group, q, n).mean(2).masked_fill(~causal, -1.0)
-        heaviest = torch.sort(mean, dim=-1, descending=True, stable=True).indices[..., : self.k]  # ties: earlier
-        chosen = torch.zeros_like(causal.expand(b, h_kv, q, n)).scatter(-1, heaviest, True) & causal
-        weights = torch.softmax(logits.masked_fill(~chosen.repeat_interleave(group, 1), -math.inf), -1)
-        return (weights @ values).transpose(1, 2).contiguous().to(query.dtype)
+        keys, values = key.float()[:, :, None], value.float()[:, :, None]  # [b, h_kv, 1, n, d]: no copy per group
+        chunk = max(1, (self.chunk_elements or TOPK_CHUNK_ELEMENTS) // max(1, h * n))
+        out = []
+        for first in range(0, q, chunk):
+            c = min(chunk, q - first)
+            rows = torch.arange(n - q + first, n - q + first + c, device=query.device)
+            causal = torch.arange(n, device=query.device)[None] <= rows[:, None]  # [c, n]
+            qs = query[:, :, first : first + c].float().reshape(b, h_kv, group, c, d)
+            logits = (qs @ keys.transpose(-1, -2)) * scale
+            logits = logits.masked_fill(~causal, -math.inf)
+            mean = torch.softmax(logits, -1).mean(2)  # [b, h_kv, c, n]: the group's mean attention
+            chosen = heaviest_mask(mean, self.k, causal.expand_as(mean))
+            weights = torch.softmax(logits.masked_fill(~chosen[:, :, None], -math.inf), -1)
+            out.append((weights @ values).view(b, h, c, d))
+        return torch.cat(out, 2).transpose(1, 2).contiguous().to(query.dtype)
 
 
 def _press_factory(name, press_seed):
@@ -403,7 +485,12 @@ def run_tasks(
     streaming rows. checkpoint: a folder keeping each answered instance's outcomes; a rerun with the
     same arguments resumes from it. Returns ``kvoracle.task_report``'s result: outcomes, cells with
     Wilson intervals, and the report; ``notes``: a line (also a warning) per press and budget whose
-    kept count falls below the press's window (SnapKV, PyramidKV at small budgets).
+    kept count falls below the press's window (SnapKV, PyramidKV at small budgets); ``profile``: per
+    row and budget, the seconds summed over the instances answered here and the peak memory
+    (kvoracle.hf.meter.Meter), the full cache's run in three parts ("full-cache", its
+    "full-cache/record" and "full-cache/reference"). The offline rows (oracle, lookahead) are
+    refused in one line before any work where one unit's dense schedule (offline_schedule_bytes)
+    exceeds the host's available memory.
     """
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
@@ -456,8 +543,10 @@ def run_tasks(
         prepared.append(inst)
     from tqdm.auto import tqdm
 
+    if protocol == "dynamic":
+        _refuse_offline_beyond_memory(req, prepared)
     bar = tqdm(total=len(prepared) * (1 + len(rows) * len(budgets)), desc="tasks", disable=not progress)
-    outcomes = []
+    outcomes, profile = [], _Profile(runner.device)
     store = _Checkpoint(checkpoint, model, req, policy_options, token_ids is not None) if checkpoint else None
     for inst in prepared:
         done = store.load(inst) if store else None
@@ -468,12 +557,12 @@ def run_tasks(
         first = len(outcomes)
         with tempfile.TemporaryDirectory(prefix="kvoracle-tasks-") as folder:
             with _out_of_memory(inst, "full-cache", 1.0):
-                full, run = runner.full_cache(inst, folder)
+                full, run = runner.full_cache(inst, folder, profile)
             outcomes.append(full)
             bar.update()
             for label, how in rows:
                 for b in budgets:
-                    with _out_of_memory(inst, label, b):
+                    with _out_of_memory(inst, label, b), profile.measure(label, b):
                         if protocol == "dynamic" and label == "topk":
                             outcomes.append(runner.topk(inst, b))
                         elif protocol == "dynamic":
@@ -489,11 +578,38 @@ def run_tasks(
     bar.close()
     result = _core.task_report({"protocol": protocol, "outcomes": outcomes})
     result["notes"] = _window_notes(req, prepared) if protocol == "prefill" else []
+    result["profile"] = profile.rows()
     for note in result["notes"]:
         import warnings
 
         warnings.warn(note, stacklevel=2)
     return result
+
+
+def offline_schedule_bytes(n):
+    """Host memory the offline rows' schedule takes for an instance of n tokens (the full cache's run,
+    its answer included): one (layer, KV head)'s dense attention n x n in fp64, and one head's beside
+    it while the group's mean is summed (kvoracle's offline_schedules)."""
+    return 16 * n * n
+
+
+def _refuse_offline_beyond_memory(req, prepared):
+    """The offline rows (oracle, lookahead) read one unit's dense n x n attention at a time: refused
+    in one line, before any work, for an instance whose schedule would not fit in the host's memory."""
+    offline = [p for p in req["policies"] if p in req["offline"]]
+    free = available_bytes()
+    if not offline or free is None:
+        return
+    inst = max(prepared, key=lambda i: i.n)
+    n = inst.n + inst.max_new
+    need = offline_schedule_bytes(n)
+    if need > free:
+        raise _core.KvoError(
+            f"tasks: row {offline[0]} on instance '{inst.row.get('id', '')}' ({n} tokens with its answer) needs "
+            f"{need / 2**30:.1f} GiB of host memory for its offline schedule (one (layer, KV head)'s dense "
+            f"attention in fp64), and {free / 2**30:.1f} GiB are available: leave out {', '.join(offline)} "
+            "or shorten the instance"
+        )
 
 
 def _window_notes(req, prepared):

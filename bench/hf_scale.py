@@ -1,0 +1,204 @@
+"""The reference rows of kvoracle.hf.run_tasks at scale: random GQA Llama models shaped like a 1B and
+an 8B model (fewer layers), at 8 192 and 32 768 tokens, against kvpress's pipeline running one press
+on the same instance, model and threads, in one run (docs/tasks.md, "At scale"; docs/benchmarks.md).
+
+Shapes (Llama-3.2-1B's and Llama-3.1-8B's attention and MLP, random weights, seed 0, fp32,
+vocabulary 49 152 so that kvoracle's ids of SmolLM2's tokenizer feed it, embeddings tied):
+  1b: hidden 2 048, MLP 8 192, 32 query heads, 8 KV heads, head_dim 64
+  8b: hidden 4 096, MLP 14 336, 32 query heads, 8 KV heads, head_dim 128
+The instance is the GPL-3 text repeated to the length, with a question; the model's answers are
+nonsense (random weights), which changes nothing in what is timed. Attention runs under SDPA: the
+model's own attention then holds no n x n weights, and nor may the rows measured against it.
+
+Measured, each with its wall time and peak resident memory (kvoracle.hf.meter.Meter):
+  - kvpress alone: its pipeline (KVPressTextGenerationPipeline._forward) with the press, and with
+    the full cache; one plain prefill of the context (the unit the ceiling is priced in);
+  - kvoracle.hf.run_tasks under the prefill protocol with that press and the exact prefill optimum:
+    every row of its profile (the full cache's row, the recording of its trace, the reference built
+    on it, the press's row, the optimum's row);
+  - with --dynamic, the streaming rows too: h2o inside the model's forward passes, the oracle top-k,
+    and (where their dense schedule fits in memory) the offline rows oracle and lookahead.
+Ratios: each press row against kvpress alone with the same press (target <= 1.2); the ceiling's
+extra cost (its recording, reference and row, less kvpress's press alone) in prefills (target <= 1).
+
+Usage: hf_scale.py [--shape 1b|8b] [--layers 2] [--length 8192] [--budget 0.2] [--press snapkv]
+       [--threads N] [--dynamic] [--json FILE] [--smoke]   (--smoke: a tiny shape at 512 tokens: CI)
+"""
+
+import argparse
+import json
+import os
+import sys
+
+SHAPES = {
+    "1b": dict(hidden_size=2048, intermediate_size=8192, num_attention_heads=32, num_key_value_heads=8, head_dim=64),
+    "8b": dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32, num_key_value_heads=8, head_dim=128),
+    "smoke": dict(hidden_size=128, intermediate_size=256, num_attention_heads=8, num_key_value_heads=2, head_dim=16),
+}
+VOCAB = 49152  # SmolLM2's tokenizer: kvoracle's ids
+TEXT = "/usr/share/common-licenses/GPL-3"
+
+
+def random_llama(shape, layers, positions):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=VOCAB,
+        num_hidden_layers=layers,
+        max_position_embeddings=positions,
+        rope_theta=500000.0,
+        tie_word_embeddings=True,
+        attn_implementation="sdpa",
+        **SHAPES[shape],
+    )
+    torch.manual_seed(0)
+    return LlamaForCausalLM(config).eval()
+
+
+def instance(engine, length):
+    """The GPL-3 text repeated and cut so that context and question hold about `length` tokens."""
+    with open(TEXT, encoding="utf-8") as f:
+        text = f.read()
+    row = {
+        "id": f"scale-{length}",
+        "question": "What is the magic number?",
+        "answer_prefix": " The magic number is",
+        "answer": "1234567",
+        "max_new_tokens": 8,
+    }
+    per_char = len(engine.tokenize(text)) / len(text)
+    chars = int(length / per_char)
+    for _ in range(6):  # a few corrections of the cut
+        row["context"] = (text * (chars // len(text) + 1))[:chars]
+        t = engine.task_tokens(row)
+        n = len(t["context"]) + len(t["question"])
+        if abs(n - length) <= 8:
+            break
+        chars += int((length - n) / per_char)
+    return row, t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shape", default="1b", choices=sorted(SHAPES))
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--length", type=int, default=8192)
+    ap.add_argument("--budget", type=float, default=0.2)
+    ap.add_argument("--press", default="snapkv")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--dynamic", action="store_true", help="the streaming rows too (h2o, topk, oracle, lookahead)")
+    ap.add_argument("--json", help="write every measurement to this file")
+    ap.add_argument("--smoke", action="store_true")
+    a = ap.parse_args()
+    if a.smoke:
+        a.shape, a.layers, a.length, a.dynamic = "smoke", 2, 512, True
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import kvoracle as kvo
+    import kvpress
+    import torch
+    import transformers
+    from kvoracle.hf import run_tasks
+    from kvoracle.hf.meter import Meter, available_bytes
+    from kvoracle.hf.tasks import offline_schedule_bytes
+    from transformers import AutoTokenizer, DynamicCache, pipeline
+
+    torch.set_num_threads(a.threads)
+    transformers.logging.set_verbosity_error()
+    model_path = kvo.default_model_path()
+    engine = kvo.Model(model_path)
+    row, t = instance(engine, a.length)
+    n = len(t["context"]) + len(t["question"])
+    model = random_llama(a.shape, a.layers, n + 64)
+    tok = AutoTokenizer.from_pretrained(os.path.dirname(model_path), gguf_file=os.path.basename(model_path))
+    pipe = pipeline("kv-press-text-generation", model=model, tokenizer=tok, device="cpu")
+    press_class = getattr(kvpress, dict(kvo.press_names())[a.press])
+    ids = {"context_ids": torch.tensor([t["context"]]), "questions_ids": [torch.tensor([t["question"]])]}
+    measured = {}
+
+    def measure(name, work):
+        with Meter("cpu") as m:
+            work()
+        measured[name] = {"seconds": m.seconds, "peak_bytes": m.peak_bytes, "extra_bytes": m.extra_bytes}
+        print(f"{name}: {m.seconds:.2f} s, peak {m.peak_bytes / 2**30:.2f} GiB", file=sys.stderr)
+
+    def prefill():
+        with torch.no_grad():
+            model.model(input_ids=ids["context_ids"], past_key_values=DynamicCache())
+
+    def kvpress_alone(press):
+        with torch.no_grad():
+            pipe._forward(ids, max_new_tokens=row["max_new_tokens"], press=press)
+
+    measure("prefill", prefill)
+    measure("kvpress:" + a.press, lambda: kvpress_alone(press_class(compression_ratio=1.0 - a.budget)))
+    measure("kvpress:full-cache", lambda: kvpress_alone(None))
+    res = {}
+
+    def ours(protocol, **options):
+        res[protocol] = run_tasks(model, tok, [row], token_ids=engine, protocol=protocol, budgets=[a.budget], **options)
+
+    measure("run_tasks:prefill", lambda: ours("prefill", presses=[a.press], policies=[]))
+    offline = []
+    if a.dynamic:
+        free = available_bytes()
+        if free is None or offline_schedule_bytes(n + row["max_new_tokens"]) < 0.5 * free:  # room for the rest
+            offline = ["oracle", "lookahead"]
+        measure("run_tasks:dynamic", lambda: ours("dynamic", policies=["h2o"] + offline))
+    rows = {(p["row"], p["budget"], protocol): p for protocol, r in res.items() for p in r["profile"]}
+
+    prefill_s, alone = measured["prefill"]["seconds"], measured["kvpress:" + a.press]["seconds"]
+    print(f"{a.shape} shape, {a.layers} layers, {n} input tokens, budget {a.budget}, {a.threads} threads")
+    print()
+    print("| work | seconds | peak RSS GiB | added GiB | / kvpress with the press |")
+    print("|---|---:|---:|---:|---:|")
+    for name, m in measured.items():
+        print(
+            f"| {name} | {m['seconds']:.2f} | {m['peak_bytes'] / 2**30:.2f} | {m['extra_bytes'] / 2**30:.2f} "
+            f"| {m['seconds'] / alone:.2f} |"
+        )
+    for (name, _, protocol), p in rows.items():
+        print(
+            f"| {protocol} row {name} | {p['seconds']:.2f} | {p['peak_bytes'] / 2**30:.2f} "
+            f"| {p['extra_bytes'] / 2**30:.2f} | {p['seconds'] / alone:.2f} |"
+        )
+    press_row = rows[(a.press, a.budget, "prefill")]["seconds"]
+    ceiling = sum(
+        rows[(r, b, "prefill")]["seconds"]
+        for r, b in [("full-cache/record", 1.0), ("full-cache/reference", 1.0), ("optimum", a.budget)]
+    )
+    summary = {
+        "press_row_over_kvpress": press_row / alone,
+        "ceiling_extra_prefills": (ceiling - alone) / prefill_s,
+        "offline_rows": offline,
+    }
+    print()
+    print(f"press row / kvpress alone: {summary['press_row_over_kvpress']:.2f} (target <= 1.2)")
+    print(
+        f"ceiling (record + reference + optimum row) - kvpress alone: {summary['ceiling_extra_prefills']:.2f} prefills (target <= 1)"
+    )
+    if a.dynamic and not offline:
+        print(f"offline rows left out: their schedule needs {offline_schedule_bytes(n + 8) / 2**30:.1f} GiB")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(
+                {
+                    "shape": a.shape,
+                    "layers": a.layers,
+                    "input_tokens": n,
+                    "budget": a.budget,
+                    "press": a.press,
+                    "threads": a.threads,
+                    "measured": measured,
+                    "rows": [dict(p, protocol=protocol) for (_, _, protocol), p in rows.items()],
+                    "summary": summary,
+                },
+                f,
+                indent=1,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
