@@ -17,12 +17,13 @@ Measured, each with its wall time and peak resident memory (kvoracle.hf.meter.Me
     every row of its profile (the full cache's row, the recording of its trace, the reference built
     on it, the press's row, the optimum's row);
   - with --dynamic, the streaming rows too: h2o inside the model's forward passes, the oracle top-k,
-    and (where their dense schedule fits in memory) the offline rows oracle and lookahead.
+    the offline optimum's row (oracle, OPT_dyn; --no-oracle leaves it out), and lookahead where its
+    dense n x n schedule fits in half the available memory.
 Ratios: each press row against kvpress alone with the same press (target <= 1.2); the ceiling's
 extra cost (its recording, reference and row, less kvpress's press alone) in prefills (target <= 1).
 
 Usage: hf_scale.py [--shape 1b|8b] [--layers 2] [--length 8192] [--budget 0.2] [--press snapkv]
-       [--threads N] [--dynamic] [--json FILE] [--smoke]   (--smoke: a tiny shape at 512 tokens: CI)
+       [--threads N] [--dynamic] [--no-oracle] [--json FILE] [--smoke]   (--smoke: a tiny shape at 512 tokens: CI)
 """
 
 import argparse
@@ -88,6 +89,7 @@ def main():
     ap.add_argument("--press", default="snapkv")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--dynamic", action="store_true", help="the streaming rows too (h2o, topk, oracle, lookahead)")
+    ap.add_argument("--no-oracle", action="store_true", help="leave the offline optimum's streaming row out")
     ap.add_argument("--json", help="write every measurement to this file")
     ap.add_argument("--smoke", action="store_true")
     a = ap.parse_args()
@@ -143,8 +145,9 @@ def main():
     offline = []
     if a.dynamic:
         free = available_bytes()
+        offline = [] if a.no_oracle else ["oracle"]
         if free is None or offline_schedule_bytes(n + row["max_new_tokens"]) < 0.5 * free:  # room for the rest
-            offline = ["oracle", "lookahead"]
+            offline.append("lookahead")
         measure("run_tasks:dynamic", lambda: ours("dynamic", policies=["h2o"] + offline))
     rows = {(p["row"], p["budget"], protocol): p for protocol, r in res.items() for p in r["profile"]}
 
@@ -178,8 +181,8 @@ def main():
     print(
         f"ceiling (record + reference + optimum row) - kvpress alone: {summary['ceiling_extra_prefills']:.2f} prefills (target <= 1)"
     )
-    if a.dynamic and not offline:
-        print(f"offline rows left out: their schedule needs {offline_schedule_bytes(n + 8) / 2**30:.1f} GiB")
+    if a.dynamic and "lookahead" not in offline:
+        print(f"lookahead left out: its schedule needs {offline_schedule_bytes(n + 8) / 2**30:.1f} GiB")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(

@@ -21,6 +21,7 @@ void bind_manager(py::module_& m) {
                        "KvEvictionManager: schedule_trace is read by the offline "
                        "policies (oracle, lookahead) only, not by " +
                            policy);
+               py::gil_scoped_release release;  // a long solve: other Python threads run meanwhile
                o.run.policy.schedule = studies::offline_schedules(id, *schedule_trace, o.run.budget);
              }
              o.n_layers = n_layers;

@@ -6,6 +6,8 @@
 #include "kvo/core/error.hpp"
 #include "kvo/core/policies.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/oracle/offline_streaming.hpp"
+#include "kvo/oracle/weight_rows.hpp"
 
 namespace kvo::studies {
 namespace {
@@ -36,22 +38,29 @@ std::vector<int> ends_of(EvictionPolicy& policy, const Eigen::MatrixXd& w, const
 std::shared_ptr<const ScheduleSource> offline_schedules(PolicyId id, const Trace& tr, const Budget& budget) {
   require(policy_traits(id).offline, "internal: policy " + policy_name(id) + " follows no offline schedule");
   auto ends = std::make_shared<std::vector<std::vector<int>>>();
-  const int g = tr.group_size();
+  const int g = tr.group_size(), n = tr.n_tokens;
   for (int l = 0; l < tr.n_layers; ++l)
     for (int kv = 0; kv < tr.n_kv_heads; ++kv) {
-      Eigen::MatrixXd w = Eigen::MatrixXd::Zero(tr.n_tokens, tr.n_tokens);
-      for (int h = kv * g; h < (kv + 1) * g; ++h) w += dense_attention(HeadView(tr, l, h));
-      w /= g;
-      const ResolvedBudget b = budget.resolve(tr.n_tokens, l, kv);
-      if (id == PolicyId::Lookahead) {
+      std::vector<HeadView> heads;
+      for (int h = kv * g; h < (kv + 1) * g; ++h) heads.emplace_back(tr, l, h);
+      const GroupMeanWeightRows rows(std::move(heads));  // the group's mean attention, a row at a time
+      const ResolvedBudget b = budget.resolve(n, l, kv);
+      if (id == PolicyId::Lookahead) {  // its rule reads every query's attention at once: the dense matrix
+        Eigen::MatrixXd w = Eigen::MatrixXd::Zero(n, n);
+        std::vector<double> row;
+        for (int i = 0; i < n; ++i) {
+          row.resize(static_cast<size_t>(i) + 1);
+          rows.row(i, row);
+          for (int j = 0; j <= i; ++j) w(i, j) = row[static_cast<size_t>(j)];
+        }
         PolicySpec spec;
         spec.id = id;
         ends->push_back(ends_of(*make_policy(spec), w, b));
-      } else {
-        OfflineProblem p;
-        p.w = std::move(w);
-        p.budget = b.total;
-        ends->push_back(solve_offline(p).end);
+      } else {  // the offline optimum from rows recomputed on demand: no n x n matrix
+        StreamingOfflineOptions so;
+        so.threads = 0;
+        so.evaluate = false;  // only the schedule is followed
+        ends->push_back(solve_offline_streaming(rows, b.total, 0, so).end);
       }
     }
   const int n_kv = tr.n_kv_heads;

@@ -310,12 +310,13 @@ def test_the_profile_times_every_row(hf_tiny, setup):
         assert p["instances"] == 2 and p["seconds"] > 0 and p["peak_bytes"] >= p["extra_bytes"] >= 0
 
 
-def test_offline_rows_beyond_the_hosts_memory_are_refused(hf_tiny, setup, monkeypatch):
+def test_lookahead_beyond_the_hosts_memory_is_refused(hf_tiny, setup, monkeypatch):
     from kvoracle.hf import tasks
 
     m, tok, instances = setup
-    monkeypatch.setattr(tasks, "available_bytes", lambda: 10**6)
-    with pytest.raises(ValueError, match=r"row oracle on instance '.*' \(\d+ tokens with its answer\) needs .* GiB"):
-        run_tasks(hf_tiny, tok, instances, policies=["h2o", "oracle"], budgets=[0.5], token_ids=m)
-    r = run_tasks(hf_tiny, tok, instances[:1], policies=["h2o"], budgets=[0.5], topk=False, token_ids=m)
-    assert [o["row"] for o in r["outcomes"]] == ["full-cache", "h2o"]
+    monkeypatch.setattr(tasks, "available_bytes", lambda: 10**5)
+    with pytest.raises(ValueError, match=r"row lookahead on instance '.*' \(\d+ tokens with its answer\) needs .* GiB"):
+        run_tasks(hf_tiny, tok, instances, policies=["h2o", "lookahead"], budgets=[0.5], token_ids=m)
+    # the oracle's schedule needs no dense matrix: it runs
+    r = run_tasks(hf_tiny, tok, instances[:1], policies=["oracle"], budgets=[0.5], topk=False, token_ids=m)
+    assert [o["row"] for o in r["outcomes"]] == ["full-cache", "oracle"]

@@ -488,9 +488,9 @@ def run_tasks(
     kept count falls below the press's window (SnapKV, PyramidKV at small budgets); ``profile``: per
     row and budget, the seconds summed over the instances answered here and the peak memory
     (kvoracle.hf.meter.Meter), the full cache's run in three parts ("full-cache", its
-    "full-cache/record" and "full-cache/reference"). The offline rows (oracle, lookahead) are
-    refused in one line before any work where one unit's dense schedule (offline_schedule_bytes)
-    exceeds the host's available memory.
+    "full-cache/record" and "full-cache/reference"). lookahead is refused in one line before any
+    work where one unit's dense attention (offline_schedule_bytes) exceeds the host's available
+    memory; the oracle's schedule needs no such matrix.
     """
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
@@ -587,28 +587,26 @@ def run_tasks(
 
 
 def offline_schedule_bytes(n):
-    """Host memory the offline rows' schedule takes for an instance of n tokens (the full cache's run,
-    its answer included): one (layer, KV head)'s dense attention n x n in fp64, and one head's beside
-    it while the group's mean is summed (kvoracle's offline_schedules)."""
-    return 16 * n * n
+    """Host memory lookahead's schedule takes for an instance of n tokens (the full cache's run, its
+    answer included): its rule reads one (layer, KV head)'s dense attention, n x n in fp64. The
+    oracle's schedule is solved without that matrix (kvoracle's streaming offline solver)."""
+    return 8 * n * n
 
 
 def _refuse_offline_beyond_memory(req, prepared):
-    """The offline rows (oracle, lookahead) read one unit's dense n x n attention at a time: refused
-    in one line, before any work, for an instance whose schedule would not fit in the host's memory."""
-    offline = [p for p in req["policies"] if p in req["offline"]]
+    """lookahead reads one unit's dense n x n attention at a time: refused in one line, before any
+    work, for an instance whose dense matrix would not fit in the host's available memory."""
     free = available_bytes()
-    if not offline or free is None:
+    if "lookahead" not in req["policies"] or free is None:
         return
     inst = max(prepared, key=lambda i: i.n)
     n = inst.n + inst.max_new
     need = offline_schedule_bytes(n)
     if need > free:
         raise _core.KvoError(
-            f"tasks: row {offline[0]} on instance '{inst.row.get('id', '')}' ({n} tokens with its answer) needs "
-            f"{need / 2**30:.1f} GiB of host memory for its offline schedule (one (layer, KV head)'s dense "
-            f"attention in fp64), and {free / 2**30:.1f} GiB are available: leave out {', '.join(offline)} "
-            "or shorten the instance"
+            f"tasks: row lookahead on instance '{inst.row.get('id', '')}' ({n} tokens with its answer) needs "
+            f"{need / 2**30:.1f} GiB of host memory for its schedule (one (layer, KV head)'s dense attention "
+            f"in fp64), and {free / 2**30:.1f} GiB are available: leave out lookahead or shorten the instance"
         )
 
 

@@ -1,7 +1,9 @@
 // The schedules the offline policies of the closed loops (eval, tasks) follow, from the full-cache
 // trace of the same input, per (layer, KV head) on the group's mean dense attention: `oracle` the
 // end times maximising the retained attention mass under nested eviction (the offline optimum),
-// `lookahead` those of h2o's rule on the attention of every query, future ones included.
+// `lookahead` those of h2o's rule on the attention of every query, future ones included. The
+// optimum is solved without the n x n matrix (solve_offline_streaming on rows recomputed from q and
+// k, on all cores: O(n (d + k)) memory); lookahead's rule reads the unit's dense matrix, 8 n^2 bytes.
 #pragma once
 #include <memory>
 
