@@ -17,18 +17,21 @@ Measured, each with its wall time and peak resident memory (kvoracle.hf.meter.Me
     every row of its profile (the full cache's row, the recording of its trace, the reference built
     on it, the press's row, the optimum's row);
   - with --dynamic, the streaming rows too: h2o inside the model's forward passes, the oracle top-k,
-    the offline optimum's row (oracle, OPT_dyn; --no-oracle leaves it out), and lookahead where its
+    and the offline rows of --offline: the offline optimum (oracle, OPT_dyn) and lookahead, where its
     dense n x n schedule fits in half the available memory.
 Ratios: each press row against kvpress alone with the same press (target <= 1.2); the ceiling's
 extra cost (its recording, reference and row, less kvpress's press alone) in prefills (target <= 1).
 
 Usage: hf_scale.py [--shape 1b|8b] [--layers 2] [--length 8192] [--budget 0.2] [--press snapkv]
-       [--threads N] [--dynamic] [--no-oracle] [--json FILE] [--smoke]   (--smoke: a tiny shape at 512 tokens: CI)
+         [--threads N] [--device cpu|cuda] [--dtype float32|bfloat16] [--reps 3] [--dynamic]
+         [--offline oracle,lookahead|none] [--json FILE] [--smoke]   (--smoke: a tiny shape at 512 tokens: CI)
+       hf_scale.py --tables RUN.json...   (the docs' tables, from several runs' --json files)
 """
 
 import argparse
 import json
 import os
+import statistics
 import sys
 
 SHAPES = {
@@ -40,7 +43,7 @@ VOCAB = 49152  # SmolLM2's tokenizer: kvoracle's ids
 TEXT = "/usr/share/common-licenses/GPL-3"
 
 
-def random_llama(shape, layers, positions):
+def random_llama(shape, layers, positions, device, dtype):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -54,7 +57,7 @@ def random_llama(shape, layers, positions):
         **SHAPES[shape],
     )
     torch.manual_seed(0)
-    return LlamaForCausalLM(config).eval()
+    return LlamaForCausalLM(config).eval().to(device=device, dtype=getattr(torch, dtype))
 
 
 def instance(engine, length):
@@ -80,7 +83,52 @@ def instance(engine, length):
     return row, t
 
 
+ROWS = [  # (measurement, what the docs' table calls it)
+    ("prefill", "one prefill of the context"),
+    ("kvpress:full-cache", "kvpress pipeline, full cache"),
+    ("kvpress:{press}", "kvpress pipeline with {press} (the baseline)"),
+    ("prefill row full-cache", "run_tasks: full cache (prefill, answer)"),
+    ("prefill row full-cache/record", "run_tasks: its recording"),
+    ("prefill row full-cache/reference", "run_tasks: the reference on it"),
+    ("prefill row {press}", "run_tasks: {press} row"),
+    ("prefill row optimum", "run_tasks: optimum row"),
+    ("dynamic row h2o", "run_tasks: h2o, streaming"),
+    ("dynamic row oracle", "run_tasks: oracle (OPT_dyn), streaming"),
+    ("dynamic row lookahead", "run_tasks: lookahead, streaming"),
+    ("dynamic row topk", "run_tasks: oracle top-k"),
+]
+
+
+def tables(paths):
+    """docs' tables from several runs' --json files: seconds with the ratio to kvpress with the press,
+    then peak and added memory, one column per run."""
+    runs = []
+    for path in paths:
+        with open(path) as f:
+            runs.append(json.load(f))
+    press = runs[0]["press"]
+    head = [f"{r['shape'].upper()}, {r['layers']} layers, {r['input_tokens']} tokens" for r in runs]
+    out = ["| work | " + " | ".join(head) + " |", "|---|" + "---:|" * len(runs)]
+    memory = ["| work | " + " | ".join(head) + " |", "|---|" + "---:|" * len(runs)]
+    for key, label in ROWS:
+        key, label = key.format(press=press), label.format(press=press)
+        cells, mem = [], []
+        for r in runs:
+            m, base = r["measured"].get(key), r["measured"][f"kvpress:{press}"]["seconds"]
+            cells.append(f"{m['seconds']:.1f} s ({m['seconds'] / base:.2f}×)" if m else "–")
+            mem.append(f"{m['peak_bytes'] / 2**30:.2f} / {m['extra_bytes'] / 2**30:.2f}" if m else "–")
+        if any(c != "–" for c in cells):
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+            memory.append(f"| {label} | " + " | ".join(mem) + " |")
+    reps = ", ".join(str(r["repetitions"]) for r in runs)
+    note = f"Seconds: medians of the repetitions of each column ({reps}), with the ratio to kvpress with {press}."
+    return "\n".join(out) + f"\n\n{note} Memory: peak resident GiB / GiB added by the work.\n\n" + "\n".join(memory)
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--tables":
+        print(tables(sys.argv[2:]))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", default="1b", choices=sorted(SHAPES))
     ap.add_argument("--layers", type=int, default=2)
@@ -88,13 +136,21 @@ def main():
     ap.add_argument("--budget", type=float, default=0.2)
     ap.add_argument("--press", default="snapkv")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (peak memory: the device's)")
+    ap.add_argument("--dtype", default="float32", help="the model's dtype: float32, bfloat16, ...")
+    ap.add_argument("--reps", type=int, default=3, help="repetitions, interleaved; medians are reported")
     ap.add_argument("--dynamic", action="store_true", help="the streaming rows too (h2o, topk, oracle, lookahead)")
-    ap.add_argument("--no-oracle", action="store_true", help="leave the offline optimum's streaming row out")
+    ap.add_argument(
+        "--offline",
+        default="oracle,lookahead",
+        help="the offline rows under --dynamic: oracle, lookahead (left out where its dense schedule does not "
+        "fit in half the available memory), both, or none",
+    )
     ap.add_argument("--json", help="write every measurement to this file")
     ap.add_argument("--smoke", action="store_true")
     a = ap.parse_args()
     if a.smoke:
-        a.shape, a.layers, a.length, a.dynamic = "smoke", 2, 512, True
+        a.shape, a.layers, a.length, a.dynamic, a.reps = "smoke", 2, 512, True, 1
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import kvoracle as kvo
@@ -112,17 +168,24 @@ def main():
     engine = kvo.Model(model_path)
     row, t = instance(engine, a.length)
     n = len(t["context"]) + len(t["question"])
-    model = random_llama(a.shape, a.layers, n + 64)
+    model = random_llama(a.shape, a.layers, n + 64, a.device, a.dtype)
     tok = AutoTokenizer.from_pretrained(os.path.dirname(model_path), gguf_file=os.path.basename(model_path))
-    pipe = pipeline("kv-press-text-generation", model=model, tokenizer=tok, device="cpu")
+    pipe = pipeline("kv-press-text-generation", model=model, tokenizer=tok, device=a.device)
     press_class = getattr(kvpress, dict(kvo.press_names())[a.press])
-    ids = {"context_ids": torch.tensor([t["context"]]), "questions_ids": [torch.tensor([t["question"]])]}
-    measured = {}
+    ids = {
+        "context_ids": torch.tensor([t["context"]], device=a.device),
+        "questions_ids": [torch.tensor([t["question"]], device=a.device)],
+    }
+    samples = {}  # name -> one {seconds, peak_bytes, extra_bytes} per repetition
+    res = {}
+
+    def keep(name, seconds, peak, extra):
+        samples.setdefault(name, []).append({"seconds": seconds, "peak_bytes": peak, "extra_bytes": extra})
 
     def measure(name, work):
-        with Meter("cpu") as m:
+        with Meter(a.device) as m:
             work()
-        measured[name] = {"seconds": m.seconds, "peak_bytes": m.peak_bytes, "extra_bytes": m.extra_bytes}
+        keep(name, m.seconds, m.peak_bytes, m.extra_bytes)
         print(f"{name}: {m.seconds:.2f} s, peak {m.peak_bytes / 2**30:.2f} GiB", file=sys.stderr)
 
     def prefill():
@@ -133,43 +196,49 @@ def main():
         with torch.no_grad():
             pipe._forward(ids, max_new_tokens=row["max_new_tokens"], press=press)
 
-    measure("prefill", prefill)
-    measure("kvpress:" + a.press, lambda: kvpress_alone(press_class(compression_ratio=1.0 - a.budget)))
-    measure("kvpress:full-cache", lambda: kvpress_alone(None))
-    res = {}
-
     def ours(protocol, **options):
         res[protocol] = run_tasks(model, tok, [row], token_ids=engine, protocol=protocol, budgets=[a.budget], **options)
+        for p in res[protocol]["profile"]:
+            keep(f"{protocol} row {p['row']}", p["seconds"], p["peak_bytes"], p["extra_bytes"])
 
-    measure("run_tasks:prefill", lambda: ours("prefill", presses=[a.press], policies=[]))
-    offline = []
-    if a.dynamic:
-        free = available_bytes()
-        offline = [] if a.no_oracle else ["oracle"]
-        if free is None or offline_schedule_bytes(n + row["max_new_tokens"]) < 0.5 * free:  # room for the rest
-            offline.append("lookahead")
-        measure("run_tasks:dynamic", lambda: ours("dynamic", policies=["h2o"] + offline))
-    rows = {(p["row"], p["budget"], protocol): p for protocol, r in res.items() for p in r["profile"]}
+    offline = [] if a.offline == "none" else a.offline.split(",")
+    free = available_bytes()
+    if "lookahead" in offline and free is not None and offline_schedule_bytes(n + row["max_new_tokens"]) > 0.5 * free:
+        offline.remove("lookahead")  # room for the rest
+    for _ in range(a.reps):  # repetitions interleaved, so that a slow spell of the machine hits every row
+        measure("prefill", prefill)
+        measure("kvpress:" + a.press, lambda: kvpress_alone(press_class(compression_ratio=1.0 - a.budget)))
+        measure("kvpress:full-cache", lambda: kvpress_alone(None))
+        measure("run_tasks:prefill", lambda: ours("prefill", presses=[a.press], policies=[]))
+        if a.dynamic:
+            measure("run_tasks:dynamic", lambda: ours("dynamic", policies=["h2o"] + offline))
+    measured = {
+        name: {
+            "seconds": statistics.median(x["seconds"] for x in runs),
+            "peak_bytes": max(x["peak_bytes"] for x in runs),
+            "extra_bytes": max(x["extra_bytes"] for x in runs),
+            "repetitions": len(runs),
+        }
+        for name, runs in samples.items()
+    }
 
     prefill_s, alone = measured["prefill"]["seconds"], measured["kvpress:" + a.press]["seconds"]
-    print(f"{a.shape} shape, {a.layers} layers, {n} input tokens, budget {a.budget}, {a.threads} threads")
+    print(
+        f"{a.shape} shape, {a.layers} layers, {n} input tokens, budget {a.budget}, {a.device}, {a.dtype}, "
+        f"{a.threads} threads, medians of {a.reps}"
+    )
     print()
-    print("| work | seconds | peak RSS GiB | added GiB | / kvpress with the press |")
+    memory = "peak device GiB" if a.device.startswith("cuda") else "peak RSS GiB"
+    print(f"| work | seconds | {memory} | added GiB | / kvpress with the press |")
     print("|---|---:|---:|---:|---:|")
     for name, m in measured.items():
         print(
             f"| {name} | {m['seconds']:.2f} | {m['peak_bytes'] / 2**30:.2f} | {m['extra_bytes'] / 2**30:.2f} "
             f"| {m['seconds'] / alone:.2f} |"
         )
-    for (name, _, protocol), p in rows.items():
-        print(
-            f"| {protocol} row {name} | {p['seconds']:.2f} | {p['peak_bytes'] / 2**30:.2f} "
-            f"| {p['extra_bytes'] / 2**30:.2f} | {p['seconds'] / alone:.2f} |"
-        )
-    press_row = rows[(a.press, a.budget, "prefill")]["seconds"]
+    press_row = measured[f"prefill row {a.press}"]["seconds"]
     ceiling = sum(
-        rows[(r, b, "prefill")]["seconds"]
-        for r, b in [("full-cache/record", 1.0), ("full-cache/reference", 1.0), ("optimum", a.budget)]
+        measured[f"prefill row {r}"]["seconds"] for r in ("full-cache/record", "full-cache/reference", "optimum")
     )
     summary = {
         "press_row_over_kvpress": press_row / alone,
@@ -181,25 +250,32 @@ def main():
     print(
         f"ceiling (record + reference + optimum row) - kvpress alone: {summary['ceiling_extra_prefills']:.2f} prefills (target <= 1)"
     )
-    if a.dynamic and "lookahead" not in offline:
+    if a.dynamic and "lookahead" in a.offline and "lookahead" not in offline:
         print(f"lookahead left out: its schedule needs {offline_schedule_bytes(n + 8) / 2**30:.1f} GiB")
+    record = {
+        "shape": a.shape,
+        "layers": a.layers,
+        "input_tokens": n,
+        "budget": a.budget,
+        "press": a.press,
+        "threads": a.threads,
+        "device": a.device,
+        "dtype": a.dtype,
+        "repetitions": a.reps,
+        "measured": measured,
+        "summary": summary,
+    }
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(
-                {
-                    "shape": a.shape,
-                    "layers": a.layers,
-                    "input_tokens": n,
-                    "budget": a.budget,
-                    "press": a.press,
-                    "threads": a.threads,
-                    "measured": measured,
-                    "rows": [dict(p, protocol=protocol) for (_, _, protocol), p in rows.items()],
-                    "summary": summary,
-                },
-                f,
-                indent=1,
-            )
+            json.dump(record, f, indent=1)
+    if a.smoke:  # the docs' tables from this run's record too
+        import tempfile
+
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            json.dump(record, f)
+            f.flush()
+            print()
+            print(tables([f.name]))
     return 0
 
 
