@@ -385,20 +385,24 @@ class _TopK:
         b, h, q, d = query.shape
         h_kv, n = key.shape[1], key.shape[2]
         group = h // h_kv
-        keys, values = key.float()[:, :, None], value.float()[:, :, None]  # [b, h_kv, 1, n, d]: no copy per group
+        # A KV head's group of query heads is folded into the query rows ([b, h_kv, group * c, d]), so
+        # that each product is one batched matmul over KV heads: no copy of the keys or values per group.
+        keys, values = key.float(), value.float()
         chunk = max(1, (self.chunk_elements or TOPK_CHUNK_ELEMENTS) // max(1, h * n))
         out = []
         for first in range(0, q, chunk):
             c = min(chunk, q - first)
             rows = torch.arange(n - q + first, n - q + first + c, device=query.device)
             causal = torch.arange(n, device=query.device)[None] <= rows[:, None]  # [c, n]
-            qs = query[:, :, first : first + c].float().reshape(b, h_kv, group, c, d)
-            logits = (qs @ keys.transpose(-1, -2)) * scale
-            logits = logits.masked_fill(~causal, -math.inf)
+            qs = query[:, :, first : first + c].float().reshape(b, h_kv, group * c, d)
+            logits = torch.matmul(qs, keys.transpose(-1, -2)).view(b, h_kv, group, c, n)
+            logits.mul_(scale).masked_fill_(~causal, -math.inf)
             mean = torch.softmax(logits, -1).mean(2)  # [b, h_kv, c, n]: the group's mean attention
             chosen = heaviest_mask(mean, self.k, causal.expand_as(mean))
-            weights = torch.softmax(logits.masked_fill(~chosen[:, :, None], -math.inf), -1)
-            out.append((weights @ values).view(b, h, c, d))
+            del mean
+            weights = torch.softmax(logits.masked_fill_(~chosen[:, :, None], -math.inf), -1)
+            del logits
+            out.append(torch.matmul(weights.view(b, h_kv, group * c, n), values).view(b, h, c, d))
         return torch.cat(out, 2).transpose(1, 2).contiguous().to(query.dtype)
 
 
