@@ -159,7 +159,7 @@ def main():
     import transformers
     from kvoracle.hf import run_tasks
     from kvoracle.hf.meter import Meter, available_bytes
-    from kvoracle.hf.tasks import offline_schedule_bytes
+    from kvoracle.hf.tasks import lookahead_schedule_bytes
     from transformers import AutoTokenizer, DynamicCache, pipeline
 
     torch.set_num_threads(a.threads)
@@ -203,7 +203,7 @@ def main():
 
     offline = [] if a.offline == "none" else a.offline.split(",")
     free = available_bytes()
-    if "lookahead" in offline and free is not None and offline_schedule_bytes(n + row["max_new_tokens"]) > 0.5 * free:
+    if "lookahead" in offline and free is not None and lookahead_schedule_bytes(n + row["max_new_tokens"]) > 0.5 * free:
         offline.remove("lookahead")  # room for the rest
     for _ in range(a.reps):  # repetitions interleaved, so that a slow spell of the machine hits every row
         measure("prefill", prefill)
@@ -251,7 +251,7 @@ def main():
         f"ceiling (record + reference + optimum row) - kvpress alone: {summary['ceiling_extra_prefills']:.2f} prefills (target <= 1)"
     )
     if a.dynamic and "lookahead" in a.offline and "lookahead" not in offline:
-        print(f"lookahead left out: its schedule needs {offline_schedule_bytes(n + 8) / 2**30:.1f} GiB")
+        print(f"lookahead left out: its schedule needs {lookahead_schedule_bytes(n + 8) / 2**30:.1f} GiB")
     record = {
         "shape": a.shape,
         "layers": a.layers,

@@ -375,8 +375,8 @@ class _TopK:
     attention over every key so far; ties keep the earlier position), renormalised. Queries run in
     chunks of at most TOPK_CHUNK_ELEMENTS / (heads x keys), so no layer holds n x n weights at once."""
 
-    def __init__(self, k, chunk_elements=None):
-        self.k, self.chunk_elements = k, chunk_elements
+    def __init__(self, k):
+        self.k = k
 
     def attend(self, module, query, key, value, scale, kwargs):
         from . import attention
@@ -388,7 +388,7 @@ class _TopK:
         # A KV head's group of query heads is folded into the query rows ([b, h_kv, group * c, d]), so
         # that each product is one batched matmul over KV heads: no copy of the keys or values per group.
         keys, values = key.float(), value.float()
-        chunk = max(1, (self.chunk_elements or TOPK_CHUNK_ELEMENTS) // max(1, h * n))
+        chunk = max(1, TOPK_CHUNK_ELEMENTS // max(1, h * n))
         out = []
         for first in range(0, q, chunk):
             c = min(chunk, q - first)
@@ -493,7 +493,7 @@ def run_tasks(
     row and budget, the seconds summed over the instances answered here and the peak memory
     (kvoracle.hf.meter.Meter), the full cache's run in three parts ("full-cache", its
     "full-cache/record" and "full-cache/reference"). lookahead is refused in one line before any
-    work where one unit's dense attention (offline_schedule_bytes) exceeds the host's available
+    work where one unit's dense attention (lookahead_schedule_bytes) exceeds the host's available
     memory; the oracle's schedule needs no such matrix.
     """
     unknown = sorted(set(options) - set(OPTIONS))
@@ -548,7 +548,7 @@ def run_tasks(
     from tqdm.auto import tqdm
 
     if protocol == "dynamic":
-        _refuse_offline_beyond_memory(req, prepared)
+        _refuse_lookahead_beyond_memory(req, prepared)
     bar = tqdm(total=len(prepared) * (1 + len(rows) * len(budgets)), desc="tasks", disable=not progress)
     outcomes, profile = [], _Profile(runner.device)
     store = _Checkpoint(checkpoint, model, req, policy_options, token_ids is not None) if checkpoint else None
@@ -590,14 +590,14 @@ def run_tasks(
     return result
 
 
-def offline_schedule_bytes(n):
+def lookahead_schedule_bytes(n):
     """Host memory lookahead's schedule takes for an instance of n tokens (the full cache's run, its
     answer included): its rule reads one (layer, KV head)'s dense attention, n x n in fp64. The
     oracle's schedule is solved without that matrix (kvoracle's streaming offline solver)."""
     return 8 * n * n
 
 
-def _refuse_offline_beyond_memory(req, prepared):
+def _refuse_lookahead_beyond_memory(req, prepared):
     """lookahead reads one unit's dense n x n attention at a time: refused in one line, before any
     work, for an instance whose dense matrix would not fit in the host's available memory."""
     free = available_bytes()
@@ -605,7 +605,7 @@ def _refuse_offline_beyond_memory(req, prepared):
         return
     inst = max(prepared, key=lambda i: i.n)
     n = inst.n + inst.max_new
-    need = offline_schedule_bytes(n)
+    need = lookahead_schedule_bytes(n)
     if need > free:
         raise _core.KvoError(
             f"tasks: row lookahead on instance '{inst.row.get('id', '')}' ({n} tokens with its answer) needs "
