@@ -2,7 +2,8 @@
 // `tasks generate` writes instances as JSON Lines; `tasks run` answers generated or JSON Lines
 // instances with the full cache and every policy (and press) at every budget, and prints accuracy
 // per task x length x row x budget with Wilson 95% intervals, as JSON and SVG plots too; `tasks
-// report` prints the table and draws the plots again from that JSON.
+// report` prints the table and draws the plots again from that JSON; `tasks power` says how many
+// instances a paired comparison of two rows needs.
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "kvo/core/error.hpp"
 #include "kvo/core/text_list.hpp"
 #include "kvo/model/model_path.hpp"
+#include "kvo/studies/paired_power.hpp"
 #include "kvo/studies/task_io.hpp"
 #include "kvo/studies/task_options.hpp"
 #include "model_options.hpp"
@@ -84,21 +86,49 @@ Runner add_tasks(CLI::App& app, const Global& g) {
   add_model_option(run, b->model);
 
   struct ReportArgs {
-    std::string results, plots;
+    std::string results, plots, json;
   };
   auto c = std::make_shared<ReportArgs>();
   auto* report = cmd->add_subcommand("report", "print the table and draw the plots of a saved `tasks run --json`");
   report->add_option("results", c->results, "the JSON written by tasks run --json")->required();
   report->add_option("--plots", c->plots,
                      "write SVG plots (accuracy against budget, length x depth) to this directory");
+  report->add_option("--json", c->json,
+                     "write the outcomes with the cells, comparisons and experiments computed again as JSON");
 
-  return [a, b, c, gen, run, report, &g] {
+  struct PowerArgs {
+    RequestFlags<studies::PairedPowerRequest> request;
+    std::string json;
+  };
+  auto d = std::make_shared<PowerArgs>();
+  auto* power = cmd->add_subcommand(
+      "power", "how many instances a paired comparison of two rows needs to find a difference in accuracy");
+  d->request.add(power);
+  power->add_option("--json", d->json, "write the table as JSON");
+
+  return [a, b, c, d, gen, run, report, power, &g] {
+    if (power->parsed()) {
+      const studies::PairedPowerResult r = studies::paired_power(d->request.request());
+      std::cout << r.report().text();
+      if (!d->json.empty()) {
+        write_file_atomic(d->json, r.to_json().dump(2) + "\n");
+        std::cout << "results: " << d->json << '\n';
+      }
+      return 0;
+    }
     if (report->parsed()) {
       if (!c->plots.empty()) require_writable_dir(c->plots);
       const studies::TaskEvalResult r = studies::read_task_result(c->results);
       std::cout << "kvoracle tasks report: " << c->results << ", " << r.outcomes.size() << " outcomes, protocol "
                 << studies::to_string(r.protocol) << "\n";
+      std::unique_ptr<AtomicFile> json;
+      if (!c->json.empty()) json = std::make_unique<AtomicFile>(c->json);
       show(r, c->plots);
+      if (json) {
+        json->stream() << studies::task_result_json(r).dump(2) << '\n';
+        json->commit();
+        std::cout << "results: " << c->json << '\n';
+      }
       if (!c->plots.empty()) std::cout << "plots: " << c->plots << '\n';
       return 0;
     }

@@ -12,6 +12,7 @@
 #include "kvo/studies/ceiling_share.hpp"
 #include "kvo/studies/diversity.hpp"
 #include "kvo/studies/eval_run.hpp"
+#include "kvo/studies/paired_power.hpp"
 #include "kvo/studies/press_eval_run.hpp"
 #include "kvo/studies/task_io.hpp"
 #include "kvo/studies/task_options.hpp"
@@ -67,6 +68,19 @@ void bind_model(py::module_& m) {
       "score, the ceiling's, the share of the ceiling reached (95% seeded bootstrap intervals) and a paired sign-flip "
       "p-value; records: dicts {press, compression_ratio, instance, score}; the report has a table and "
       "ceiling-share.svg");
+  m.def(
+      "paired_power",
+      [](const py::kwargs& kwargs) {
+        studies::PairedPowerRequest req;
+        apply_kwargs(studies::PairedPowerRequest::schema(), req, kwargs, "paired_power");
+        const studies::PairedPowerResult r = studies::paired_power(req);
+        return with_report(json_to_python(r.to_json()), r.report());
+      },
+      ("how many instances a paired comparison of two rows needs to find a difference in accuracy significant "
+       "(exact sign test; kvoracle tasks power): per discordance, the instances needed and the power reached.\n" +
+       kwargs_doc(studies::PairedPowerRequest::schema(), studies::PairedPowerRequest{},
+                  "Options (keyword arguments, the CLI's `tasks power` flags; docs/tasks.md)"))
+          .c_str());
   m.def(
       "score_answer",
       [](const py::dict& instance, const std::string& answer) {

@@ -13,6 +13,7 @@
 #include "kvo/studies/diversity.hpp"
 #include "kvo/studies/eval_run.hpp"
 #include "kvo/studies/press_eval_run.hpp"
+#include "kvo/studies/task_comparisons.hpp"
 #include "kvo/studies/task_io.hpp"
 
 namespace kvo::studies {
@@ -158,6 +159,7 @@ Report task_report(const TaskEvalResult& r) {
     t.row({c.task, integer(c.length), c.row, decimal(c.budget, 3), integer(c.count), decimal(c.accuracy, 3),
            std::string("[").append(fmt(c.low, 3)).append(", ").append(fmt(c.high, 3)).append("]"), mean(c.needles_held),
            mean(c.mass_of_optimum), c.model_fails ? "full cache fails: left out" : ""});
+  add_task_comparisons(out, task_comparisons(r));
   add_paper_experiments(out, task_paper_experiments(r));
   add_accuracy_plots(r, out);
   add_depth_maps(r, out);

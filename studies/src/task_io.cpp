@@ -8,6 +8,7 @@
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/proofs_check/paper_experiments.hpp"
+#include "kvo/studies/task_comparisons.hpp"
 
 namespace kvo::studies {
 
@@ -189,6 +190,7 @@ nlohmann::json task_result_json(const TaskEvalResult& r) {
           {"outcomes", task_outcomes_json(r.outcomes)},
           {"cells", cells_json(false)},
           {"cells_by_depth", cells_json(true)},
+          {"comparisons", task_comparisons_json(task_comparisons(r))},
           {"paper_experiments", paper_experiments_json(task_paper_experiments(r))}};
 }
 

@@ -193,6 +193,9 @@ printf '{"protocol": ' >"$dir/cut.json"
 expect_error "cut.json: not valid JSON" tasks report "$dir/cut.json"
 printf '{"protocol": "dynamic", "outcomes": [{"instance": "a"}]}\n' >"$dir/bad.json"
 expect_error "bad.json outcome 1: no \"task\"" tasks report "$dir/bad.json"
+expect_error "discordance: 0.0500 is outside \[difference, 1\]" tasks power --discordance 0.05
+expect_error "power: 1.0000 is outside (0, 1)" tasks power --power 1
+expect_error "difference" tasks power --difference abc
 [ -e "$dir/x.safetensors" ] && { echo "FAIL: synth left a file"; fails=$((fails+1)); }
 echo "failures: $fails"
 [ $fails -eq 0 ]

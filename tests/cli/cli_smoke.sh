@@ -7,6 +7,14 @@ trap 'rm -rf "$dir"' EXIT
 "$K" -q synth --out "$dir/t.safetensors" --tokens 96 --layers 1 --dtype f16
 "$K" -q replay "$dir/t.safetensors" --policy h2o-mask --budget 20% --out "$dir/r.jsonl" --probs
 "$K" -q oracle static "$dir/t.safetensors" --budget 16 --out "$dir/o.jsonl"
+# tasks power: 8 disagreements all one way are the least the sign test needs at p < 0.01
+"$K" -q tasks power --discordance 0.1,0.2 --instances 240 --json "$dir/power.json" | grep -q "power at 240"
+python3 - "$dir/power.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+assert [r["instances"] for r in rows] == [101, 238], rows
+assert rows[1]["power_reached"] >= 0.8 and rows[1]["power_at_size"] >= 0.8, rows
+PY
 # a budget shared by a layer's heads: the heads' counts differ, the layer holds their sum at every step
 "$K" -q replay "$dir/t.safetensors" --policy h2o --budget 12 --budget-scope layer --prompt-len 0 --out "$dir/rs.jsonl" |
   grep -q "shared per layer"

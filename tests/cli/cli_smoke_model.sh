@@ -59,7 +59,14 @@ assert all(0 < o["mass_of_optimum"] <= 1 + 1e-12 for o in b["outcomes"]), b["out
 assert all(abs(o["mass_of_optimum"] - 1) < 1e-12 for o in b["outcomes"] if o["row"] == "optimum")
 PY
 # tasks report: the same table from the saved JSON, and the same plots
-"$K" tasks report "$dir/ta.json" --plots "$dir/taplots2" >"$dir/tr.txt"
+"$K" tasks report "$dir/ta.json" --plots "$dir/taplots2" --json "$dir/tr.json" >"$dir/tr.txt"
+python3 - "$dir/ta.json" "$dir/tr.json" <<'PY'
+import json, sys
+run, again = (json.load(open(p)) for p in sys.argv[1:])
+# the comparisons computed again from the outcomes are the run's own, each row against the full cache
+assert again["comparisons"] == run["comparisons"] and run["comparisons"], run.get("comparisons")
+assert {c["against"] for c in run["comparisons"]} >= {"full-cache"}
+PY
 grep -E '^ *(passkey|niah) ' "$dir/ta.txt" >"$dir/ta.rows"
 test "$(wc -l <"$dir/ta.rows")" -eq 8
 grep -E '^ *(passkey|niah) ' "$dir/tr.txt" | cmp - "$dir/ta.rows"

@@ -22,6 +22,7 @@
 #include "kvo/proofs_check/verify_run.hpp"
 #include "kvo/studies/diversity.hpp"
 #include "kvo/studies/eval_run.hpp"
+#include "kvo/studies/paired_power.hpp"
 #include "kvo/studies/press_eval_run.hpp"
 #include "kvo/studies/task_options.hpp"
 
@@ -85,6 +86,7 @@ std::vector<SchemaCase> every_schema() {
       {"eval prefill", [] { check_schema(studies::PressEvalRequest::schema()); }},
       {"tasks", [] { check_schema(studies::task_options_schema()); }},
       {"diversity", [] { check_schema(studies::DiversityRequest::schema()); }},
+      {"tasks power", [] { check_schema(studies::PairedPowerRequest::schema()); }},
       {"generate", [] { check_schema(model::GenerateRequest::schema()); }},
       {"record", [] { check_schema(model::RecordOptions::schema()); }},
   };

@@ -10,6 +10,7 @@ import subprocess
 import kvoracle
 import numpy as np
 import pytest
+from task_outcomes import outcome
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -217,6 +218,32 @@ def test_tasks_md_your_model_example(as_written, model_path):
     assert scope["res"]["outcomes"][0]["needles_held"] == 1.0 and "tova" in scope["res"].report.text
 
 
+def test_tasks_md_power_example(tmp_path, capsys):
+    """docs/tasks.md's paired_power and comparisons example, on a saved run of 10 instances where
+    h2o loses 6 and wins none; the table the page shows is the CLI's."""
+    outcomes = []
+    for i in range(10):
+        outcomes.append(outcome(f"i{i}", "niah", "full-cache", 1.0, 1.0))
+        outcomes.append(outcome(f"i{i}", "niah", "h2o", 0.2, float(i < 4)))
+    (tmp_path / "streaming.json").write_text(json.dumps({"protocol": "dynamic", "outcomes": outcomes}))
+    block = blocks("tasks.md", "python")[3]
+    scope = {}
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        exec(block, scope)  # noqa: S102
+    finally:
+        os.chdir(cwd)
+    out = capsys.readouterr().out.splitlines()
+    assert out[:3] == ["0.1 101 1.0", "0.2 238 0.806", "0.3 361 0.567"]
+    assert out[3].startswith("h2o 0.2 0 6 0.03125 ")
+    text = open(os.path.join(ROOT, "docs", "tasks.md"), encoding="utf-8").read()
+    table = text.split("kvoracle tasks power --difference 0.1 --alpha 0.01 --power 0.8 --instances 240")[1]
+    for r in kvoracle.paired_power(instances=240)["rows"]:  # the defaults: every line of the page's table
+        line = f"| {r['discordance']:.2f} | {r['instances']} | {r['power_reached']:.3f} | {r['power_at_size']:.3f} |"
+        assert line in table, line
+
+
 def test_tasks_md_full_cache_recipe(tmp_path, kvoracle):
     """docs/tasks.md's full-cache recipe, its flags as written on a one-instance suite: the full
     cache is the only row (no oracle top-k at the default budgets)."""
@@ -267,5 +294,6 @@ def test_every_python_block_of_docs_is_run_here():
         "python.md": 4,
         "trace-format.md": 2,
         "presses.md": 2,
-        "tasks.md": 3,  # the third, "Inside kvpress's evaluation": tests/python/test_kvpress_eval.py
+        # the third, "Inside kvpress's evaluation": tests/python/test_kvpress_eval.py
+        "tasks.md": 4,
     }

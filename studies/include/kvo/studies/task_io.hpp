@@ -34,14 +34,16 @@ nlohmann::json task_outcomes_json(std::span<const TaskOutcome> outcomes);
 std::vector<CheckRecord> task_paper_experiments(const TaskEvalResult& result);
 // The run's JSON: the request's protocol and budgets, every outcome, the cells (per task x
 // length x row x budget, and per depth) with their Wilson intervals, and the records of
-// task_paper_experiments ("paper_experiments").
+// task_paper_experiments ("paper_experiments"), and the paired comparisons of task_comparisons
+// ("comparisons").
 nlohmann::json task_result_json(const TaskEvalResult& result);
 // The outcomes of that JSON back (cells are recomputed from them): kvo::Error "WHERE: ..." naming
 // the first field that is missing or of the wrong type.
 TaskEvalResult task_result_from_json(const nlohmann::json& json, const std::string& where);
 TaskEvalResult read_task_result(const std::string& path);
 // What `tasks run` and `tasks report` show (study_reports.cpp): per task x length x row x budget
-// the accuracy with its Wilson interval, the needles held and the mass of the optimum; the paper's
+// the accuracy with its Wilson interval, the needles held and the mass of the optimum; the paired
+// comparisons (task_comparisons.hpp); the paper's
 // experiments; and the plots: "accuracy-<task>-<length>.svg" (accuracy against the kept share, one
 // line per row) and, for tasks with depths, "depth-<task>-<row>-<budget>.svg" (length x depth).
 Report task_report(const TaskEvalResult& result);
