@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <boost/math/distributions/binomial.hpp>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "kvo/core/error.hpp"
 
@@ -71,6 +73,13 @@ class PowerCurve {
     return std::min(1.0, p);
   }
 
+  // The smallest size up to max_n whose power reaches `power`, with that power; (0, 0) when none does.
+  std::pair<int, double> first_reaching(double power, int max_n) {
+    for (int n = 1; n <= max_n; ++n)
+      if (const double p = at(n); p >= power) return {n, p};
+    return {0, 0.0};
+  }
+
  private:
   double psi_, q_, alpha_;
   int critical_ = -1;
@@ -99,9 +108,7 @@ int instances_for_power(double discordance, double difference, double alpha, dou
   check_model(discordance, difference, alpha);
   require(power > 0.0 && power < 1.0, "paired power: power " + fmt(power, 4) + " is outside (0, 1)");
   PowerCurve curve(discordance, difference, alpha);
-  for (int n = 1; n <= max_instances; ++n)
-    if (curve.at(n) >= power) return n;
-  return 0;
+  return curve.first_reaching(power, max_instances).first;
 }
 
 void PairedPowerRequest::validate() const {
@@ -141,10 +148,7 @@ PairedPowerResult paired_power(const PairedPowerRequest& req) {
     PowerCurve curve(std::max(d, req.difference), req.difference, req.alpha);
     PairedPowerRow row;
     row.discordance = d;
-    for (int n = 1; n <= req.max_instances && row.instances == 0; ++n) {
-      const double p = curve.at(n);
-      if (p >= req.power) row.instances = n, row.power_reached = p;
-    }
+    std::tie(row.instances, row.power_reached) = curve.first_reaching(req.power, req.max_instances);
     if (req.instances > 0) row.power_at_size = curve.at(req.instances);
     out.rows.push_back(row);
   }
