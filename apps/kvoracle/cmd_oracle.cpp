@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cmd_allocation.hpp"
+#include "cmd_contract.hpp"
 #include "cmd_oracle_prefill.hpp"
 #include "commands.hpp"
 #include "distributed.hpp"
@@ -74,7 +75,9 @@ void add_trace(CLI::App* c, std::string& trace) {
     throw Error("`oracle TRACE --offline` is now `kvoracle oracle offline TRACE ...`");
   if (has("--prefill"))
     throw Error("`oracle TRACE --prefill P` is now `kvoracle oracle prefill TRACE --prompt-len P ...`");
-  throw Error("`oracle TRACE` is now `kvoracle oracle static TRACE ...` (modes: static, offline, prefill, allocation)");
+  throw Error(
+      "`oracle TRACE` is now `kvoracle oracle static TRACE ...` (modes: static, offline, prefill, allocation, "
+      "contract)");
 }
 
 int run_static(const StaticArgs& a, const Global& g) {
@@ -105,7 +108,7 @@ Runner add_oracle(CLI::App& app, const Global& g) {
       "oracle",
       "exact optima: `oracle static` per step and head, `oracle offline` over the whole sequence with each policy's "
       "competitive ratio, `oracle prefill` of compressing a prompt once against kvpress's presses, `oracle allocation` "
-      "of the same with budgets shared across heads and layers");
+      "of the same with budgets shared across heads and layers, `oracle contract` under an engine's eviction contract");
   cmd->require_subcommand(0, 1);
 
   auto st = std::make_shared<StaticArgs>();
@@ -135,15 +138,17 @@ Runner add_oracle(CLI::App& app, const Global& g) {
   pre_cmd->add_option("--json", pre->json, "write the records as JSON");
 
   const AllocationCommand alloc = add_allocation(cmd, g);
+  const ContractCommand contract = add_contract(cmd, g);
   cmd->allow_extras();  // after the modes, which keep refusing what they do not know: the old one-command form
 
-  return [st, off, pre, &g, cmd, off_cmd, pre_cmd, st_cmd, alloc] {
+  return [st, off, pre, &g, cmd, off_cmd, pre_cmd, st_cmd, alloc, contract] {
     if (st_cmd->parsed()) return run_static(*st, g);
     if (alloc.cmd->parsed()) return alloc.run();
+    if (contract.cmd->parsed()) return contract.run();
     if (off_cmd->parsed()) return run_offline(*off, g, off_cmd);
     if (pre_cmd->parsed()) return run_prefill_oracle(*pre, g);
     if (!cmd->remaining().empty()) refuse_old_oracle_form(cmd->remaining());
-    throw Error("oracle needs a mode: kvoracle oracle static|offline|prefill|allocation TRACE ...");
+    throw Error("oracle needs a mode: kvoracle oracle static|offline|prefill|allocation|contract TRACE ...");
   };
 }
 

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "kvo/core/attention.hpp"
+#include "kvo/core/contract_group.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/lane_sum.hpp"
 #include "kvo/core/memory_limit.hpp"
@@ -34,7 +35,7 @@ struct Unit {
   std::vector<CacheUnit> members;
 };
 
-std::vector<Unit> make_units(const Trace& tr, const RunConfig& o) {
+std::vector<Unit> make_units(const Trace& tr, const RunConfig& o, BudgetScope scope) {
   std::vector<CacheUnit> units;
   const std::vector<int> heads = o.chosen_heads(o.gqa == GqaMode::PerQueryHead ? tr.n_heads : tr.n_kv_heads);
   for (int l : o.chosen_layers(tr.n_layers)) {
@@ -52,8 +53,8 @@ std::vector<Unit> make_units(const Trace& tr, const RunConfig& o) {
   std::vector<Unit> groups;
   for (CacheUnit& u : units) {
     const bool joins =
-        !groups.empty() && (o.budget_scope == BudgetScope::Model ||
-                            (o.budget_scope == BudgetScope::Layer && groups.back().members.front().layer == u.layer));
+        !groups.empty() && (scope == BudgetScope::Model ||
+                            (scope == BudgetScope::Layer && groups.back().members.front().layer == u.layer));
     if (!joins) groups.emplace_back();
     groups.back().members.push_back(std::move(u));
   }
@@ -70,10 +71,13 @@ struct Member {
   std::vector<StepRecord> recs;
 };
 
+// Who replays together: the contract's budget groups, or the units sharing run.budget_scope.
+BudgetScope grouping(const ReplayOptions& o) { return o.contract ? o.contract->grouping() : o.run.budget_scope; }
+
 void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& g, std::vector<HeadReplay>& out) {
   const int n = tr.n_tokens;
   const RunConfig& run = o.run;
-  const bool shared = run.budget_scope != BudgetScope::Head;
+  const bool shared = run.budget_scope != BudgetScope::Head || o.contract.has_value();
   std::vector<Member> ms(g.members.size());
   size_t first = 0;  // the member's first head in `out`
   for (size_t m = 0; m < ms.size(); ++m) {
@@ -109,10 +113,16 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& g, std::vecto
     M.recs.resize(hs);
   }
   std::unique_ptr<SharedBudgetGroup> group;
+  std::unique_ptr<ContractGroup> contract;
   if (shared) {
     std::vector<EvictionPolicy*> policies;
     for (Member& M : ms) policies.push_back(&M.stepper->policy());
-    group = std::make_unique<SharedBudgetGroup>(std::move(policies), run.prompt_len);
+    if (o.contract) {
+      std::vector<ContractUnit> keys;
+      for (const CacheUnit& u : g.members) keys.push_back({u.layer, u.budget_head});
+      contract = std::make_unique<ContractGroup>(std::move(policies), keys, *o.contract, n);
+    } else
+      group = std::make_unique<SharedBudgetGroup>(std::move(policies), run.prompt_len);
   }
   std::vector<int> keys;
   for (int i = 0; i < n; ++i) {
@@ -125,6 +135,7 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& g, std::vecto
       M.stepper->observe(i, M.rows);
     }
     if (group) group->settle(i);
+    if (contract) contract->settle(i);
     first = 0;
     for (size_t m = 0; m < ms.size(); ++m) {
       Member& M = ms[m];
@@ -156,7 +167,7 @@ size_t unit_heads(const Unit& g) {
 }  // namespace
 
 int replay_units(const Trace& trace, const ReplayOptions& options) {
-  return static_cast<int>(make_units(trace, options.run).size());
+  return static_cast<int>(make_units(trace, options.run, grouping(options)).size());
 }
 
 struct ReplayPlan::Units {
@@ -164,13 +175,28 @@ struct ReplayPlan::Units {
 };
 
 ReplayPlan::ReplayPlan(const Trace& trace, ReplayOptions o) : trace_(trace), o_(std::move(o)) {
+  if (o_.contract) {
+    const EvictionContract& c = *o_.contract;
+    c.validate(trace.n_tokens);
+    require(o_.run.gqa != GqaMode::PerQueryHead,
+            "a contract's units are (layer, KV head): run it with --gqa kv-mean or kv-max, not query");
+    require(policy_traits(o_.run.policy.id).prefill_score,
+            "policy " + policy_name(o_.run.policy.id) + " has no per-token score to evict by under a contract (" +
+                policy_names_where([](const PolicyTraits& t) { return t.prefill_score; }) + " have one)");
+    // What each unit's policy keeps by its own rule: k, and the window that is still protected
+    // when a delayed eviction decided now takes effect.
+    o_.run.budget = Budget(Amount{false, static_cast<double>(c.budget)},
+                           Amount{false, static_cast<double>(std::max(0, c.recent - c.delay))});
+    o_.run.budget_scope = BudgetScope::Head;
+    o_.run.prompt_len = 0;
+  }
   // A bad prompt, layer, head or budget fails here, before any work; so do bad policy parameters.
   o_.run.validate(trace, SharedBudgets::Allowed);
   auto probe = make_policy(o_.run.policy);
   name_ = probe->name();
   nested_ = probe->nested();
   auto units = std::make_shared<Units>();
-  units->list = make_units(trace, o_.run);
+  units->list = make_units(trace, o_.run, grouping(o_));
   units_ = std::move(units);
 }
 
@@ -180,8 +206,8 @@ std::string ReplayPlan::name(int unit) const {
   const Unit& g = units_->list.at(static_cast<size_t>(unit));
   const CacheUnit& u = g.members.front();
   if (g.members.size() > 1)
-    return o_.run.budget_scope == BudgetScope::Model ? "the model's shared budget"
-                                                     : "layer " + std::to_string(u.layer) + " shared budget";
+    return grouping(o_) == BudgetScope::Model ? "the model's shared budget"
+                                              : "layer " + std::to_string(u.layer) + " shared budget";
   return "layer " + std::to_string(u.layer) +
          (u.heads.size() == 1 ? " head " + std::to_string(u.heads.front())
                               : " kv head " + std::to_string(u.budget_head));

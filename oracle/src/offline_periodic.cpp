@@ -28,13 +28,33 @@ std::vector<int> periodic_compression_steps(int n, const PeriodicSchedule& sched
   return out;
 }
 
+namespace {
+
+void validate_compression_steps(int n, std::span<const int> points) {
+  for (size_t x = 0; x < points.size(); ++x) {
+    require(points[x] >= 0 && points[x] < n - 1,
+            "compression step " + std::to_string(points[x]) + " must be in [0, " + std::to_string(n - 2) + "]");
+    require(x == 0 || points[x] > points[x - 1], "compression steps must be strictly increasing");
+  }
+}
+
+}  // namespace
+
 ScheduleCheck evaluate_periodic_schedule(std::span<const OfflineProblem> units, const PeriodicSchedule& schedule,
                                          const std::vector<std::vector<int>>& end, const std::vector<double>& price,
                                          std::vector<double>* unit_values) {
   validate_shared_units(units);
+  return evaluate_compression_schedule(units, periodic_compression_steps(units[0].n(), schedule), end, price,
+                                       unit_values);
+}
+
+ScheduleCheck evaluate_compression_schedule(std::span<const OfflineProblem> units, std::span<const int> points,
+                                            const std::vector<std::vector<int>>& end, const std::vector<double>& price,
+                                            std::vector<double>* unit_values) {
+  validate_shared_units(units);
   const int H = static_cast<int>(units.size()), n = units[0].n(), r = units[0].recent;
   const int capacity = H * units[0].heavy();
-  const std::vector<int> points = periodic_compression_steps(n, schedule);
+  validate_compression_steps(n, points);
   std::vector<char> is_point(static_cast<size_t>(n), 0);
   for (int c : points) is_point[static_cast<size_t>(c)] = 1;
   require(end.size() == units.size(), "certificate: one schedule per unit is needed");
@@ -88,11 +108,17 @@ ScheduleCheck evaluate_periodic_schedule(std::span<const OfflineProblem> units, 
 
 SharedOfflineSolution solve_offline_periodic(std::span<const OfflineProblem> units, const PeriodicSchedule& schedule) {
   validate_shared_units(units);
+  return solve_offline_compressions(units, periodic_compression_steps(units[0].n(), schedule));
+}
+
+SharedOfflineSolution solve_offline_compressions(std::span<const OfflineProblem> units, std::span<const int> points) {
+  validate_shared_units(units);
   const int H = static_cast<int>(units.size()), n = units[0].n(), T = units[0].budget, r = units[0].recent;
+  validate_compression_steps(n, points);
   // The compressions that evict, and how many tokens each evicts (the cumulative count is forced).
   std::vector<int> steps, rows;
   long long evicted = 0;
-  for (int c : periodic_compression_steps(n, schedule)) {
+  for (int c : points) {
     const long long due = static_cast<long long>(H) * std::max(0, c + 1 - T);
     if (due == evicted) continue;
     steps.push_back(c);
@@ -136,7 +162,7 @@ SharedOfflineSolution solve_offline_periodic(std::span<const OfflineProblem> uni
   }
   for (size_t s = 0; s < steps.size(); ++s)
     sol.price[static_cast<size_t>(steps[s])] = std::max(0.0, potential[s] - potential[s + 1]);
-  const ScheduleCheck check = evaluate_periodic_schedule(units, schedule, sol.end, sol.price, &sol.unit_value);
+  const ScheduleCheck check = evaluate_compression_schedule(units, points, sol.end, sol.price, &sol.unit_value);
   sol.value = check.value;
   sol.upper = check.upper;
   return sol;

@@ -3,8 +3,8 @@
 The C++ library through pybind11 on numpy arrays: trace I/O (``read_trace``, ``write_trace``,
 ``Trace.from_arrays``, ``synthesize``), ``policies`` (``policy``: their names as constants), ``replay``, the oracles (``topk_optimum``,
 ``facility_location_optimum``, ``greedy_facility_location``, ``offline_optimum``, and over a whole
-trace ``static_oracle``, ``offline_oracle``, ``prefill_oracle`` and ``allocation_oracle`` (budgets
-shared across heads and layers), the calls behind ``kvoracle oracle static|offline|prefill|allocation``),
+trace ``static_oracle``, ``offline_oracle``, ``prefill_oracle``, ``allocation_oracle`` (budgets
+shared across heads and layers) and ``contract_oracle`` (under an engine's eviction contract), the calls behind ``kvoracle oracle static|offline|prefill|allocation|contract``),
 the claim
 checks (``verify`` on a Trace, ``verify_traces`` on files with the report of ``kvoracle verify``;
 ``fit_power_law``, the fit behind check E2), the greedy scorer's CPU twin (``score``), kvpress's presses (``run_press``,
@@ -31,7 +31,9 @@ from ._core import (  # noqa: F401
     adakv_kept,
     allocation_oracle,
     ceiling_share,
+    contract_oracle,
     default_model_path,
+    engine_fields,
     facility_location_optimum,
     fit_power_law,
     greedy_facility_location,

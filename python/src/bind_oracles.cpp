@@ -3,6 +3,7 @@
 #include "kvo/core/greedy.hpp"
 #include "kvo/core/modular_concave.hpp"
 #include "kvo/oracle/allocation_run.hpp"
+#include "kvo/oracle/contract_run.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 #include "kvo/oracle/offline_run.hpp"
 #include "kvo/oracle/prefill_run.hpp"
@@ -15,6 +16,53 @@
 namespace kvo::python {
 
 void bind_oracles(py::module_& m) {
+  m.def(
+      "engine_fields",
+      [](const std::string& engine) {
+        for (const EngineEntry& e : engine_table())
+          if (e.name == engine) {
+            std::vector<std::string> names;
+            for (const EngineField& f : e.fields()) names.push_back(f.name);
+            return names;
+          }
+        throw Error("unknown engine '" + engine + "'");
+      },
+      py::arg("engine"), "the fields an engine's contract document takes (docs/engines.md)");
+  m.def(
+      "contract_oracle",
+      [](const Trace& t, const py::kwargs& kwargs) {
+        ContractRequest req;
+        py::kwargs rest;
+        for (const auto& [key, value] : kwargs) {
+          if (py::str(key).cast<std::string>() != "contract") {
+            rest[key] = value;
+            continue;
+          }
+          // A document (a dict), a file's path or JSON text, or a list of them.
+          const auto one = [](const py::handle& c) {
+            return py::isinstance<py::dict>(c) ? python_to_json(c).dump() : py::str(c).cast<std::string>();
+          };
+          if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value))
+            for (const py::handle& c : value) req.contracts.push_back(one(c));
+          else
+            req.contracts.push_back(one(value));
+        }
+        apply_kwargs(ContractRequest::schema(), req, rest, "contract_oracle");
+        std::optional<ContractResult> r;
+        {
+          py::gil_scoped_release release;
+          r = run_contract(t, req);
+        }
+        return with_report(json_to_python(r->to_json()), r->report());
+      },
+      py::arg("trace"),
+      ("the exact optimum under an engine's eviction contract, its price against per-head sets and each policy "
+       "obeying it (kvoracle oracle contract); contract= a dict, a JSON file's path or JSON text, or a list of "
+       "them (docs/engines.md); "
+       "the --json file's content.\n" +
+       kwargs_doc(ContractRequest::schema(), ContractRequest{},
+                  "Contract options (keyword arguments, the CLI's `oracle contract` flags; docs/engines.md)"))
+          .c_str());
   m.def(
       "allocation_oracle",
       [](const Trace& t, const py::kwargs& kwargs) {

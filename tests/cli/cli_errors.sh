@@ -134,6 +134,29 @@ expect_error "presses and alpha_safeguard are measured under the prefill protoco
   "$dir/ok.safetensors" --protocol decoding --presses knorm --json "$dir/out.jsonl"
 expect_error "layer_ratios: one ratio per layer, in the order of layers: 2 layers, 3 given" oracle allocation \
   "$dir/ok.safetensors" --prompt-len 32 --presses knorm --layer-ratios 0.5,0.5,0.5 --json "$dir/out.jsonl"
+# Engines' contracts (docs/engines.md): one line naming the document, the engine, the field or the size.
+echo '{"engine": "llama.cpp", "n_ctx": 16, "kv_evict_sink": 2}' >"$dir/llama.json"
+echo '{"engine": "vllm"}' >"$dir/vllm.json"
+echo '{"engine": "llama.cpp", "n_ctx": 16, "n_keep": 2}' >"$dir/keep.json"
+echo '{"engine": "openvino", "start_size": 4, "recent_size": 6, "max_cache_size": 16, "block_size": 4}' >"$dir/ov.json"
+echo '{"engine": "llama.cpp", "n_ctx": 16' >"$dir/broken.json"
+expect_error "contract: cannot read $dir/none.json" oracle contract "$dir/ok.safetensors" --contract "$dir/none.json" \
+  --json "$dir/out.jsonl"
+expect_error "is not JSON" oracle contract "$dir/ok.safetensors" --contract "$dir/broken.json" --json "$dir/out.jsonl"
+expect_error "unknown engine 'vllm' (known: kvoracle, tensorrt-llm, openvino, llama.cpp, dms, kvpress)" oracle contract \
+  "$dir/ok.safetensors" --contract "$dir/vllm.json" --json "$dir/out.jsonl"
+expect_error "unknown field 'n_keep'" oracle contract "$dir/ok.safetensors" --contract "$dir/keep.json" --json "$dir/out.jsonl"
+expect_error "recent_size (6) must be a positive multiple of block_size 4" oracle contract "$dir/ok.safetensors" \
+  --contract "$dir/ov.json" --json "$dir/out.jsonl"
+expect_error "budget: 100 tokens is outside \[1, 64\]" oracle contract "$dir/ok.safetensors" --contract "$dir/llama.json" \
+  --budgets 100 --json "$dir/out.jsonl"
+expect_error "sinks: 2 protected tokens leave no slot of the budget of 2" oracle contract "$dir/ok.safetensors" \
+  --contract "$dir/llama.json" --budgets 2 --json "$dir/out.jsonl"
+expect_error "policies: window has no per-token score" oracle contract "$dir/ok.safetensors" --contract "$dir/llama.json" \
+  --policies window --json "$dir/out.jsonl"
+KVO_MEMORY_LIMIT=8M expect_error "oracle contract (the n x n rewards" oracle contract "$dir/long.safetensors" \
+  --contract "$dir/llama.json" --json "$dir/out.jsonl"
+expect_error "contract is required" oracle contract "$dir/ok.safetensors"
 # The oracle's modes as subcommands, with the same library errors as the older spellings.
 expect_error "prompt_len must be in \[1, 63\]" oracle prefill "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"
 expect_error "objective is dense-acc, mass or fl, not 'acc'" oracle static "$dir/ok.safetensors" --objective acc --out "$dir/out.jsonl"

@@ -16,6 +16,7 @@
 #include "kvo/model/generate.hpp"
 #include "kvo/model/recorder.hpp"
 #include "kvo/oracle/allocation.hpp"
+#include "kvo/oracle/contract_run.hpp"
 #include "kvo/oracle/offline_run.hpp"
 #include "kvo/oracle/prefill_run.hpp"
 #include "kvo/oracle/static_run.hpp"
@@ -81,6 +82,8 @@ std::vector<SchemaCase> every_schema() {
       {"offline", [] { check_schema(OfflineOracleRequest::schema()); }},
       {"prefill", [] { check_schema(PrefillOracleRequest::schema()); }},
       {"allocation", [] { check_schema(AllocationRequest::schema()); }},
+      {"contract", [] { check_schema(ContractRequest::schema()); }},
+      {"contract document", [] { check_schema(eviction_contract_schema()); }},
       {"verify", [] { check_schema(VerifyRequest::schema()); }},
       {"eval", [] { check_schema(studies::EvalRequest::schema()); }},
       {"eval prefill", [] { check_schema(studies::PressEvalRequest::schema()); }},

@@ -398,3 +398,31 @@ def test_tasks_from_python_are_the_clis(kvoracle, tiny_model_path, tmp_path, sam
     assert [c["count"] for c in both["cells"]] == [2 * c["count"] for c in res["cells"]]
     with pytest.raises(ValueError, match='task_report outcome 1: no "task"'):
         kvo.task_report({"protocol": "dynamic", "outcomes": [{"instance": "a"}]})
+
+
+def test_contract_oracle_same_rows_from_cli_and_python(kvoracle, trace_file, tmp_path):
+    doc = {"engine": "openvino", "start_size": 4, "recent_size": 4, "max_cache_size": 16, "block_size": 4}
+    contract = tmp_path / "openvino.json"
+    contract.write_text(json.dumps(doc))
+    out = tmp_path / "contract.json"
+    run(kvoracle, "oracle", "contract", trace_file, "--contract", contract, "--budgets", "24,40",
+        "--policies", "h2o,tova", "--json", out)  # fmt: skip
+    cli = json.load(open(out))
+    t = kvo.read_trace(str(trace_file))
+    py = kvo.contract_oracle(t, contract=doc, budgets=["24", "40"], policies="h2o,tova")
+    assert same_records(py["rows"], cli["rows"]) and len(py["rows"]) == 2
+    assert py["documents"] == cli["documents"] == [doc]
+    assert [r["engine"] for r in py["rows"]] == ["openvino", "openvino"]
+    for row in py["rows"]:
+        assert row["certified"] and row["price"] <= 1 + 1e-12
+        assert row["contract"]["kept_sets"] == "layer" and row["contract"]["page_size"] == 4
+        assert [p["policy"] for p in row["policies"]] == ["h2o", "tova"]
+        assert all(p["share"] <= 1 + 1e-12 for p in row["policies"])
+    assert "1. openvino: layer kept sets" in py.report.text()
+    both = kvo.contract_oracle(t, contract=[doc, {"engine": "llama.cpp", "n_ctx": 8}], budgets="24", policies="h2o")
+    assert [r["engine"] for r in both["rows"]] == ["openvino", "llama.cpp"]
+    assert both["rows"][0]["per_head"] == both["rows"][1]["per_head"]  # one reference per budget
+    with pytest.raises(ValueError, match="unknown engine 'vllm'"):
+        kvo.contract_oracle(t, contract={"engine": "vllm"})
+    with pytest.raises(ValueError, match="contract_oracle: unknown option 'budget'"):
+        kvo.contract_oracle(t, contract=doc, budget=8)

@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "kvo/core/eviction_contract.hpp"
 #include "kvo/core/run_config.hpp"
 #include "kvo/core/trace.hpp"
 #include "kvo/core/work_plan.hpp"
@@ -23,6 +25,11 @@ struct ReplayOptions {
   std::function<void()> on_unit_done;  // progress hook (called from worker threads)
   // Inspection hook after each observe (from worker threads): the checks read policy state here.
   std::function<void(int layer, int head, int step, const EvictionPolicy& policy)> on_step;
+  // The policy obeys an engine's contract (contract_group.hpp) instead of run.budget_scope: the
+  // units are (layer, KV head) (run.gqa kv-mean or kv-max), the contract's budget groups replay
+  // together, each unit's policy gets k and the window the contract leaves it, and every step
+  // evicts from the start (run.prompt_len is not read).
+  std::optional<EvictionContract> contract;
 };
 
 struct StepRecord {

@@ -26,11 +26,18 @@ std::vector<int> periodic_compression_steps(int n, const PeriodicSchedule& sched
 // compression (price[c]). Dense: O(H n^2 / (2 N)) doubles besides the units.
 SharedOfflineSolution solve_offline_periodic(std::span<const OfflineProblem> units, const PeriodicSchedule& schedule);
 
+// The same for compressions after any steps (strictly increasing, each in [0, n - 2]; kvo::Error
+// otherwise): a prompt compressed chunk by chunk, then decoding steps (EvictionContract).
+SharedOfflineSolution solve_offline_compressions(std::span<const OfflineProblem> units, std::span<const int> points);
+
 // The value and the dual bound of any periodic schedule under nonnegative prices: kvo::Error when
 // a token's end is neither n - 1 nor a compression step at least r after its arrival, or when the
 // units hold more than H (target - r) tokens older than the window after some compression.
 ScheduleCheck evaluate_periodic_schedule(std::span<const OfflineProblem> units, const PeriodicSchedule& schedule,
                                          const std::vector<std::vector<int>>& end, const std::vector<double>& price,
                                          std::vector<double>* unit_values = nullptr);
+ScheduleCheck evaluate_compression_schedule(std::span<const OfflineProblem> units, std::span<const int> points,
+                                            const std::vector<std::vector<int>>& end, const std::vector<double>& price,
+                                            std::vector<double>* unit_values = nullptr);
 
 }  // namespace kvo

@@ -1,0 +1,56 @@
+// Policies obeying an engine's contract (core/eviction_contract.hpp): the units of one budget group
+// observe each step through their own policies, then settle() evicts for them, from every unit of a
+// kept set at once, what the contract lets go. Replay drives its groups through it, so a policy's
+// value under a contract is measured on the schedule the contract allows (docs/engines.md).
+#pragma once
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "kvo/core/eviction_contract.hpp"
+#include "kvo/core/policy.hpp"
+
+namespace kvo {
+
+class ContractGroup {
+ public:
+  // `units`: nested policies begun with PolicySetup::group_evicts and a per-token score (the
+  // registry's prefill_score trait), which must outlive the group, and each one's layer and KV
+  // head (`keys`): the group's kept sets and budget groups are the contract's over them. kvo::Error
+  // otherwise, or from contract.validate(n).
+  ContractGroup(std::vector<EvictionPolicy*> units, std::span<const ContractUnit> keys, EvictionContract contract,
+                int n);
+
+  // After every unit observed step i. Where the contract evicts at step i (every step, or after a
+  // compression step), the kept sets' tokens of lowest summed eviction score leave, or whole pages
+  // of lowest summed score, until the group holds at most its budget (k per set, the sinks and the
+  // window never leaving); with a delay, they are decided now and leave d steps later, so that a
+  // set never holds more than k. Admission only: the token leaving the window is admitted while
+  // the group has room, first come first served, and dropped otherwise. Ties: the older token (or
+  // page), then the earlier set.
+  void settle(int i);
+
+  // The kept set's tokens now (every unit of a set holds the same).
+  const std::vector<int>& held(size_t set) const;
+  size_t sets() const { return sets_.size(); }
+
+ private:
+  void evict(size_t set, std::vector<int> tokens);  // from every unit of the set, now
+  void settle_admission(int i, const std::vector<size_t>& group, long& admitted);
+  void settle_pages(int i, const std::vector<size_t>& group);
+  void settle_tokens(int i, const std::vector<size_t>& group);
+  // A set's tokens by their summed eviction score over its units (kvo::Error for a policy without one).
+  std::vector<double> set_scores(size_t set) const;
+
+  std::vector<NestedPolicy*> units_;
+  std::vector<std::vector<size_t>> sets_;
+  std::vector<std::vector<size_t>> groups_;  // budget groups: indexes of sets
+  EvictionContract c_;
+  int n_;
+  std::vector<char> compress_after_;                       // by step: the contract compresses after it
+  std::vector<std::vector<std::pair<int, int>>> pending_;  // per set: (step it leaves, token) decided
+  std::vector<std::vector<char>> is_pending_;              // per set, by token
+  std::vector<long> admitted_;                             // admission only, per budget group
+};
+
+}  // namespace kvo
