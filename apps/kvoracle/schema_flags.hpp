@@ -46,8 +46,9 @@ class SchemaFlags {
         opt = cmd->add_option(flags, slot, f.info.help);
         opt->type_name(type_name(f.kind));
         opt->default_str(f.get(defaults));
-        opt->expected(1);  // one value per occurrence: a list is comma-separated or its flag repeated
-        if (!f.list) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+        opt->expected(1);              // one value per occurrence: a list is comma-separated or its flag repeated
+        opt->allow_extra_args(false);  // a value after it is the next argument, not another item
+        opt->multi_option_policy(f.list ? CLI::MultiOptionPolicy::TakeAll : CLI::MultiOptionPolicy::TakeLast);
       }
       if (!f.info.group.empty()) opt->group(f.info.group);
     }

@@ -157,6 +157,8 @@ expect_error "policies: window has no per-token score" oracle contract "$dir/ok.
 KVO_MEMORY_LIMIT=8M expect_error "oracle contract (the n x n rewards" oracle contract "$dir/long.safetensors" \
   --contract "$dir/llama.json" --json "$dir/out.jsonl"
 expect_error "contract is required" oracle contract "$dir/ok.safetensors"
+expect_error "The following argument was not expected: 40" oracle contract "$dir/ok.safetensors" \
+  --contract "$dir/llama.json" --budgets 20 40 --json "$dir/out.jsonl"
 # The oracle's modes as subcommands, with the same library errors as the older spellings.
 expect_error "prompt_len must be in \[1, 63\]" oracle prefill "$dir/ok.safetensors" --prompt-len 64 --json "$dir/out.jsonl"
 expect_error "objective is dense-acc, mass or fl, not 'acc'" oracle static "$dir/ok.safetensors" --objective acc --out "$dir/out.jsonl"

@@ -67,6 +67,15 @@ python3 -c "import json,sys; m=json.load(open(sys.argv[1]))[\"methods\"]; assert
 test "$(grep -c " yes " "$dir/ad.txt")" -eq 12
 grep -q "<polyline" "$dir/ad.svg"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"rows\"]; assert d[\"protocol\"] == \"decoding\" and len(r) == 12; assert [x[\"page_size\"] for x in r] == [1] * 3 + [4] * 3 + [1] * 3 + [4] * 3; assert all(x[\"gain\"] >= 1 - 1e-12 and abs(x[\"upper\"] - x[\"value\"]) <= 1e-9 * x[\"value\"] and x[\"value\"] <= x[\"token_value\"] * (1 + 1e-12) for x in r)" "$dir/ad.json"
+# engines' contracts: two documents (the flag repeated) and two budgets, every row certified, no
+# policy above its contract's optimum (docs/engines.md)
+echo '{"engine": "llama.cpp", "n_ctx": 16, "kv_evict_sink": 2, "kv_evict_window": 4}' >"$dir/llama.json"
+echo '{"engine": "tensorrt-llm", "eviction_mode": "per_head", "budget": 8, "beta": 8}' >"$dir/trt.json"
+"$K" -q oracle contract "$dir/t.safetensors" --contract "$dir/llama.json" --contract "$dir/trt.json" \
+  --budgets 72,90% --json "$dir/contract.json" --plot "$dir/contract.svg" >"$dir/contract.txt"
+test "$(grep -c " yes " "$dir/contract.txt")" -eq 4
+grep -q "<polyline" "$dir/contract.svg"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"rows\"]; assert [x[\"engine\"] for x in r] == [\"llama.cpp\", \"tensorrt-llm\"] * 2; assert all(x[\"certified\"] and all(p[\"share\"] <= 1 + 1e-12 for p in x[\"policies\"]) for x in r); assert r[0][\"per_head\"] == r[1][\"per_head\"]" "$dir/contract.json"
 # the same rows by column generation over recomputed rows (no n x n matrix)
 "$K" -q oracle allocation "$dir/t.safetensors" --protocol decoding --budgets 20%,40% --recent 4 \
   --scopes head,layer,model --page-sizes 1,4 --solver column-generation --json "$dir/adcg.json" >/dev/null

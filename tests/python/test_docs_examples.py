@@ -10,6 +10,7 @@ import subprocess
 import kvoracle
 import numpy as np
 import pytest
+from kvoracle import engine_fields
 from task_outcomes import outcome
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -285,27 +286,34 @@ def test_allocation_md_examples(tmp_path, kvoracle):
     assert [r["scope"] for r in scope["res"]["rows"]][:4] == ["head", "layer", "layerwise", "model"]
 
 
-def test_engines_md_examples(tmp_path, kvoracle):
-    """Every contract document of docs/engines.md, its command line and its Python example, on a
-    512-token trace with a 64-token prompt (the documents' own budgets replaced by one that fits)."""
+def contract_trace(path):
+    """2 layers of 2 query heads over 1 KV head, 512 tokens, a 64-token prompt."""
     g = np.random.default_rng(9)
     q = [g.standard_normal((2, 512, 8), dtype=np.float32) for _ in range(2)]
     k = [g.standard_normal((1, 512, 8), dtype=np.float32) for _ in range(2)]
     v = [g.standard_normal((1, 512, 8), dtype=np.float32) for _ in range(2)]
-    trace = kvoracle.Trace.from_arrays(q, k, v, attn_scale=0.5, prompt_len=64)
+    kvoracle.write_trace(path, kvoracle.Trace.from_arrays(q, k, v, attn_scale=0.5, prompt_len=64))
+
+
+def contract_rows(path, doc):
+    return kvoracle.contract_oracle(kvoracle.read_trace(path), contract=doc, budgets="300", threads=1)["rows"]
+
+
+def test_engines_md_examples(tmp_path, kvoracle):
+    """Every contract document of docs/engines.md, its command line and its Python example, on a
+    512-token trace with a 64-token prompt (the documents' own budgets replaced by one that fits)."""
     path = str(tmp_path / "t.safetensors")
-    kvoracle.write_trace(path, trace)
+    contract_trace(path)
     documents = [json.loads(b) for b in blocks("engines.md", "json")]
     fields = {e: set() for e in ("tensorrt-llm", "openvino", "llama.cpp", "dms", "kvpress", "kvoracle")}
     for doc in documents:
         fields[doc["engine"]] |= set(doc) - {"engine"}
         doc = {key: 256 if value == 2048 else value for key, value in doc.items()}  # kvoracle's prompt_len
-        res = kvoracle.contract_oracle(kvoracle.read_trace(path), contract=doc, budgets="300", threads=1)
-        assert all(r["engine"] == doc["engine"] and r["certified"] for r in res["rows"]), doc
+        assert all(r["engine"] == doc["engine"] and r["certified"] for r in contract_rows(path, doc)), doc
     assert sorted(d["engine"] for d in documents) == sorted(fields), "one document per engine"
     text = open(os.path.join(ROOT, "docs", "engines.md"), encoding="utf-8").read()
     for engine in fields:  # every field an engine reads is explained on the page
-        for name in kvoracle.engine_fields(engine):
+        for name in engine_fields(engine):
             assert f"`{name}`" in text, f"{engine}'s field {name} is not in docs/engines.md"
     (tmp_path / "llama.json").write_text(json.dumps(documents[2] | {"n_ctx": 50, "kv_evict_window": 8}))
     real = "build/traces/smollm2-gpl3-1024.safetensors"

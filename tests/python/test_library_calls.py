@@ -418,7 +418,7 @@ def test_contract_oracle_same_rows_from_cli_and_python(kvoracle, trace_file, tmp
         assert row["contract"]["kept_sets"] == "layer" and row["contract"]["page_size"] == 4
         assert [p["policy"] for p in row["policies"]] == ["h2o", "tova"]
         assert all(p["share"] <= 1 + 1e-12 for p in row["policies"])
-    assert "1. openvino: layer kept sets" in py.report.text()
+    assert "1. openvino: layer kept sets" in py.report.text
     both = kvo.contract_oracle(t, contract=[doc, {"engine": "llama.cpp", "n_ctx": 8}], budgets="24", policies="h2o")
     assert [r["engine"] for r in both["rows"]] == ["openvino", "llama.cpp"]
     assert both["rows"][0]["per_head"] == both["rows"][1]["per_head"]  # one reference per budget
