@@ -16,6 +16,7 @@
 #include "kvo/core/press.hpp"
 #include "kvo/core/trace_io.hpp"
 #include "kvo/oracle/budget_allocation.hpp"
+#include "kvo/oracle/contract_optimum.hpp"
 #include "kvo/oracle/offline_pages.hpp"
 #include "kvo/oracle/offline_periodic.hpp"
 #include "kvo/oracle/offline_shared.hpp"
@@ -378,6 +379,25 @@ void BM_PeriodicCompression(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * 3 * n);  // head-steps
 }
 
+// Engines' contracts on the same three heads at k = 20% (oracle/contract_optimum.hpp): one kept set
+// for the three (contract/tied: their rewards summed, one solve), and an admission-only cache for
+// each (contract/admission: a top-k of each token's mass after its window), against each head's own
+// set at every step (allocation/decoding-per-head, the baseline).
+template <bool admission>
+void BM_Contract(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const Trace& tr = bench::trace(n, 64, 3);
+  std::vector<Eigen::MatrixXd> w;
+  for (int h = 0; h < 3; ++h) w.push_back(decoding_unit(tr, 0, h, n / 5, 0).w);
+  EvictionContract c;
+  c.kept_sets = admission ? KeptSets::Head : KeptSets::Layer;
+  c.admission_only = admission;
+  c.budget = n / 5;
+  c.recent = admission ? 16 : 0;
+  for (auto _ : st) benchmark::DoNotOptimize(solve_contract([&](size_t u) { return w[u]; }, n, 1, 3, c).value);
+  st.SetItemsProcessed(st.iterations() * 3 * n);  // head-steps
+}
+
 // Pages in decoding on the same three heads: the layer's shared optimum over whole pages of 16 at
 // k = 20% (allocation/decoding-pages: folding the token weights into pages, then the shared solve
 // on ceil(n / 16) page steps), against the same layer in tokens (allocation/decoding-layer).
@@ -460,6 +480,8 @@ BENCHMARK_CAPTURE(BM_DecodingAllocationStreaming, layer, false)
     ->Arg(8192)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Contract<false>)->Name("contract/tied")->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Contract<true>)->Name("contract/admission")->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodingPages)
     ->Name("allocation/decoding-pages")
     ->Arg(1024)
