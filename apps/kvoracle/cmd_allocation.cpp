@@ -1,13 +1,12 @@
 #include "cmd_allocation.hpp"
 
-#include <iostream>
 #include <memory>
 #include <string>
 
-#include "kvo/core/atomic_file.hpp"
 #include "kvo/core/progress.hpp"
 #include "kvo/core/trace_io.hpp"
 #include "kvo/oracle/allocation_run.hpp"
+#include "report_output.hpp"
 #include "schema_flags.hpp"
 
 namespace kvo::cli {
@@ -18,20 +17,6 @@ struct AllocationArgs {
   RequestFlags<AllocationRequest> request;
 };
 
-// Prints the report; writes its plot and the result's JSON (with the request) where asked.
-void show(const AllocationArgs& a, const AllocationRequest& req, const AllocationResult& res) {
-  const Report report = res.report(req, a.trace);
-  std::cout << report.text();
-  if (!a.plot.empty()) {
-    write_file_atomic(a.plot, report.plots().at(0).svg);
-    std::cout << "plot: " << a.plot << '\n';
-  }
-  if (!a.json.empty()) {
-    write_file_atomic(a.json, res.to_json(req, a.trace).dump(1) + "\n");
-    std::cout << "results: " << a.json << '\n';
-  }
-}
-
 int run_allocation(const AllocationArgs& a, const Global& g) {
   AllocationRequest req = a.request.request();
   req.threads = g.threads;
@@ -41,7 +26,7 @@ int run_allocation(const AllocationArgs& a, const Global& g) {
   req.on_unit = [&bar] { bar.tick(); };
   const AllocationResult res = run_allocation(tr, req);
   bar.finish();
-  show(a, req, res);
+  print_report(res.report(req, a.trace), a.plot, a.json, [&] { return res.to_json(req, a.trace).dump(1) + "\n"; });
   return 0;
 }
 

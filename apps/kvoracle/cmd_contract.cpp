@@ -1,12 +1,11 @@
 #include "cmd_contract.hpp"
 
-#include <iostream>
 #include <memory>
 #include <string>
 
-#include "kvo/core/atomic_file.hpp"
 #include "kvo/core/trace_io.hpp"
 #include "kvo/oracle/contract_run.hpp"
+#include "report_output.hpp"
 #include "schema_flags.hpp"
 
 namespace kvo::cli {
@@ -23,16 +22,7 @@ int run_contract_command(const ContractArgs& a, const Global& g) {
   req.validate();
   const Trace tr = read_trace(a.trace);
   const ContractResult res = run_contract(tr, req, a.trace);
-  const Report report = res.report();
-  std::cout << report.text();
-  if (!a.plot.empty()) {
-    write_file_atomic(a.plot, report.plots().at(0).svg);
-    std::cout << "plot: " << a.plot << '\n';
-  }
-  if (!a.json.empty()) {
-    write_file_atomic(a.json, res.to_json().dump(1) + "\n");
-    std::cout << "results: " << a.json << '\n';
-  }
+  print_report(res.report(), a.plot, a.json, [&] { return res.to_json().dump(1) + "\n"; });
   return 0;
 }
 
