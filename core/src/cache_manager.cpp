@@ -9,12 +9,15 @@
 
 namespace kvo {
 
-KvEvictionManager::KvEvictionManager(const CacheManagerOptions& o, PolicyMaker maker) : o_(o) {
+KvEvictionManager::KvEvictionManager(const CacheManagerOptions& options, PolicyMaker maker) : o_(options) {
+  // Under a contract the policies begin with the run replay gives them under the same contract.
+  if (o_.contract && !maker) o_.run = run_under_contract(o_.run, *o_.contract);
+  const CacheManagerOptions& o = o_;
   require(o.n_layers > 0 && o.n_kv_heads > 0 && o.batch > 0, "cache manager: layers, KV heads and batch must be > 0");
   require(o.max_len > 0, "cache manager: max_len (the length ratio budgets refer to) must be > 0");
   const PolicyTraits& traits = policy_traits(o.run.policy.id);
   const bool custom = static_cast<bool>(maker);  // its policies answer for themselves below
-  const bool shared = o.run.budget_scope != BudgetScope::Head;
+  const bool shared = o.run.budget_scope != BudgetScope::Head || o.contract.has_value();
   if (!custom) {
     const std::string name = kvo::policy_name(o.run.policy.id);
     const auto drivable = [] { return policy_names_where([](const PolicyTraits& t) { return t.decoder; }); };
@@ -59,15 +62,25 @@ KvEvictionManager::KvEvictionManager(const CacheManagerOptions& o, PolicyMaker m
         units_.push_back(std::move(p));
       }
   if (!shared) return;
-  group_size_ = static_cast<size_t>(o.n_kv_heads) *
-                (o.run.budget_scope == BudgetScope::Model ? static_cast<size_t>(o.n_layers) : 1);
+  const BudgetScope scope = o.contract ? o.contract->grouping() : o.run.budget_scope;
+  group_size_ = scope == BudgetScope::Head    ? 1
+                : scope == BudgetScope::Layer ? static_cast<size_t>(o.n_kv_heads)
+                                              : static_cast<size_t>(o.n_kv_heads) * static_cast<size_t>(o.n_layers);
   for (size_t first = 0; first < count; first += group_size_) {
     std::vector<EvictionPolicy*> members;
-    for (size_t u = first; u < first + group_size_; ++u) members.push_back(units_[u].get());
-    groups_.emplace_back(std::move(members), o.run.prompt_len);  // refuses policies without a score
+    std::vector<ContractUnit> keys;
+    for (size_t u = first; u < first + group_size_; ++u) {
+      members.push_back(units_[u].get());
+      keys.push_back({static_cast<int>(u / o.n_kv_heads % o.n_layers), static_cast<int>(u % o.n_kv_heads)});
+    }
+    if (o.contract)
+      contracts_.emplace_back(std::move(members), keys, *o.contract, o.max_len);  // refuses what cannot obey it
+    else
+      groups_.emplace_back(std::move(members), o.run.prompt_len);  // refuses policies without a score
   }
-  group_arrived_.assign(groups_.size(), 0);
-  group_settled_.assign(groups_.size(), std::max(o.run.prompt_len, 1) - 2);  // the first decision: prompt_len - 1
+  const size_t n_groups = count / group_size_;
+  group_arrived_.assign(n_groups, 0);
+  group_settled_.assign(n_groups, std::max(o.run.prompt_len, 1) - 2);  // the first decision: prompt_len - 1
   pending_.resize(count);
 }
 
@@ -91,8 +104,8 @@ std::vector<int> KvEvictionManager::step(int seq, int layer, int kv_head, int po
           "cache manager: position " + std::to_string(pos) + " beyond max_len " + std::to_string(o_.max_len));
   require(positions.size() == probs.size() && !positions.empty() && positions.back() == pos,
           "cache manager: the attended positions must end with the new one and match the probabilities");
-  const size_t g = groups_.empty() ? 0 : group_of(u);
-  const bool settles = !groups_.empty() && pos >= o_.run.prompt_len - 1;  // the prompt is held whole
+  const size_t g = grouped() ? group_of(u) : 0;
+  const bool settles = grouped() && pos >= o_.run.prompt_len - 1;  // the prompt is held whole
   if (settles) {
     // A group that evicts at a position must hear every unit before any of them moves on.
     require(pos == group_settled_[g] + 1, "cache manager: " + where + " stepped to " + std::to_string(pos) +
@@ -100,7 +113,7 @@ std::vector<int> KvEvictionManager::step(int seq, int layer, int kv_head, int po
                                               std::to_string(group_settled_[g] + 1) +
                                               " (step a shared budget's units in lockstep)");
   }
-  if (!groups_.empty())
+  if (grouped())
     require(pending_[u].empty(), "cache manager: " + where + " stepped before its evictions were taken (take_evicted)");
   const std::vector<int> before(positions.begin(), positions.end());
   require(before == p.attended(pos), "cache manager: the decoder holds positions the policy did not keep (" + where +
@@ -108,9 +121,9 @@ std::vector<int> KvEvictionManager::step(int seq, int layer, int kv_head, int po
   p.observe(pos, positions, probs);
   ++next;
   std::vector<int> gone;
-  if (!groups_.empty()) {
+  if (grouped()) {
     if (!settles || ++group_arrived_[g] < static_cast<int>(group_size_)) return gone;
-    std::vector<std::vector<int>> out = groups_[g].settle(pos);
+    std::vector<std::vector<int>> out = settle_group(g, pos);
     group_arrived_[g] = 0;
     group_settled_[g] = pos;
     for (size_t m = 0; m < out.size(); ++m) {
@@ -128,6 +141,19 @@ std::vector<int> KvEvictionManager::step(int seq, int layer, int kv_head, int po
   return gone;
 }
 
+std::vector<std::vector<int>> KvEvictionManager::settle_group(size_t g, int pos) {
+  if (contracts_.empty()) return groups_[g].settle(pos);
+  const size_t first = g * group_size_;
+  std::vector<std::vector<int>> held(group_size_), out(group_size_);
+  for (size_t m = 0; m < group_size_; ++m) held[m] = units_[first + m]->cache();
+  contracts_[g].settle(pos);
+  for (size_t m = 0; m < group_size_; ++m) {
+    const auto& kept = units_[first + m]->cache();
+    std::set_difference(held[m].begin(), held[m].end(), kept.begin(), kept.end(), std::back_inserter(out[m]));
+  }
+  return out;
+}
+
 std::vector<int> KvEvictionManager::take_evicted(int seq, int layer, int kv_head) {
   const size_t u = index(seq, layer, kv_head);
   if (pending_.empty()) return {};
@@ -143,7 +169,12 @@ ResolvedBudget KvEvictionManager::budget(int layer, int kv_head) const {
 }
 
 int KvEvictionManager::max_held(int layer, int kv_head) const {
-  if (groups_.empty()) return budget(layer, kv_head).total;
+  if (!grouped()) return budget(layer, kv_head).total;
+  if (o_.contract) {
+    const long most = static_cast<long>(o_.contract->most_held(o_.max_len)) *
+                      static_cast<long>(contracts_[group_of(index(0, layer, kv_head))].widest_budget_group());
+    return static_cast<int>(std::min<long>(most, o_.max_len));
+  }
   return static_cast<int>(std::min<long>(groups_[group_of(index(0, layer, kv_head))].capacity(), o_.max_len));
 }
 

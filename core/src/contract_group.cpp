@@ -7,6 +7,7 @@
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/page_shape.hpp"
+#include "kvo/core/policy_registry.hpp"
 
 namespace kvo {
 namespace {
@@ -28,6 +29,17 @@ std::vector<Candidate> lowest(std::vector<Candidate> cand, long count) {
 
 }  // namespace
 
+RunConfig run_under_contract(RunConfig run, const EvictionContract& c) {
+  require(policy_traits(run.policy.id).prefill_score,
+          "policy " + policy_name(run.policy.id) + " has no per-token score to evict by under a contract (" +
+              policy_names_where([](const PolicyTraits& t) { return t.prefill_score; }) + " have one)");
+  run.budget = Budget(Amount{false, static_cast<double>(c.budget)},
+                      Amount{false, static_cast<double>(std::max(0, c.recent - c.delay))});
+  run.budget_scope = BudgetScope::Head;
+  run.prompt_len = 0;
+  return run;
+}
+
 ContractGroup::ContractGroup(std::vector<EvictionPolicy*> units, std::span<const ContractUnit> keys,
                              EvictionContract contract, int n)
     : c_(contract), n_(n) {
@@ -48,6 +60,12 @@ ContractGroup::ContractGroup(std::vector<EvictionPolicy*> units, std::span<const
 }
 
 const std::vector<int>& ContractGroup::held(size_t set) const { return units_[sets_.at(set).front()]->cache(); }
+
+size_t ContractGroup::widest_budget_group() const {
+  size_t widest = 1;
+  for (const auto& g : groups_) widest = std::max(widest, g.size());
+  return widest;
+}
 
 void ContractGroup::evict(size_t set, std::vector<int> tokens) {
   if (tokens.empty()) return;

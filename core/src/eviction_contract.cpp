@@ -106,6 +106,15 @@ void EvictionContract::validate(int n) const {
   }
 }
 
+int EvictionContract::most_held(int n) const {
+  if (!compresses()) return budget;
+  const std::vector<int> points = compression_steps(n);
+  if (points.empty()) return n;
+  int peak = points.front() + 1;
+  for (size_t x = 1; x < points.size(); ++x) peak = std::max(peak, budget + points[x] - points[x - 1]);
+  return std::min(n, std::max(peak, budget + n - 1 - points.back()));
+}
+
 std::vector<int> EvictionContract::compression_steps(int n) const {
   std::vector<int> out;
   if (!compresses()) return out;

@@ -180,15 +180,7 @@ ReplayPlan::ReplayPlan(const Trace& trace, ReplayOptions o) : trace_(trace), o_(
     c.validate(trace.n_tokens);
     require(o_.run.gqa != GqaMode::PerQueryHead,
             "a contract's units are (layer, KV head): run it with --gqa kv-mean or kv-max, not query");
-    require(policy_traits(o_.run.policy.id).prefill_score,
-            "policy " + policy_name(o_.run.policy.id) + " has no per-token score to evict by under a contract (" +
-                policy_names_where([](const PolicyTraits& t) { return t.prefill_score; }) + " have one)");
-    // What each unit's policy keeps by its own rule: k, and the window that is still protected
-    // when a delayed eviction decided now takes effect.
-    o_.run.budget = Budget(Amount{false, static_cast<double>(c.budget)},
-                           Amount{false, static_cast<double>(std::max(0, c.recent - c.delay))});
-    o_.run.budget_scope = BudgetScope::Head;
-    o_.run.prompt_len = 0;
+    o_.run = run_under_contract(o_.run, c);
   }
   // A bad prompt, layer, head or budget fails here, before any work; so do bad policy parameters.
   o_.run.validate(trace, SharedBudgets::Allowed);

@@ -25,17 +25,6 @@
 namespace kvo {
 namespace {
 
-// Tokens a kept set holds at most: k when evicting at every step, else the target plus the longest
-// stretch between compressions (the first one counted from the start).
-int peak_held(const EvictionContract& c, int n) {
-  const std::vector<int> points = c.compression_steps(n);
-  if (!c.compresses()) return c.budget;
-  if (points.empty()) return n;
-  int peak = points.front() + 1;
-  for (size_t x = 1; x < points.size(); ++x) peak = std::max(peak, c.budget + points[x] - points[x - 1]);
-  return std::min(n, std::max(peak, c.budget + n - 1 - points.back()));
-}
-
 // Each (layer, KV head)'s last kept step per token, from replay records without sets.
 std::vector<std::vector<int>> unit_ends(const Trace& tr, const ReplayResult& res) {
   const int n = tr.n_tokens, g = tr.group_size();
@@ -152,7 +141,7 @@ ContractResult run_contract(const Trace& tr, const ContractRequest& req, const s
       row.engine = e.engine;
       row.document = d;
       row.contract = e.contract;
-      row.peak = peak_held(row.contract, n);
+      row.peak = row.contract.most_held(n);
       const auto sets = row.contract.sets_of(units);
       for (const auto& g : row.contract.budget_groups_of(units, sets)) widest = std::max(widest, g.size());
       rows.push_back(std::move(row));

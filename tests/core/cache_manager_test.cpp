@@ -145,6 +145,69 @@ TEST(CacheManager, SharedBudgetsKeepWhatTheReplayEngineKeeps) {
       }
 }
 
+// Under an engine's contract the manager keeps what replay keeps with the same contract: kept sets
+// tied across a layer's heads or the whole model, budgets shared by sets, pages, a delay,
+// compressions every N steps and admission only; no unit ever holds more than max_held.
+TEST(CacheManager, ContractsKeepWhatTheReplayEngineKeeps) {
+  const Trace tr = small_trace(6);
+  std::vector<EvictionContract> contracts(6);
+  contracts[0].kept_sets = KeptSets::Model;
+  contracts[0].budget = 12;
+  contracts[0].sinks = 2;
+  contracts[0].recent = 4;
+  contracts[1].kept_sets = KeptSets::Layer;
+  contracts[1].budget_scope = BudgetScope::Model;
+  contracts[1].budget = 10;
+  contracts[1].recent = 2;
+  contracts[2].budget = 10;
+  contracts[2].recent = 4;
+  contracts[2].delay = 3;
+  contracts[3].kept_sets = KeptSets::Model;
+  contracts[3].page_size = 4;
+  contracts[3].budget = 16;
+  contracts[3].sinks = 4;
+  contracts[3].recent = 4;
+  contracts[4].kept_sets = KeptSets::KvHead;
+  contracts[4].budget = 10;
+  contracts[4].interval = 8;
+  contracts[5].budget = 12;
+  contracts[5].recent = 4;
+  contracts[5].admission_only = true;
+  for (size_t c = 0; c < contracts.size(); ++c)
+    for (PolicyId id : {PolicyId::H2O, PolicyId::Tova}) {
+      if (contracts[c].admission_only && id != PolicyId::H2O) continue;  // first come: the policy does not matter
+      ReplayOptions ro;
+      ro.run.policy.id = id;
+      ro.run.gqa = GqaMode::KvMean;
+      ro.contract = contracts[c];
+      const ReplayResult want = replay(tr, ro);
+      CacheManagerOptions o;
+      o.run = ro.run;
+      o.contract = contracts[c];
+      o.n_layers = tr.n_layers;
+      o.n_kv_heads = tr.n_kv_heads;
+      o.max_len = tr.n_tokens;
+      KvEvictionManager m(o);
+      SCOPED_TRACE("contract " + std::to_string(c) + " " + policy_name(id));
+      drive(tr, m, 0, &want);
+      for (int l = 0; l < tr.n_layers; ++l)
+        for (int kv = 0; kv < tr.n_kv_heads; ++kv) {
+          EXPECT_LE(m.held(0, l, kv).size(), size_t(m.max_held(l, kv)));
+          if (contracts[c].kept_sets == KeptSets::Model) {
+            EXPECT_EQ(m.held(0, l, kv), m.held(0, 0, 0));
+          }
+        }
+    }
+  // A policy with no per-token score cannot obey a contract: refused when the manager is built.
+  CacheManagerOptions o;
+  o.run.policy.id = PolicyId::Random;
+  o.contract = contracts[0];
+  o.n_layers = tr.n_layers;
+  o.n_kv_heads = tr.n_kv_heads;
+  o.max_len = tr.n_tokens;
+  EXPECT_THROW(KvEvictionManager{o}, Error);
+}
+
 // A shared budget decides once every unit of its group stepped a position: a unit running ahead,
 // or stepping before it dropped what the group evicted from it, is refused in one line.
 TEST(CacheManager, SharedBudgetsRefuseUnitsOutOfStep) {
@@ -302,4 +365,23 @@ TEST(CacheManager, TheSharedBudgetDocSnippetRuns) {
   EXPECT_EQ(held[0].size() + held[1].size() + held[2].size(), 192u);
   EXPECT_NE(held[0].size(), 64u);
   for (int h = 0; h < 3; ++h) EXPECT_EQ(held[static_cast<size_t>(h)], manager.held(s, l, h));
+}
+
+// docs/decoder.md, "An engine's contract": llama.cpp's whole-model position removal as a manager.
+TEST(CacheManager, TheContractDocSnippetRuns) {
+  // --8<-- [start:contract]
+  kvo::CacheManagerOptions o;
+  o.run.policy.id = kvo::PolicyId::H2O;  // evicts by its per-token score, summed over the set's units
+  o.contract = kvo::EvictionContract{};
+  o.contract->kept_sets = kvo::KeptSets::Model;  // one set for every layer and KV head
+  o.contract->budget = 1638;                     // positions the model's cache holds
+  o.contract->sinks = 4;
+  o.contract->recent = 16;
+  o.n_layers = 30;
+  o.n_kv_heads = 3;
+  o.max_len = 8192;
+  kvo::KvEvictionManager manager(o);  // step every unit of a position before the next position
+  // --8<-- [end:contract]
+  EXPECT_EQ(manager.max_held(29, 2), 1638);
+  EXPECT_EQ(manager.budget_scope(), kvo::BudgetScope::Model);
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/eviction_contract.hpp"
 #include "kvo/core/policy_registry.hpp"
 #include "model_fixture.hpp"
 
@@ -162,6 +163,41 @@ TEST(EvictingDecoder, SharedBudgetsKeepTheSameSetsLayeredOrTokenByToken) {
         EXPECT_LT((a - b).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, a.cwiseAbs().maxCoeff())) << t;
       }
     }
+}
+
+// Under an engine's contract (one kept set per layer, or for the whole model as llama.cpp's
+// position removal imposes) every unit of a set holds the same positions, k of them, whether the
+// input is fed token by token or layer by layer.
+TEST(EvictingDecoder, ContractsKeepTiedSetsLayeredOrTokenByToken) {
+  const auto& m = test::tiny_model();
+  const int n = 32, k = 8;
+  const auto ids = test::gpl3_tokens(n);
+  for (const KeptSets sets : {KeptSets::Layer, KeptSets::Model}) {
+    SCOPED_TRACE(kept_sets_name(sets));
+    CacheManagerOptions o = options(m, PolicyId::H2O, "1", n);
+    o.contract = EvictionContract{};
+    o.contract->kept_sets = sets;
+    o.contract->budget = k;
+    o.contract->sinks = 2;
+    o.contract->recent = 4;
+    KvEvictionManager by_token_mgr(o), layered_mgr(o);
+    EXPECT_EQ(by_token_mgr.max_held(0, 0), k);
+    model::EvictingDecoder by_token(m, by_token_mgr, k + 1), layered(m, layered_mgr, k + 1);
+    for (int t = 0; t < n; ++t) by_token.step(ids[static_cast<size_t>(t)]);
+    layered.prefill(ids, /*all_logits=*/true);
+    const int L = m.config().n_layers, H = m.config().n_kv_heads;
+    for (int l = 0; l < L; ++l)
+      for (int kv = 0; kv < H; ++kv) {
+        EXPECT_EQ(layered.held(l, kv), by_token.held(l, kv)) << "layer " << l << ", KV head " << kv;
+        EXPECT_EQ(layered.held(l, kv).size(), static_cast<size_t>(k));
+        EXPECT_EQ(layered.held(l, kv), layered.held(l, 0));
+        if (sets == KeptSets::Model) {
+          EXPECT_EQ(layered.held(l, kv), layered.held(0, 0));
+        }
+      }
+    EXPECT_EQ(layered.held(0, 0).front(), 0);  // the sinks stay
+    EXPECT_EQ(layered.held(0, 0).back(), n - 1);
+  }
 }
 
 // The last-token form returns the same row as the full matrix's last.

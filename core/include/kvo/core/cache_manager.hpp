@@ -5,14 +5,20 @@
 // and gets back the positions to evict now. Budgets are absolute or ratios, per layer / head.
 // Under a shared budget (run.budget_scope layer or model) the units of a layer or of the model step
 // in lockstep: the step that completes a group's position decides for the whole group, and each
-// other unit collects its share with take_evicted() before its next step.
+// other unit collects its share with take_evicted() before its next step. Under an engine's
+// contract (core/eviction_contract.hpp: kept sets tied across heads or the whole model, sinks,
+// window, pages, compressions, a delay, admission only) the units it groups step the same way and
+// evict what the contract lets go (core/contract_group.hpp), as replay does with the same contract.
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "kvo/core/contract_group.hpp"
+#include "kvo/core/eviction_contract.hpp"
 #include "kvo/core/policy.hpp"
 #include "kvo/core/run_config.hpp"
 #include "kvo/core/shared_budget.hpp"
@@ -24,6 +30,9 @@ struct CacheManagerOptions {
   int n_layers = 0, n_kv_heads = 0;
   int batch = 1;    // independent sequences
   int max_len = 0;  // the sequence length ratio budgets refer to
+  // An engine's contract for every sequence. It decides the budgets: the policies begin with
+  // run_under_contract(run) (core/contract_group.hpp), so run's budget, scope and prompt are not read.
+  std::optional<EvictionContract> contract;
 };
 
 // Builds a policy for one (sequence, layer, KV head) unit; the default uses make_policy.
@@ -50,10 +59,11 @@ class KvEvictionManager {
   // The positions held after the last step of a unit (ascending).
   const std::vector<int>& held(int seq, int layer, int kv_head) const;
   ResolvedBudget budget(int layer, int kv_head) const;
-  // The most positions a unit can hold after a step: its budget, or under a shared budget its
-  // group's (at most max_len). A decoder sizes its pools by it.
+  // The most positions a unit can hold after a step: its budget, under a shared budget its
+  // group's, under a contract its kept set's (at most max_len). A decoder sizes its pools by it.
   int max_held(int layer, int kv_head) const;
-  BudgetScope budget_scope() const { return o_.run.budget_scope; }
+  // The units that step in lockstep: run.budget_scope, or under a contract the grouping it imposes.
+  BudgetScope budget_scope() const { return o_.contract ? o_.contract->grouping() : o_.run.budget_scope; }
   int prompt_len() const { return o_.run.prompt_len; }
   const CacheManagerOptions& options() const { return o_; }
   const std::string& policy_name() const { return name_; }
@@ -61,6 +71,10 @@ class KvEvictionManager {
  private:
   size_t index(int seq, int layer, int kv_head) const;  // kvo::Error for a unit that does not exist
   size_t group_of(size_t unit) const;
+  bool grouped() const { return group_size_ > 0; }
+  // What a group's step evicted from each of its units: the shared budget's answer, or under a
+  // contract each unit's positions before and after the contract settled.
+  std::vector<std::vector<int>> settle_group(size_t g, int pos);
   CacheManagerOptions o_;
   std::string name_;
   std::vector<std::unique_ptr<EvictionPolicy>> units_;
@@ -70,6 +84,7 @@ class KvEvictionManager {
   // stepped the position after the last it decided, that position, and what it evicted from units
   // not stepping at the time.
   std::vector<SharedBudgetGroup> groups_;
+  std::vector<ContractGroup> contracts_;  // or, under a contract, one per group of units it evicts for together
   size_t group_size_ = 0;
   std::vector<int> group_arrived_, group_settled_;
   std::vector<std::vector<int>> pending_;

@@ -9,8 +9,15 @@
 
 #include "kvo/core/eviction_contract.hpp"
 #include "kvo/core/policy.hpp"
+#include "kvo/core/run_config.hpp"
 
 namespace kvo {
+
+// The run each unit's policy begins with under a contract: its own rule keeps k and the window
+// still protected when a delayed eviction decided now takes effect; budgets per head, no prompt
+// held whole (the contract's sinks and prompt_len say what is protected). kvo::Error for a policy
+// without a per-token score to evict by.
+RunConfig run_under_contract(RunConfig run, const EvictionContract& contract);
 
 class ContractGroup {
  public:
@@ -33,6 +40,8 @@ class ContractGroup {
   // The kept set's tokens now (every unit of a set holds the same).
   const std::vector<int>& held(size_t set) const;
   size_t sets() const { return sets_.size(); }
+  // The most kept sets sharing one budget (1 when each set has its own).
+  size_t widest_budget_group() const;
 
  private:
   void evict(size_t set, std::vector<int> tokens);  // from every unit of the set, now

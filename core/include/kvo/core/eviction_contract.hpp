@@ -54,6 +54,9 @@ struct EvictionContract {
   // Every step after which the cache is compressed (empty when it evicts after every step).
   bool compresses() const { return chunk > 0 || interval > 0; }
   std::vector<int> compression_steps(int n) const;
+  // Tokens a kept set holds at most after a step: k when evicting at every step, else the target
+  // plus the longest stretch between compressions (the first one counted from the start).
+  int most_held(int n) const;
   // The units that must be evicted for together (a budget group, or a kept set spanning several):
   // head, layer or model, in replay's grouping of units.
   BudgetScope grouping() const;
