@@ -18,6 +18,7 @@ KvEvictionManager::KvEvictionManager(const CacheManagerOptions& options, PolicyM
   const PolicyTraits& traits = policy_traits(o.run.policy.id);
   const bool custom = static_cast<bool>(maker);  // its policies answer for themselves below
   const bool shared = o.run.budget_scope != BudgetScope::Head || o.contract.has_value();
+  require(!o.steer || o.contract.has_value(), "cache manager: an eviction steer needs a contract (options.contract)");
   if (!custom) {
     const std::string name = kvo::policy_name(o.run.policy.id);
     const auto drivable = [] { return policy_names_where([](const PolicyTraits& t) { return t.decoder; }); };
@@ -73,9 +74,17 @@ KvEvictionManager::KvEvictionManager(const CacheManagerOptions& options, PolicyM
       members.push_back(units_[u].get());
       keys.push_back({static_cast<int>(u / o.n_kv_heads % o.n_layers), static_cast<int>(u % o.n_kv_heads)});
     }
-    if (o.contract)
+    if (o.contract) {
       contracts_.emplace_back(std::move(members), keys, *o.contract, o.max_len);  // refuses what cannot obey it
-    else
+      if (o_.steer) {
+        const int seq = static_cast<int>(first / (static_cast<size_t>(o.n_layers) * o.n_kv_heads));
+        contracts_.back().set_steer([steer = o_.steer, seq](const EvictionChoice& choice, std::vector<int>& tokens) {
+          EvictionChoice c = choice;
+          c.seq = seq;
+          steer(c, tokens);
+        });
+      }
+    } else
       groups_.emplace_back(std::move(members), o.run.prompt_len);  // refuses policies without a score
   }
   const size_t n_groups = count / group_size_;

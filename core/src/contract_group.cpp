@@ -46,6 +46,10 @@ ContractGroup::ContractGroup(std::vector<EvictionPolicy*> units, std::span<const
   c_.validate(n);
   require(!units.empty() && keys.size() == units.size(), "internal: a contract group needs each unit's layer and head");
   sets_ = c_.sets_of(keys);
+  for (const auto& set : sets_) {
+    set_units_.emplace_back();
+    for (size_t u : set) set_units_.back().push_back(keys[u]);
+  }
   groups_ = c_.budget_groups_of(keys, sets_);
   admitted_.assign(groups_.size(), 0);
   for (EvictionPolicy* p : units) {
@@ -65,6 +69,12 @@ size_t ContractGroup::widest_budget_group() const {
   size_t widest = 1;
   for (const auto& g : groups_) widest = std::max(widest, g.size());
   return widest;
+}
+
+void ContractGroup::set_steer(EvictionSteer steer) {
+  require(!c_.admission_only && c_.page_size == 1,
+          "an eviction steer replaces single tokens; this contract evicts whole pages or admits only");
+  steer_ = std::move(steer);
 }
 
 void ContractGroup::evict(size_t set, std::vector<int> tokens) {
@@ -116,24 +126,48 @@ void ContractGroup::settle_tokens(int i, const std::vector<size_t>& group) {
   // already decided; scored by the sum of the set's units' scores.
   const int newest = i + d - c_.recent;
   std::vector<Candidate> cand;
+  std::vector<std::vector<double>> scores(sets_.size());
   for (size_t x : group) {
-    const std::vector<double> score = set_scores(x);
+    scores[x] = set_scores(x);
+    const std::vector<double>& score = scores[x];
     for (int j : held(x))
       if (j >= s && j <= newest && !is_pending_[x][static_cast<size_t>(j)] &&
           !std::isinf(score[static_cast<size_t>(j)]))
         cand.push_back({score[static_cast<size_t>(j)], j, x});
   }
   require(static_cast<long>(cand.size()) >= excess, "internal: a contract group has fewer candidates than its excess");
-  std::vector<std::vector<int>> now(sets_.size());
-  for (const Candidate& c : lowest(std::move(cand), excess)) {
-    if (d == 0) {
-      now[c.set].push_back(c.token);
-    } else {
-      pending_[c.set].emplace_back(i + d, c.token);
-      is_pending_[c.set][static_cast<size_t>(c.token)] = 1;
+  std::vector<std::vector<int>> chosen(sets_.size());
+  for (const Candidate& c : lowest(cand, excess)) chosen[c.set].push_back(c.token);
+  if (steer_) {
+    for (size_t x : group) {
+      if (chosen[x].empty()) continue;
+      std::vector<int> candidates;
+      for (const Candidate& c : cand)
+        if (c.set == x) candidates.push_back(c.token);
+      std::sort(candidates.begin(), candidates.end());
+      std::sort(chosen[x].begin(), chosen[x].end());
+      const size_t count = chosen[x].size();
+      steer_(EvictionChoice{0, i, set_units_[x], candidates, scores[x]}, chosen[x]);
+      std::sort(chosen[x].begin(), chosen[x].end());
+      require(chosen[x].size() == count && std::adjacent_find(chosen[x].begin(), chosen[x].end()) == chosen[x].end(),
+              "eviction steer at step " + std::to_string(i) + ": it must name " + std::to_string(count) +
+                  " distinct tokens");
+      for (int j : chosen[x])
+        require(std::binary_search(candidates.begin(), candidates.end(), j),
+                "eviction steer at step " + std::to_string(i) + ": token " + std::to_string(j) +
+                    " is not one the contract could evict (held, past the sinks, outside the window)");
     }
   }
-  for (size_t x : group) evict(x, std::move(now[x]));
+  for (size_t x : group) {
+    if (d == 0) {
+      evict(x, std::move(chosen[x]));
+      continue;
+    }
+    for (int j : chosen[x]) {
+      pending_[x].emplace_back(i + d, j);
+      is_pending_[x][static_cast<size_t>(j)] = 1;
+    }
+  }
 }
 
 void ContractGroup::settle_pages(int i, const std::vector<size_t>& group) {

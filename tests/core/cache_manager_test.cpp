@@ -208,6 +208,71 @@ TEST(CacheManager, ContractsKeepWhatTheReplayEngineKeeps) {
   EXPECT_THROW(KvEvictionManager{o}, Error);
 }
 
+// A steer replaces what the contract evicts: here the oldest token past the sinks always leaves,
+// so the whole-model set is the sinks and the newest tokens (StreamingLLM's cache). A steer that
+// names a protected token or a wrong count is refused at that step; one without a contract, or
+// under pages, when the manager is built.
+TEST(CacheManager, ASteerReplacesWhatTheContractEvicts) {
+  const Trace tr = small_trace(6);
+  EvictionContract c;
+  c.kept_sets = KeptSets::Model;
+  c.budget = 12;
+  c.sinks = 2;
+  c.recent = 4;
+  CacheManagerOptions o;
+  o.run.policy.id = PolicyId::H2O;
+  o.contract = c;
+  o.n_layers = tr.n_layers;
+  o.n_kv_heads = tr.n_kv_heads;
+  o.max_len = tr.n_tokens;
+  int calls = 0;
+  std::vector<int> proposed;
+  o.steer = [&](const EvictionChoice& choice, std::vector<int>& tokens) {
+    ++calls;
+    const int step = choice.step;
+    EXPECT_EQ(choice.seq, 0);
+    EXPECT_EQ(choice.units.size(), size_t(tr.n_layers * tr.n_kv_heads));
+    EXPECT_EQ(choice.score.size(), size_t(tr.n_tokens));
+    // The candidates: past the sinks, outside the window of 4, as many as held minus those.
+    EXPECT_EQ(choice.candidates.front(), step - c.budget + c.sinks);  // what the steer left
+    EXPECT_EQ(choice.candidates.back(), step - c.recent);
+    EXPECT_EQ(choice.candidates.size(), size_t(c.budget + 1 - c.sinks - c.recent));
+    ASSERT_EQ(tokens.size(), 1u);
+    proposed.push_back(tokens[0] - step);  // sinks - budget where h2o chose the oldest too
+    tokens = {step - c.budget + c.sinks};  // the oldest past the sinks
+  };
+  KvEvictionManager m(o);
+  drive(tr, m, 0, nullptr);
+  EXPECT_EQ(calls, tr.n_tokens - c.budget);
+  std::vector<int> want = {0, 1};
+  for (int j = tr.n_tokens - (c.budget - c.sinks); j < tr.n_tokens; ++j) want.push_back(j);
+  EXPECT_EQ(m.held(0, 1, 1), want);
+  // h2o's own choices were not all the oldest: the steer did change something.
+  EXPECT_GT(std::count_if(proposed.begin(), proposed.end(), [&](int d) { return d != c.sinks - c.budget; }), 0);
+
+  for (int bad : {0, 1}) {  // a sink; then two tokens for one
+    CacheManagerOptions ob = o;
+    ob.steer = [bad](const EvictionChoice& choice, std::vector<int>& tokens) {
+      tokens = bad == 0 ? std::vector<int>{1} : std::vector<int>{choice.step - 9, choice.step - 8};
+    };
+    KvEvictionManager mb(ob);
+    try {
+      drive(tr, mb, 0, nullptr);
+      ADD_FAILURE() << "a bad steer was not refused";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("eviction steer at step 12"), std::string::npos) << e.what();
+    }
+  }
+  CacheManagerOptions none = o;
+  none.contract.reset();
+  EXPECT_THROW(KvEvictionManager{none}, Error);
+  CacheManagerOptions pages = o;
+  pages.contract->page_size = 4;
+  pages.contract->budget = 16;
+  pages.contract->sinks = 4;
+  EXPECT_THROW(KvEvictionManager{pages}, Error);
+}
+
 // A shared budget decides once every unit of its group stepped a position: a unit running ahead,
 // or stepping before it dropped what the group evicted from it, is refused in one line.
 TEST(CacheManager, SharedBudgetsRefuseUnitsOutOfStep) {

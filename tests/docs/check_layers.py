@@ -22,6 +22,7 @@ folders = {
     "studies": "studies",
     "kvoracle_cli": "apps/kvoracle",
     "python": "python",
+    "llama_cpp": "engines/llama-cpp",
 }
 problems = [f"{lib}: docs/architecture.md's table has no row for it" for lib in folders if lib not in allowed]
 for lib, folder in folders.items():

@@ -33,6 +33,9 @@ struct CacheManagerOptions {
   // An engine's contract for every sequence. It decides the budgets: the policies begin with
   // run_under_contract(run) (core/contract_group.hpp), so run's budget, scope and prompt are not read.
   std::optional<EvictionContract> contract;
+  // Under a contract: the decoder's say in each token eviction (core/contract_group.hpp), the
+  // choice's seq naming the sequence. kvo::Error without a contract.
+  EvictionSteer steer;
 };
 
 // Builds a policy for one (sequence, layer, KV head) unit; the default uses make_policy.

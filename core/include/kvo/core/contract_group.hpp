@@ -3,6 +3,7 @@
 // kept set at once, what the contract lets go. Replay drives its groups through it, so a policy's
 // value under a contract is measured on the schedule the contract allows (docs/engines.md).
 #pragma once
+#include <functional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -18,6 +19,20 @@ namespace kvo {
 // held whole (the contract's sinks and prompt_len say what is protected). kvo::Error for a policy
 // without a per-token score to evict by.
 RunConfig run_under_contract(RunConfig run, const EvictionContract& contract);
+
+// An engine's say in what a contract evicts at a step. The steer sees the choice (the step, the
+// kept set's units, the tokens the contract could evict and every token's summed eviction score)
+// and the tokens the contract chose (ascending), and may replace them with as many other
+// candidates. An engine that pins tokens keeps them this way; a comparison of two implementations'
+// decisions makes one follow the other (docs/llama.md).
+struct EvictionChoice {
+  int seq = 0;  // the sequence (set by KvEvictionManager; 0 in a ContractGroup alone)
+  int step = 0;
+  std::span<const ContractUnit> units;  // the kept set's units
+  std::span<const int> candidates;      // held, past the sinks, outside the window, not already decided; ascending
+  std::span<const double> score;        // by token: the set's summed eviction score
+};
+using EvictionSteer = std::function<void(const EvictionChoice& choice, std::vector<int>& tokens)>;
 
 class ContractGroup {
  public:
@@ -36,6 +51,9 @@ class ContractGroup {
   // the group has room, first come first served, and dropped otherwise. Ties: the older token (or
   // page), then the earlier set.
   void settle(int i);
+  // Lets `steer` replace each token eviction settle() decides (kvo::Error under pages or admission
+  // only, which evict no single token by score).
+  void set_steer(EvictionSteer steer);
 
   // The kept set's tokens now (every unit of a set holds the same).
   const std::vector<int>& held(size_t set) const;
@@ -53,6 +71,8 @@ class ContractGroup {
 
   std::vector<NestedPolicy*> units_;
   std::vector<std::vector<size_t>> sets_;
+  std::vector<std::vector<ContractUnit>> set_units_;  // each set's units' layer and KV head
+  EvictionSteer steer_;
   std::vector<std::vector<size_t>> groups_;  // budget groups: indexes of sets
   EvictionContract c_;
   int n_;
