@@ -63,30 +63,32 @@ KvEvictionManager::KvEvictionManager(const CacheManagerOptions& options, PolicyM
         units_.push_back(std::move(p));
       }
   if (!shared) return;
-  const BudgetScope scope = o.contract ? o.contract->grouping() : o.run.budget_scope;
-  group_size_ = scope == BudgetScope::Head    ? 1
-                : scope == BudgetScope::Layer ? static_cast<size_t>(o.n_kv_heads)
-                                              : static_cast<size_t>(o.n_kv_heads) * static_cast<size_t>(o.n_layers);
-  for (size_t first = 0; first < count; first += group_size_) {
-    std::vector<EvictionPolicy*> members;
-    std::vector<ContractUnit> keys;
-    for (size_t u = first; u < first + group_size_; ++u) {
-      members.push_back(units_[u].get());
-      keys.push_back({static_cast<int>(u / o.n_kv_heads % o.n_layers), static_cast<int>(u % o.n_kv_heads)});
-    }
-    if (o.contract) {
-      contracts_.emplace_back(std::move(members), keys, *o.contract, o.max_len);  // refuses what cannot obey it
-      if (o_.steer) {
-        const int seq = static_cast<int>(first / (static_cast<size_t>(o.n_layers) * o.n_kv_heads));
-        contracts_.back().set_steer([steer = o_.steer, seq](const EvictionChoice& choice, std::vector<int>& tokens) {
-          EvictionChoice c = choice;
-          c.seq = seq;
-          steer(c, tokens);
-        });
+  // A sequence's groups are budget_scope.hpp's sharing units, each a run of consecutive units;
+  // group g of the manager is then units g * group_size_ .. (g + 1) * group_size_ - 1.
+  const size_t per_seq = static_cast<size_t>(o.n_layers) * static_cast<size_t>(o.n_kv_heads);
+  const auto sharing =
+      sharing_units(budget_scope(), static_cast<size_t>(o.n_layers), static_cast<size_t>(o.n_kv_heads));
+  group_size_ = sharing.front().size();
+  for (int seq = 0; seq < o.batch; ++seq)
+    for (const std::vector<size_t>& set : sharing) {
+      std::vector<EvictionPolicy*> members;
+      std::vector<ContractUnit> keys;
+      for (size_t m : set) {
+        members.push_back(units_[static_cast<size_t>(seq) * per_seq + m].get());
+        keys.push_back({static_cast<int>(m / o.n_kv_heads), static_cast<int>(m % o.n_kv_heads)});
       }
-    } else
-      groups_.emplace_back(std::move(members), o.run.prompt_len);  // refuses policies without a score
-  }
+      if (o.contract) {
+        contracts_.emplace_back(std::move(members), keys, *o.contract, o.max_len);  // refuses what cannot obey it
+        if (o_.steer) {
+          contracts_.back().set_steer([steer = o_.steer, seq](const EvictionChoice& choice, std::vector<int>& tokens) {
+            EvictionChoice c = choice;
+            c.seq = seq;
+            steer(c, tokens);
+          });
+        }
+      } else
+        groups_.emplace_back(std::move(members), o.run.prompt_len);  // refuses policies without a score
+    }
   const size_t n_groups = count / group_size_;
   group_arrived_.assign(n_groups, 0);
   group_settled_.assign(n_groups, std::max(o.run.prompt_len, 1) - 2);  // the first decision: prompt_len - 1
