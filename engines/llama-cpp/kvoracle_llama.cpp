@@ -26,6 +26,8 @@ std::vector<int> text_tokens(const kvo::model::Llama& m, const std::string& path
   ss << in.rdbuf();
   const std::vector<int> ids = m.tokenizer().encode(ss.str());
   kvo::require(!ids.empty(), "kvoracle-llama: the text " + path + " has no tokens");
+  if (ids.size() < static_cast<size_t>(n))
+    std::cerr << "kvoracle-llama: " << path << " has " << ids.size() << " tokens, cycled to " << n << "\n";
   std::vector<int> out(static_cast<size_t>(n));
   for (size_t i = 0; i < out.size(); ++i) out[i] = ids[i % ids.size()];
   return out;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/progress.hpp"
 #include "kvo/model/evicting_decoder.hpp"
 #include "llama.h"
 
@@ -32,8 +33,10 @@ double full_cache_tok_s(llama_model* model, const std::vector<int>& tokens, cons
                         size_t& state_bytes) {
   llama_context* ctx = llama_init_from_model(model, context_params(o, static_cast<int>(tokens.size())));
   require(ctx != nullptr, "llama.cpp could not create a full cache of " + std::to_string(tokens.size()) + " cells");
+  Progress bar("llama.cpp, full cache", static_cast<long>(tokens.size()));
   const auto t0 = Clock::now();
   for (size_t i = 0; i < tokens.size(); ++i) {
+    bar.tick();
     llama_token t = tokens[i];
     if (llama_decode(ctx, llama_batch_get_one(&t, 1)) != 0) {
       llama_free(ctx);
@@ -84,8 +87,12 @@ LlamaSpeed measure_speed(llama_model* model, const std::vector<int>& tokens, Evi
     full.push_back(full_cache_tok_s(model, tokens, options, r.full_state_bytes));
     EvictingContext ctx(model, options);
     r.evictions = 0;
+    Progress bar("llama.cpp, evicting", static_cast<long>(tokens.size()));
     const auto t0 = Clock::now();
-    for (int t : tokens) r.evictions += static_cast<long>(ctx.decode(t).size());
+    for (int t : tokens) {
+      bar.tick();
+      r.evictions += static_cast<long>(ctx.decode(t).size());
+    }
     evicting.push_back(static_cast<double>(tokens.size()) / std::chrono::duration<double>(Clock::now() - t0).count());
     r.evicting_state_bytes = ctx.state_bytes();
     r.held = static_cast<int>(ctx.held().size());
@@ -141,7 +148,11 @@ DecisionComparison compare_decisions(const model::Llama& reference, llama_model*
   {
     KvEvictionManager manager(mo);
     model::EvictingDecoder decoder(reference, manager, model::decoder_slots(manager));
-    for (int t : tokens) decoder.step(t);
+    Progress bar("kvoracle's decoder", static_cast<long>(tokens.size()));
+    for (int t : tokens) {
+      decoder.step(t);
+      bar.tick();
+    }
   }
 
   // llama.cpp, made to follow: its own choice recorded, kvoracle's applied.
@@ -170,7 +181,11 @@ DecisionComparison compare_decisions(const model::Llama& reference, llama_model*
     chosen = want.tokens;  // the steer checks it is one llama.cpp could evict
   };
   EvictingContext ctx(model, options);
-  for (int t : tokens) ctx.decode(t);
+  Progress bar("llama.cpp, following", static_cast<long>(tokens.size()));
+  for (int t : tokens) {
+    ctx.decode(t);
+    bar.tick();
+  }
   require(r.decisions == static_cast<long>(kvoracle.size()), "kvoracle's decoder evicted at " +
                                                                  std::to_string(kvoracle.size()) +
                                                                  " steps, llama.cpp at " + std::to_string(r.decisions));
