@@ -91,7 +91,16 @@ KvEvictionManager::KvEvictionManager(const CacheManagerOptions& options, PolicyM
     }
   const size_t n_groups = count / group_size_;
   group_arrived_.assign(n_groups, 0);
-  group_settled_.assign(n_groups, std::max(o.run.prompt_len, 1) - 2);  // the first decision: prompt_len - 1
+  const int start = std::max(o.run.prompt_len, 1) - 2;  // the first decision: prompt_len - 1
+  group_settled_.assign(n_groups, start);
+  lockstep_.assign(static_cast<size_t>(o.max_len), 0);
+  const std::vector<char> evicts = o.contract ? o.contract->eviction_steps(o.max_len) : std::vector<char>();
+  for (int i = std::max(o.run.prompt_len - 1, 0); i < o.max_len; ++i)
+    lockstep_[static_cast<size_t>(i)] = o.contract ? evicts[static_cast<size_t>(i)] : 1;
+  last_before_.assign(static_cast<size_t>(o.max_len), start);
+  for (int i = 1; i < o.max_len; ++i)
+    last_before_[static_cast<size_t>(i)] =
+        lockstep_[static_cast<size_t>(i - 1)] ? i - 1 : last_before_[static_cast<size_t>(i - 1)];
   pending_.resize(count);
 }
 
@@ -103,6 +112,10 @@ size_t KvEvictionManager::index(int seq, int layer, int kv_head) const {
 }
 
 size_t KvEvictionManager::group_of(size_t unit) const { return unit / group_size_; }
+
+bool KvEvictionManager::lockstep_at(int pos) const {
+  return grouped() && pos >= 0 && pos < o_.max_len && lockstep_[static_cast<size_t>(pos)];
+}
 
 std::vector<int> KvEvictionManager::step(int seq, int layer, int kv_head, int pos, std::span<const int> positions,
                                          std::span<const double> probs) {
@@ -116,13 +129,13 @@ std::vector<int> KvEvictionManager::step(int seq, int layer, int kv_head, int po
   require(positions.size() == probs.size() && !positions.empty() && positions.back() == pos,
           "cache manager: the attended positions must end with the new one and match the probabilities");
   const size_t g = grouped() ? group_of(u) : 0;
-  const bool settles = grouped() && pos >= o_.run.prompt_len - 1;  // the prompt is held whole
-  if (settles) {
-    // A group that evicts at a position must hear every unit before any of them moves on.
-    require(pos == group_settled_[g] + 1, "cache manager: " + where + " stepped to " + std::to_string(pos) +
-                                              " before every unit sharing its budget stepped " +
-                                              std::to_string(group_settled_[g] + 1) +
-                                              " (step a shared budget's units in lockstep)");
+  const bool settles = lockstep_at(pos);
+  if (grouped()) {
+    // A group that may evict at a position must hear every unit before any of them moves on.
+    const int last = last_before_[static_cast<size_t>(pos)];
+    require(group_settled_[g] == last, "cache manager: " + where + " stepped to " + std::to_string(pos) +
+                                           " before every unit sharing its budget stepped " + std::to_string(last) +
+                                           " (step a shared budget's units in lockstep)");
   }
   if (grouped())
     require(pending_[u].empty(), "cache manager: " + where + " stepped before its evictions were taken (take_evicted)");

@@ -130,4 +130,16 @@ std::vector<int> EvictionContract::compression_steps(int n) const {
   return out;
 }
 
+std::vector<char> EvictionContract::eviction_steps(int n) const {
+  std::vector<char> steps(static_cast<size_t>(std::max(n, 0)), 0);
+  if (admission_only) {
+    std::fill(steps.begin(), steps.end(), 1);
+  } else if (compresses()) {
+    for (int c : compression_steps(n)) steps[static_cast<size_t>(c)] = 1;
+  } else {
+    for (int i = 0; i < n; ++i) steps[static_cast<size_t>(i)] = i + 1 + delay + page_size > budget;
+  }
+  return steps;
+}
+
 }  // namespace kvo

@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
   CLI::App app{"kvoracle's eviction manager inside llama.cpp: speed, memory and decisions (docs/llama.md)"};
   std::string model_path = kvo::model::default_model_path(), text = "/usr/share/common-licenses/GPL-3";
   std::string policy = "h2o";
-  int n = 8192, budget = 0, sinks = 4, recent = 16, threads = 1, reps = 1, sequences = 1;
+  int n = 8192, budget = 0, sinks = 4, recent = 16, threads = 1, reps = 1, sequences = 1, prompt_len = 0, chunk = 0;
+  int batch = 256;
   std::optional<double> tolerance;
   bool compare = false, flash_attn = false, f16 = false;
   app.add_option("--model", model_path, "the GGUF file (default: SmolLM2 of scripts/fetch-model)");
@@ -48,6 +49,11 @@ int main(int argc, char** argv) {
   app.add_option("--budget", budget, "positions the cache holds (default: 20% of N)")->check(CLI::NonNegativeNumber);
   app.add_option("--sinks", sinks, "the first positions never evicted")->check(CLI::NonNegativeNumber);
   app.add_option("--recent", recent, "the newest positions never evicted")->check(CLI::NonNegativeNumber);
+  app.add_option("--prompt-len", prompt_len, "a prompt of P tokens, fed in batches (prefill)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--chunk", chunk, "compress the prompt once per chunk of C tokens (needs --prompt-len)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--batch", batch, "the most prompt tokens per llama_decode")->check(CLI::PositiveNumber);
   app.add_option("--policy", policy, "the per-token score summed over the model (h2o, tova, ...)");
   app.add_option("--threads", threads, "llama.cpp's threads")->check(CLI::PositiveNumber);
   app.add_option("--reps", reps, "repetitions of the speed runs (the median is printed)")->check(CLI::PositiveNumber);
@@ -69,6 +75,9 @@ int main(int argc, char** argv) {
     o.contract.budget = budget > 0 ? budget : std::max(1, n / 5);
     o.contract.sinks = sinks;
     o.contract.recent = recent;
+    o.contract.prompt_len = prompt_len;
+    o.contract.chunk = chunk;
+    o.batch = batch;
     o.max_len = n;
     o.threads = threads;
     o.f32_cache = !f16;

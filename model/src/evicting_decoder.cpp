@@ -61,7 +61,10 @@ Eigen::RowVectorXf EvictingDecoder::step(int token) {
 MatrixRM EvictingDecoder::prefill(std::span<const int> tokens, bool all_logits) {
   require(model_ != nullptr, "decoder pools: prefill() needs a model (this decoder holds pools only)");
   const int T = static_cast<int>(tokens.size());
-  if (manager_.budget_scope() == BudgetScope::Model && pos_ + T - 2 >= manager_.prompt_len() - 1) {
+  bool decides_inside = false;  // a model-wide group may evict inside the span (before its last token)
+  if (manager_.budget_scope() == BudgetScope::Model)
+    for (int p = pos_; p < pos_ + T - 1 && !decides_inside; ++p) decides_inside = manager_.lockstep_at(p);
+  if (decides_inside) {
     // A model-wide budget decides after every layer saw a position; layer by layer, a layer would
     // step past a decision the later layers have not made yet. Token by token instead.
     MatrixRM logits(all_logits ? T : std::min(T, 1), model_->config().vocab);

@@ -3,6 +3,8 @@
 // ties, and what cannot work with eviction is refused in one line naming the setting.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -89,6 +91,51 @@ TEST(LlamaCpp, DecisionsEqualKvoraclesDecoderExceptAtNearTies) {
     EXPECT_EQ(c.beyond_tolerance(), 0) << c.render();
     EXPECT_GT(c.equal, c.decisions * 9 / 10) << c.render();
     EXPECT_LT(c.max_score_difference, 1e-3) << c.render();
+  }
+  // Compressing the prompt once per chunk of 16, llama.cpp fed the prompt in batches: each
+  // compression evicts 16 positions at once, and decoding then evicts at every step.
+  llama_cpp::EvictingContextOptions o = options(n, 16);
+  o.contract.prompt_len = 64;
+  o.contract.chunk = 16;
+  const llama_cpp::DecisionComparison c = llama_cpp::compare_decisions(test::tiny_model(), tiny_llama(), ids, o, 1e-3);
+  EXPECT_EQ(c.decisions, 3 + (n - 1 - 64));  // after positions 31, 47, 63, then 64 .. n - 2
+  EXPECT_EQ(c.beyond_tolerance(), 0) << c.render();
+}
+
+// prefill() decodes in batches wherever the contract decides nothing inside one, and ends where
+// token by token would: the same positions held, the same evictions, the same logits up to the
+// batched products' rounding. Per-step eviction batches the tokens before the cache can fill;
+// compressions once per prompt chunk batch each chunk.
+TEST(LlamaCpp, PrefillInBatchesEqualsTokenByToken) {
+  const int n = 96;
+  const auto ids = test::gpl3_tokens(n);
+  llama_cpp::EvictingContextOptions per_step = options(n, 40), chunks = options(n, 16);
+  chunks.contract.prompt_len = 64;
+  chunks.contract.chunk = 16;
+  for (llama_cpp::EvictingContextOptions o : {per_step, chunks}) {
+    SCOPED_TRACE(o.contract.chunk > 0 ? "prefill chunks" : "every step");
+    o.batch = 32;
+    llama_cpp::EvictingContext by_token(tiny_llama(), o), batched(tiny_llama(), o);
+    std::vector<int> gone_by_token;
+    for (int t : ids) {
+      const std::vector<int> g = by_token.decode(t);
+      gone_by_token.insert(gone_by_token.end(), g.begin(), g.end());
+    }
+    std::sort(gone_by_token.begin(), gone_by_token.end());
+    EXPECT_EQ(batched.prefill(ids), gone_by_token);
+    EXPECT_EQ(batched.held(), by_token.held());
+    EXPECT_EQ(batched.position(), n);
+    EXPECT_EQ(by_token.llama_decodes(), n);
+    // every step: positions 0..39 in two batches (the cache can exceed 40 after position 39), then
+    // one each; chunks: four prompt chunks of 16, then the decoding steps one by one.
+    EXPECT_EQ(batched.llama_decodes(), o.contract.chunk > 0 ? 4 + (n - 64) : 2 + (n - 40));
+    const int vocab = llama_vocab_n_tokens(llama_model_get_vocab(tiny_llama()));
+    float worst = 0, scale = 0;
+    for (int v = 0; v < vocab; ++v) {
+      worst = std::max(worst, std::abs(batched.logits()[v] - by_token.logits()[v]));
+      scale = std::max(scale, std::abs(by_token.logits()[v]));
+    }
+    EXPECT_LT(worst, 1e-3f * std::max(1.0f, scale));
   }
 }
 

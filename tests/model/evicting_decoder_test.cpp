@@ -200,6 +200,38 @@ TEST(EvictingDecoder, ContractsKeepTiedSetsLayeredOrTokenByToken) {
   }
 }
 
+// A contract that compresses once per prompt chunk decides nothing inside a chunk: the layered
+// prefill runs each chunk layer by layer (the units of a layer ahead of the next layer's) and
+// keeps what token by token keeps.
+TEST(EvictingDecoder, ChunkedPrefillRunsLayeredUnderAModelWideContract) {
+  const auto& m = test::tiny_model();
+  const int n = 32, c = 8;
+  const auto ids = test::gpl3_tokens(n);
+  CacheManagerOptions o = options(m, PolicyId::H2O, "1", n);
+  o.contract = EvictionContract{};
+  o.contract->kept_sets = KeptSets::Model;
+  o.contract->budget = 6;
+  o.contract->sinks = 1;
+  o.contract->recent = 2;
+  o.contract->prompt_len = 24;
+  o.contract->chunk = c;
+  KvEvictionManager by_token_mgr(o), layered_mgr(o);
+  EXPECT_FALSE(layered_mgr.lockstep_at(c - 2));
+  EXPECT_TRUE(layered_mgr.lockstep_at(c - 1));
+  const int slots = layered_mgr.max_held(0, 0) + 1;
+  model::EvictingDecoder by_token(m, by_token_mgr, slots), layered(m, layered_mgr, slots);
+  for (int t = 0; t < n; ++t) by_token.step(ids[static_cast<size_t>(t)]);
+  for (int first = 0; first < 24; first += c)
+    layered.prefill(std::span<const int>(ids).subspan(static_cast<size_t>(first), c));
+  for (int t = 24; t < n; ++t) layered.step(ids[static_cast<size_t>(t)]);
+  const int L = m.config().n_layers, H = m.config().n_kv_heads;
+  for (int l = 0; l < L; ++l)
+    for (int kv = 0; kv < H; ++kv) {
+      EXPECT_EQ(layered.held(l, kv), by_token.held(l, kv)) << "layer " << l << ", KV head " << kv;
+      EXPECT_EQ(layered.held(l, kv).size(), size_t(7));  // the last step is never compressed after
+    }
+}
+
 // The last-token form returns the same row as the full matrix's last.
 TEST(EvictingDecoder, LayeredPrefillLastRowIsTheLastLogits) {
   const auto& m = test::tiny_model();

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <utility>
 
@@ -28,25 +29,44 @@ double median(std::vector<double> v) {
   return (*std::max_element(v.begin(), v.begin() + static_cast<long>(mid)) + hi) / 2.0;
 }
 
-// llama.cpp's full cache: one context holding every token, no callback.
+// llama.cpp's full cache: one context holding every token, no callback; the prompt
+// (options.contract.prompt_len tokens) in batches of options.batch, as prefill() feeds it.
 double full_cache_tok_s(llama_model* model, const std::vector<int>& tokens, const EvictingContextOptions& o,
                         size_t& state_bytes) {
-  llama_context* ctx = llama_init_from_model(model, context_params(o, static_cast<int>(tokens.size())));
+  llama_context_params cp = context_params(o, static_cast<int>(tokens.size()));
+  cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(o.batch);
+  llama_context* ctx = llama_init_from_model(model, cp);
   require(ctx != nullptr, "llama.cpp could not create a full cache of " + std::to_string(tokens.size()) + " cells");
   Progress bar("llama.cpp, full cache", static_cast<long>(tokens.size()));
+  std::vector<llama_token> ids(tokens.begin(), tokens.end());
+  const size_t prompt = std::min(ids.size(), static_cast<size_t>(std::max(o.contract.prompt_len, 0)));
   const auto t0 = Clock::now();
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    bar.tick();
-    llama_token t = tokens[i];
-    if (llama_decode(ctx, llama_batch_get_one(&t, 1)) != 0) {
+  for (size_t i = 0; i < ids.size();) {
+    const size_t count = i < prompt ? std::min(prompt - i, static_cast<size_t>(o.batch)) : 1;
+    if (llama_decode(ctx, llama_batch_get_one(ids.data() + i, static_cast<int32_t>(count))) != 0) {
       llama_free(ctx);
       throw Error("llama.cpp's full cache failed to decode position " + std::to_string(i));
     }
+    bar.tick(static_cast<long>(count));
+    i += count;
   }
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   state_bytes = llama_state_seq_get_size(ctx, 0);
   llama_free(ctx);
   return static_cast<double>(tokens.size()) / s;
+}
+
+// Feeds `tokens` to ctx: the prompt (options.contract.prompt_len tokens) through prefill(), the
+// rest token by token; returns how many positions left the cache.
+long feed(EvictingContext& ctx, const std::vector<int>& tokens, int prompt_len, Progress& bar) {
+  const size_t prompt = std::min(tokens.size(), static_cast<size_t>(std::max(prompt_len, 0)));
+  long evicted = static_cast<long>(ctx.prefill(std::span<const int>(tokens.data(), prompt)).size());
+  bar.tick(static_cast<long>(prompt));
+  for (size_t i = prompt; i < tokens.size(); ++i) {
+    evicted += static_cast<long>(ctx.decode(tokens[i]).size());
+    bar.tick();
+  }
+  return evicted;
 }
 
 // Summed scores of `tokens` in one engine's view; nullopt-like infinity where one is unknown.
@@ -89,10 +109,7 @@ LlamaSpeed measure_speed(llama_model* model, const std::vector<int>& tokens, Evi
     r.evictions = 0;
     Progress bar("llama.cpp, evicting", static_cast<long>(tokens.size()));
     const auto t0 = Clock::now();
-    for (int t : tokens) {
-      bar.tick();
-      r.evictions += static_cast<long>(ctx.decode(t).size());
-    }
+    r.evictions = feed(ctx, tokens, options.contract.prompt_len, bar);
     evicting.push_back(static_cast<double>(tokens.size()) / std::chrono::duration<double>(Clock::now() - t0).count());
     r.evicting_state_bytes = ctx.state_bytes();
     r.held = static_cast<int>(ctx.held().size());
@@ -182,10 +199,7 @@ DecisionComparison compare_decisions(const model::Llama& reference, llama_model*
   };
   EvictingContext ctx(model, options);
   Progress bar("llama.cpp, following", static_cast<long>(tokens.size()));
-  for (int t : tokens) {
-    ctx.decode(t);
-    bar.tick();
-  }
+  feed(ctx, tokens, options.contract.prompt_len, bar);
   require(r.decisions == static_cast<long>(kvoracle.size()), "kvoracle's decoder evicted at " +
                                                                  std::to_string(kvoracle.size()) +
                                                                  " steps, llama.cpp at " + std::to_string(r.decisions));

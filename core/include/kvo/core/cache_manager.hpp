@@ -68,6 +68,11 @@ class KvEvictionManager {
   // The units that step in lockstep: run.budget_scope, or under a contract the grouping it imposes.
   BudgetScope budget_scope() const { return o_.contract ? o_.contract->grouping() : o_.run.budget_scope; }
   int prompt_len() const { return o_.run.prompt_len; }
+  // Whether the units that step together (budget_scope()) must all step `pos` before any steps
+  // further: their group may evict after it (from the prompt's last step on; under a contract,
+  // EvictionContract::eviction_steps). Between such steps a unit may run ahead, as a layered
+  // prefill does.
+  bool lockstep_at(int pos) const;
   const CacheManagerOptions& options() const { return o_; }
   const std::string& policy_name() const { return name_; }
 
@@ -90,6 +95,8 @@ class KvEvictionManager {
   std::vector<ContractGroup> contracts_;  // or, under a contract, one per group of units it evicts for together
   size_t group_size_ = 0;
   std::vector<int> group_arrived_, group_settled_;
+  std::vector<char> lockstep_;    // by position: lockstep_at
+  std::vector<int> last_before_;  // by position: the last lockstep position before it (or the start's)
   std::vector<std::vector<int>> pending_;
 };
 

@@ -54,6 +54,10 @@ struct EvictionContract {
   // Every step after which the cache is compressed (empty when it evicts after every step).
   bool compresses() const { return chunk > 0 || interval > 0; }
   std::vector<int> compression_steps(int n) const;
+  // By step: whether the contract may evict after it (admission only: every step; compressions:
+  // their steps; otherwise every step once the kept sets can exceed k, counted with a delay's
+  // pending tokens and a page's slack). A decoder may run a group's units apart between these.
+  std::vector<char> eviction_steps(int n) const;
   // Tokens a kept set holds at most after a step: k when evicting at every step, else the target
   // plus the longest stretch between compressions (the first one counted from the start).
   int most_held(int n) const;

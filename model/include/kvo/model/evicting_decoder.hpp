@@ -6,7 +6,8 @@
 // from the previous layer's (already evicted) outputs, this layer's attention and evictions
 // replayed step by step, projections and MLP batched; the state it leaves equals step() token by
 // token's, so step() then continues (answer generation). Under a shared budget the KV heads of a
-// layer step in lockstep; a model-wide budget that decides inside the fed span goes token by token.
+// layer step in lockstep; a model-wide budget (or kept set) that may evict inside the fed span
+// (KvEvictionManager::lockstep_at) goes token by token.
 #pragma once
 #include <span>
 #include <vector>

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "kvo/core/cache_manager.hpp"
@@ -27,6 +28,7 @@ struct EvictingContextOptions {
   bool flash_attn = false;  // the probabilities are fused away
   int sequences = 1;        // n_seq_max: sequences sharing the context's cache
   int context = 0;          // n_ctx in cells; 0: what the contract holds at most, plus the new token
+  int batch = 256;          // the most tokens prefill() gives one llama_decode (n_batch, n_ubatch)
   EvictionSteer steer;      // the decoder's say in each eviction (core/contract_group.hpp)
 };
 
@@ -53,9 +55,18 @@ class EvictingContext {
   // llama.cpp fails, the sequence is full, or the cells llama.cpp attends depart from the positions
   // the manager holds.
   std::vector<int> decode(int token);
+  // Decodes `tokens` at the next positions, as decode() token by token would, but in batches of
+  // up to options.batch tokens, one llama_decode each: a batch ends after each step where the
+  // contract may evict (KvEvictionManager::lockstep_at: its compression steps, such as the end of
+  // each prefill chunk; otherwise every step once the cache can exceed its budget), so no token
+  // of a batch attends a position evicted before it. The positions, evictions and logits() are
+  // then those of decode() token by token, up to the rounding of batched matrix products.
+  // Returns the positions evicted, ascending.
+  std::vector<int> prefill(std::span<const int> tokens);
   // The last token's logits [vocab], owned by llama.cpp until the next decode.
   const float* logits() const;
   int position() const;
+  long llama_decodes() const;  // the llama_decode calls so far: one per decode(), one per batch of prefill()
   // The positions llama.cpp's cache holds, ascending (each in every layer and KV head).
   std::vector<int> held() const;
   // llama_state_seq_get_size: llama.cpp's own size of the sequence's saved state, which grows with
@@ -66,6 +77,7 @@ class EvictingContext {
   llama_context* context() const;
 
  private:
+  std::vector<int> run(std::span<const int> tokens);  // one llama_decode
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -22,7 +22,8 @@ struct LlamaSpeed {
 };
 
 // Decodes `tokens` with llama.cpp's full cache and with `options` (its contract evicting), `reps`
-// times each, alternating, in this process.
+// times each, alternating, in this process. The first options.contract.prompt_len tokens go in
+// batches (prefill(), and the same batches for the full cache), the rest one at a time.
 LlamaSpeed measure_speed(llama_model* model, const std::vector<int>& tokens, EvictingContextOptions options,
                          int reps = 1);
 
@@ -51,7 +52,8 @@ struct DecisionComparison {
 };
 
 // Runs kvoracle's decoder on `reference` (the same GGUF loaded by kvoracle) under `options`'s
-// contract and policy, recording each decision, then llama.cpp on `model` under the same, made to
+// contract and policy token by token, recording each decision, then llama.cpp on `model` under
+// the same (the prompt, options.contract.prompt_len tokens, through prefill()), made to
 // follow kvoracle's decisions (an EvictionSteer) so that both hold the same positions at every step;
 // where llama.cpp's own choice differs, the departure is recorded with both engines' gaps. A
 // departure is a near tie when both gaps are within `tolerance`; by default, within the largest
