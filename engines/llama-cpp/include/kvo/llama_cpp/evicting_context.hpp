@@ -1,8 +1,9 @@
 // kvoracle's eviction manager deciding inside llama.cpp, with the memory really freed: a llama.cpp
-// context decodes one sequence token by token, its attention probabilities are read through its
-// graph callback (flash attention off), fed per (layer, KV head) to a KvEvictionManager under a
-// whole-model kept set, and the positions it evicts leave llama.cpp's cache (llama_memory_seq_rm).
-// docs/llama.md shows it in use and what it was measured to do.
+// context decodes one sequence (token by token, or a prompt in batches between the steps where the
+// contract may evict), its attention probabilities are read through its graph callback (flash
+// attention off), fed per (layer, KV head) to a KvEvictionManager under a whole-model kept set,
+// and the positions it evicts leave llama.cpp's cache (llama_memory_seq_rm). docs/llama.md shows it
+// in use and what it was measured to do.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -36,7 +37,8 @@ struct EvictingContextOptions {
 // and what kvoracle's own decoder gets when its decisions are compared (llama_study.hpp).
 CacheManagerOptions manager_options(const EvictingContextOptions& options, int n_layers, int n_kv_heads);
 // llama.cpp's context settings for `options` with n_ctx cells: flash attention off, one sequence,
-// one token per batch, the K/V type and threads; no callback. The full-cache baselines use them too.
+// one token per batch (EvictingContext raises it to options.batch), the K/V type and threads; no
+// callback. The full-cache baselines use them too.
 llama_context_params context_params(const EvictingContextOptions& options, int n_ctx);
 
 class EvictingContext {
