@@ -2,6 +2,8 @@
 // Decodes the first N tokens of a text (cycled when shorter) with llama.cpp's full cache and
 // evicting under the whole-model kept set, and prints the speeds and llama.cpp's state sizes;
 // with --compare, every eviction decision against kvoracle's own decoder under the same contract.
+// The contract: h2o's score over the whole model with sinks and a window, or any engine's
+// contract document (--contract, docs/engines.md) whose kept set is the model's.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kvo/core/engine_contracts.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/llama_cpp/llama_study.hpp"
 #include "kvo/model/model_path.hpp"
@@ -33,12 +36,29 @@ std::vector<int> text_tokens(const kvo::model::Llama& m, const std::string& path
   return out;
 }
 
+// An engine's contract document: JSON text, or the path of a file holding it.
+nlohmann::json contract_document(const std::string& arg) {
+  std::string text = arg;
+  if (!arg.empty() && arg.front() != '{') {
+    std::ifstream in(arg);
+    kvo::require(in.good(), "kvoracle-llama: cannot read the contract " + arg);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw kvo::Error("kvoracle-llama: the contract is not JSON: " + std::string(e.what()));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kvoracle's eviction manager inside llama.cpp: speed, memory and decisions (docs/llama.md)"};
   std::string model_path = kvo::model::default_model_path(), text = "/usr/share/common-licenses/GPL-3";
-  std::string policy = "h2o";
+  std::string policy = "h2o", contract;
   int n = 8192, budget = 0, sinks = 4, recent = 16, threads = 1, reps = 1, sequences = 1, prompt_len = 0, chunk = 0;
   int batch = 256;
   std::optional<double> tolerance;
@@ -49,6 +69,9 @@ int main(int argc, char** argv) {
   app.add_option("--budget", budget, "positions the cache holds (default: 20% of N)")->check(CLI::NonNegativeNumber);
   app.add_option("--sinks", sinks, "the first positions never evicted")->check(CLI::NonNegativeNumber);
   app.add_option("--recent", recent, "the newest positions never evicted")->check(CLI::NonNegativeNumber);
+  app.add_option("--contract", contract,
+                 "an engine's contract document (JSON text or a file, docs/engines.md) instead of "
+                 "--sinks/--recent/--chunk; --budget, when given, replaces its k");
   app.add_option("--prompt-len", prompt_len, "a prompt of P tokens, fed in batches (prefill)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--chunk", chunk, "compress the prompt once per chunk of C tokens (needs --prompt-len)")
@@ -71,12 +94,19 @@ int main(int argc, char** argv) {
     llama_backend_init();
     kvo::llama_cpp::EvictingContextOptions o;
     o.policy = kvo::parse_policy(policy);
-    o.contract.kept_sets = kvo::KeptSets::Model;
-    o.contract.budget = budget > 0 ? budget : std::max(1, n / 5);
-    o.contract.sinks = sinks;
-    o.contract.recent = recent;
-    o.contract.prompt_len = prompt_len;
-    o.contract.chunk = chunk;
+    if (contract.empty()) {
+      o.contract.kept_sets = kvo::KeptSets::Model;
+      o.contract.budget = budget > 0 ? budget : std::max(1, n / 5);
+      o.contract.sinks = sinks;
+      o.contract.recent = recent;
+      o.contract.prompt_len = prompt_len;
+      o.contract.chunk = chunk;
+    } else {
+      for (const char* own : {"--sinks", "--recent", "--chunk"})
+        kvo::require(app.count(own) == 0, std::string("kvoracle-llama: ") + own +
+                                              " belongs to the default contract; --contract names another");
+      o.contract = kvo::read_engine_contract(contract_document(contract), n, prompt_len, budget).contract;
+    }
     o.batch = batch;
     o.max_len = n;
     o.threads = threads;
