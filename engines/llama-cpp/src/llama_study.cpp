@@ -69,7 +69,7 @@ long feed(EvictingContext& ctx, const std::vector<int>& tokens, int prompt_len, 
   return evicted;
 }
 
-// Summed scores of `tokens` in one engine's view; nullopt-like infinity where one is unknown.
+// Summed scores of `tokens` among kvoracle's lowest candidates; infinity where one is not among them.
 double total(const std::vector<int>& tokens, const std::map<int, double>& score) {
   double sum = 0.0;
   for (int j : tokens) {
@@ -77,6 +77,13 @@ double total(const std::vector<int>& tokens, const std::map<int, double>& score)
     if (it == score.end()) return std::numeric_limits<double>::infinity();
     sum += it->second;
   }
+  return sum;
+}
+
+// Summed scores of `tokens` in a score by token (llama.cpp's candidates, read from the steer's choice).
+double total(const std::vector<int>& tokens, std::span<const double> score) {
+  double sum = 0.0;
+  for (int j : tokens) sum += score[static_cast<size_t>(j)];
   return sum;
 }
 
@@ -180,18 +187,16 @@ DecisionComparison compare_decisions(const model::Llama& reference, llama_model*
             "llama.cpp evicts at step " + std::to_string(c.step) + ", kvoracle's decoder does not");
     ++r.decisions;
     const Decision& want = it->second;
-    std::map<int, double> llama_scores;
-    for (int j : c.candidates) llama_scores[j] = c.score[static_cast<size_t>(j)];
     if (chosen == want.tokens) {
       ++r.equal;
-      const double ours = total(want.tokens, want.lowest), theirs = total(want.tokens, llama_scores);
+      const double ours = total(want.tokens, want.lowest), theirs = total(want.tokens, c.score);
       differences.push_back(std::abs(excess(theirs, ours)));
     } else {
       Departure d;
       d.step = c.step;
       d.kvoracle = want.tokens;
       d.llama = chosen;
-      d.llama_gap = excess(total(want.tokens, llama_scores), total(chosen, llama_scores));
+      d.llama_gap = excess(total(want.tokens, c.score), total(chosen, c.score));
       d.kvoracle_gap = excess(total(chosen, want.lowest), total(want.tokens, want.lowest));
       r.departures.push_back(std::move(d));
     }
