@@ -36,6 +36,7 @@ BASELINE = {
     "model/evicting-decode-int4": "model/evicting-decode",
     "fl-layout": "fl-layout/column-major",
     "allocation": "allocation/per-head",
+    "conformance/check": "conformance/golden",
     "allocation/decoding-layer": "allocation/decoding-per-head",
     "allocation/decoding-per-head": "allocation/decoding-per-head",
     "allocation/periodic": "allocation/decoding-per-head",

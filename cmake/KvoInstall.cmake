@@ -7,7 +7,7 @@
 include(CMakePackageConfigHelpers)
 set(KVO_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/kvoracle)
 
-set(kvo_installed kvo_core kvo_report kvo_oracle kvo_proofs_check kvo_model kvo_studies kvo_gpu kvo_scaleout kvo_abi kvo_options)
+set(kvo_installed kvo_core kvo_report kvo_oracle kvo_proofs_check kvo_conformance kvo_model kvo_studies kvo_gpu kvo_scaleout kvo_abi kvo_options)
 if(TARGET kvo_gpu_cuda)
   list(APPEND kvo_installed kvo_gpu_cuda)
 endif()
@@ -16,7 +16,7 @@ install(TARGETS ${kvo_installed} EXPORT kvoracleTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS kvoracle RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(dir core report oracle proofs-check model studies gpu scaleout)
+foreach(dir core report oracle proofs-check conformance model studies gpu scaleout)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.hpp")
 endforeach()

@@ -36,6 +36,7 @@ Cli::Cli() {
   reg(add_perplexity);
   reg(add_eval);
   reg(add_tasks);
+  reg(add_conformance);
   reg(add_options_markdown);
 }
 

@@ -102,7 +102,13 @@ Trace trace_from(const SafetensorsFile& f, const std::string& path) {
       tr.attn[l] = f.read_float(*t);
     }
   }
-  if (tr.n_kv_heads == 0) tr.n_kv_heads = tr.n_heads;  // dense-only traces: one cache per head
+  if (tr.n_kv_heads == 0) {
+    // Dense-only traces: the KV groups write_trace recorded, else one cache per head.
+    const double group = meta_number(meta, "gqa_group", 1.0, path);
+    const bool divides = group >= 1.0 && group == static_cast<int>(group) && tr.n_heads % static_cast<int>(group) == 0;
+    require(divides, "'" + path + "': metadata gqa_group does not divide the " + std::to_string(tr.n_heads) + " heads");
+    tr.n_kv_heads = tr.n_heads / static_cast<int>(group);
+  }
   if (const auto* t = f.find("tokens")) {
     require(t->shape.size() == 1, "'" + path + "': tensor 'tokens' must have 1 dimension");
     tr.tokens = f.read_int32(*t);

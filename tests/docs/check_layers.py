@@ -16,6 +16,7 @@ folders = {
     "report": "report",
     "oracle": "oracle",
     "proofs_check": "proofs-check",
+    "conformance": "conformance",
     "model": "model",
     "gpu": "gpu",
     "scaleout": "scaleout",

@@ -1,0 +1,40 @@
+// The conformance kit's cost: the checker on a golden file's own decisions, against making the
+// golden file itself (one replay of the policy with every step's sets and scores recorded).
+#include <benchmark/benchmark.h>
+
+#include "kvo/conformance/check.hpp"
+#include "kvo/conformance/golden.hpp"
+#include "kvo/conformance/tie_trace.hpp"
+
+namespace {
+
+using namespace kvo::conformance;
+
+GoldenRequest tova_request(int n) {
+  GoldenRequest r;
+  r.policies = {kvo::PolicyId::Tova};
+  r.budgets = {std::to_string(n / 8)};
+  r.threads = 1;
+  return r;
+}
+
+kvo::Trace bench_trace(int n) { return tie_trace({.layers = 1, .heads = 2, .kv_heads = 1, .tokens = n}); }
+
+void BM_Golden(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const kvo::Trace tr = bench_trace(n);
+  for (auto _ : st) benchmark::DoNotOptimize(make_golden(tr, tova_request(n), "bench"));
+}
+
+void BM_Check(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const GoldenFile g = make_golden(bench_trace(n), tova_request(n), "bench");
+  const std::vector<Decision> own = golden_decisions(g.cases[0]);
+  for (auto _ : st) benchmark::DoNotOptimize(check_conformance(g, own));
+  st.counters["decisions"] = static_cast<double>(n);
+}
+
+BENCHMARK(BM_Golden)->Name("conformance/golden")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Check)->Name("conformance/check")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+}  // namespace

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# `kvoracle conformance`: the commands of docs/conformance.md as written there, run from the
+# repository root: a golden file regenerated equals the shipped one's decisions, a conforming file
+# exits 0, a departing one exits 3 naming its first step, bad input exits with one line.
+# Usage: conformance_cli.sh path/to/kvoracle REPO_ROOT
+set -u
+K="$1"
+cd "$2" || exit 1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# --8<-- [start:golden]
+kvoracle() { "$K" "$@"; }
+kvoracle conformance golden --policies tova,h2o --budgets 8 -o "$dir/golden.json" --trace-output "$dir/trace.safetensors"
+# --8<-- [end:golden]
+if [ ! -s "$dir/golden.json" ] || [ ! -s "$dir/trace.safetensors" ]; then fail "golden wrote no file"; fi
+
+# A scorer that evicts the newer of two equal scores at TOVA's first eviction.
+cat >"$dir/decisions.jsonl" <<'JSONL'
+{"policy": "tova", "budget": 8, "layer": 0, "head": 0, "step": 8, "evicted": [5]}
+JSONL
+kvoracle conformance check conformance/golden/tie-trace.json "$dir/decisions.jsonl" --json "$dir/verdict.json" >"$dir/out"
+rc=$?
+[ $rc -eq 3 ] || fail "a departing scorer exits $rc, not 3"
+grep -q "^tova@8: first departs at step 8, layer 0, KV head 0 (tie): " "$dir/out" || { cat "$dir/out"; fail "no first departure named"; }
+grep -q '"conforms": false' "$dir/verdict.json" || fail "the JSON verdict does not say it departs"
+
+# The golden file's own decisions conform (python3 turns the golden evictions into JSON Lines).
+python3 - "$dir/golden.json" "$dir/own.jsonl" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))
+with open(sys.argv[2], "w") as out:
+    for c in g["cases"]:
+        for u in c["units"]:
+            for i, s in enumerate(u["steps"]):
+                if s["evicted"]:
+                    row = {"policy": c["policy"], "budget": c["budget"], "layer": u["layer"], "head": u["head"]}
+                    out.write(json.dumps({**row, "step": i, "evicted": s["evicted"]}) + "\n")
+PY
+kvoracle conformance check "$dir/golden.json" "$dir/own.jsonl" >"$dir/own.out" || fail "the golden's own decisions depart"
+grep -q "^conformance against .*: 2 of 2 cases conform$" "$dir/own.out" || { cat "$dir/own.out"; fail "no verdict line"; }
+
+# Bad input: one line, exit 2.
+expect_error() {  # expect_error "needle" args...
+  local needle="$1"; shift
+  "$K" -q "$@" >"$dir/stdout" 2>"$dir/stderr" </dev/null
+  local rc=$? lines; lines=$(wc -l <"$dir/stderr")
+  if [ $rc -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -q -- "$needle" "$dir/stderr"; then
+    fail "exit $rc, $lines lines for $*: $(cat "$dir/stderr")"
+  else
+    echo "ok: $* -> $(cat "$dir/stderr")"
+  fi
+}
+echo '{"policy": "random", "budget": 8, "layer": 0, "head": 0, "step": 8, "evicted": [5]}' >"$dir/unknown.jsonl"
+expect_error "no case random@8 (it holds" conformance check conformance/golden/tie-trace.json "$dir/unknown.jsonl"
+echo 'not json' >"$dir/bad.jsonl"
+expect_error "decisions line 1: not a JSON object" conformance check conformance/golden/tie-trace.json "$dir/bad.jsonl"
+expect_error "the kit has no golden semantics for policy random" conformance golden --policies random -o "$dir/x.json"
+[ ! -e "$dir/x.json" ] || fail "a refused golden left a file"
+[ $fails -eq 0 ] && echo "conformance CLI: all passed"
+exit $((fails > 0))

@@ -1,0 +1,279 @@
+// The conformance kit: golden files from kvoracle's policies, the checker, and the failing
+// fixtures it must catch at the right first step.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "kvo/conformance/check.hpp"
+#include "kvo/conformance/golden.hpp"
+#include "kvo/conformance/tie_trace.hpp"
+#include "kvo/core/error.hpp"
+#include "kvo/core/replay.hpp"
+#include "kvo/core/trace_io.hpp"
+
+namespace kvo::conformance {
+namespace {
+
+Trace small_trace() { return tie_trace({}); }
+
+GoldenFile golden_of(const Trace& tr, std::vector<PolicyId> policies, std::vector<std::string> budgets = {"8"},
+                     const std::string& recent = "") {
+  GoldenRequest req;
+  req.recent = recent;
+  req.policies = std::move(policies);
+  req.budgets = std::move(budgets);
+  req.threads = 1;
+  return make_golden(tr, req, "tie trace");
+}
+
+// The decisions of `policy` at `budget` replayed by kvoracle, as kept sets at every step.
+std::vector<Decision> replayed(const Trace& tr, PolicySpec spec, const std::string& budget, const std::string& as,
+                               int as_budget) {
+  ReplayOptions o;
+  o.run.policy = spec;
+  o.run.budget = Budget::parse(budget);
+  o.run.gqa = GqaMode::KvMean;
+  o.threads = 1;
+  std::vector<Decision> out;
+  for (const HeadReplay& h : replay(tr, o).heads)
+    for (size_t i = 0; i < h.steps.size() && h.head % tr.group_size() == 0; ++i)
+      out.push_back({as, as_budget, h.layer, h.head / tr.group_size(), static_cast<int>(i), true, {}, h.steps[i].kept});
+  return out;
+}
+
+TEST(TieTrace, PairsScoreBitForBitEqual) {
+  const GoldenFile g = golden_of(small_trace(), {PolicyId::H2O}, {"40"});  // nothing evicted: every score seen
+  const GoldenStep& last = g.cases[0].units[0].steps.back();
+  for (int b : tied_pairs({})) {
+    ASSERT_TRUE(last.scores[static_cast<size_t>(b)].has_value() || b >= 40 - g.cases[0].recent);
+    if (last.scores[static_cast<size_t>(b)]) {
+      EXPECT_EQ(*last.scores[static_cast<size_t>(b - 1)], *last.scores[static_cast<size_t>(b)]) << b;
+    }
+  }
+  EXPECT_THROW(tie_trace({.heads = 3, .kv_heads = 2}), Error);
+  EXPECT_THROW(tie_trace({.pair_every = 1}), Error);
+}
+
+TEST(Golden, RoundTripsThroughJsonAndConforms) {
+  const GoldenFile g = golden_of(small_trace(),
+                                 {PolicyId::H2O, PolicyId::Tova, PolicyId::Scissorhands, PolicyId::Streaming,
+                                  PolicyId::H2OMask, PolicyId::H2OPaper},
+                                 {"8", "12"});
+  const GoldenFile back = GoldenFile::from_json(nlohmann::json::parse(g.to_json().dump()));
+  ASSERT_EQ(back.cases.size(), 12u);
+  EXPECT_EQ(back.to_json(), g.to_json());
+  for (const GoldenCase& c : back.cases) {
+    const ConformanceResult r = check_conformance(back, golden_decisions(c));
+    ASSERT_EQ(r.cases.size(), 1u);
+    EXPECT_TRUE(r.cases[0].conforms) << c.key() << "\n" << r.report().text();
+    EXPECT_EQ(r.cases[0].decisions, static_cast<long>(g.n) * g.layers * g.kv_heads);
+  }
+}
+
+GoldenRequest window_only() {
+  GoldenRequest r;
+  r.policies = {PolicyId::Window};
+  r.threads = 1;
+  return r;
+}
+
+// The shipped golden file (conformance/golden/) is what this build computes: the same kept sets and
+// evictions at every step, the scores to 1e-12. A change to a policy's decisions fails here until
+// the file is regenerated and its version raised (docs/conformance.md).
+TEST(Golden, ShippedFileIsWhatThisBuildComputes) {
+  const std::string dir = std::string(KVO_SOURCE_DIR) + "/conformance/golden/";
+  std::ifstream in(dir + "tie-trace.json");
+  ASSERT_TRUE(in.good());
+  const GoldenFile shipped = GoldenFile::from_json(nlohmann::json::parse(in));
+  const Trace tr = read_trace(dir + "tie-trace.safetensors");
+  EXPECT_EQ(shipped.trace_sha256, make_golden(tr, window_only(), "").trace_sha256);
+  GoldenRequest req;
+  req.policies.clear();
+  for (const GoldenCase& c : shipped.cases) req.policies.push_back(parse_policy(c.policy));
+  req.budgets = {"8"};
+  req.threads = 1;
+  const GoldenFile now = make_golden(tr, req, shipped.trace);
+  ASSERT_EQ(now.cases.size(), shipped.cases.size());
+  for (size_t c = 0; c < now.cases.size(); ++c)
+    for (size_t u = 0; u < now.cases[c].units.size(); ++u)
+      for (size_t i = 0; i < now.cases[c].units[u].steps.size(); ++i) {
+        const GoldenStep &a = now.cases[c].units[u].steps[i], &b = shipped.cases[c].units[u].steps[i];
+        ASSERT_EQ(a.kept, b.kept) << now.cases[c].key() << " unit " << u << " step " << i;
+        ASSERT_EQ(a.evicted, b.evicted);
+        ASSERT_EQ(a.scores.size(), b.scores.size());
+        for (size_t t = 0; t < a.scores.size(); ++t) {
+          ASSERT_EQ(a.scores[t].has_value(), b.scores[t].has_value());
+          if (a.scores[t]) {
+            EXPECT_NEAR(*a.scores[t], *b.scores[t], 1e-12 * std::max(1.0, std::abs(*b.scores[t])));
+          }
+        }
+      }
+  // And the shipped trace is the kit's tie trace.
+  EXPECT_EQ(shipped.trace_sha256, make_golden(tie_trace({}), window_only(), "").trace_sha256);
+}
+
+TEST(Golden, LibraryExampleOfDocs) {
+  // --8<-- [start:conformance-library]
+  const kvo::Trace trace = kvo::conformance::tie_trace({});
+  kvo::conformance::GoldenRequest request;
+  request.policies = {kvo::PolicyId::Tova};
+  request.budgets = {"8"};
+  const kvo::conformance::GoldenFile golden = kvo::conformance::make_golden(trace, request, "tie trace");
+  const std::vector<kvo::conformance::Decision> mine = kvo::conformance::parse_decisions(
+      R"({"policy": "tova", "budget": 8, "layer": 0, "head": 0, "step": 8, "evicted": [5]})");
+  const kvo::conformance::ConformanceResult verdict = kvo::conformance::check_conformance(golden, mine);
+  std::cout << verdict.report().text();  // tova@8: first departs at step 8, layer 0, KV head 0 (tie): ...
+  // --8<-- [end:conformance-library]
+  ASSERT_EQ(verdict.cases.size(), 1u);
+  EXPECT_EQ(verdict.cases[0].first.step, 8);
+  EXPECT_EQ(verdict.cases[0].first.kind, DepartureKind::Tie);
+}
+
+TEST(Golden, KvoraclesReplayConformsAsKeptSets) {
+  const Trace tr = small_trace();
+  const GoldenFile g = golden_of(tr, {PolicyId::H2O, PolicyId::Tova, PolicyId::Scissorhands});
+  for (PolicyId id : {PolicyId::H2O, PolicyId::Tova, PolicyId::Scissorhands}) {
+    PolicySpec spec;
+    spec.id = id;
+    const ConformanceResult r = check_conformance(g, replayed(tr, spec, "8", policy_name(id), 8));
+    EXPECT_TRUE(r.conforms()) << r.report().text();
+  }
+}
+
+// The first step where the golden policy evicted a token while a newer candidate scored exactly
+// the same: where a scorer breaking ties toward the newer token departs.
+int first_open_tie(const GoldenCase& c, int& layer, int& head) {
+  int best = 1 << 30;
+  for (const GoldenUnit& u : c.units)
+    for (size_t i = 0; i < u.steps.size() && static_cast<int>(i) < best; ++i) {
+      const GoldenStep& s = u.steps[i];
+      if (s.evicted.size() != 1) continue;
+      std::vector<int> cand = s.kept;
+      cand.push_back(s.evicted[0]);
+      std::sort(cand.begin(), cand.end());
+      const auto pos = [&](int t) { return std::lower_bound(cand.begin(), cand.end(), t) - cand.begin(); };
+      const auto victim = s.scores[static_cast<size_t>(pos(s.evicted[0]))];
+      for (int t : s.kept)
+        if (t > s.evicted[0] && victim && s.scores[static_cast<size_t>(pos(t))] == victim) {
+          best = static_cast<int>(i), layer = u.layer, head = u.head;
+          break;
+        }
+    }
+  return best;
+}
+
+// A hand-written TOVA (evict the token the current query attends least, over the whole cache) whose
+// ties evict the newer token: the fixture of "ties broken toward the newer token".
+std::vector<Decision> tova_ties_newer(const Trace& tr, int budget) {
+  std::vector<Decision> out;
+  const size_t n = static_cast<size_t>(tr.n_tokens);
+  for (int l = 0; l < tr.n_layers; ++l)
+    for (int g = 0; g < tr.n_kv_heads; ++g) {
+      const float* a = tr.attn[static_cast<size_t>(l)].data() + static_cast<size_t>(g * tr.group_size()) * n * n;
+      std::vector<int> cache;
+      for (size_t i = 0; i < n; ++i) {
+        cache.push_back(static_cast<int>(i));
+        if (static_cast<int>(cache.size()) <= budget) continue;
+        size_t worst = 0;
+        for (size_t p = 1; p < cache.size(); ++p)
+          if (a[i * n + static_cast<size_t>(cache[p])] <= a[i * n + static_cast<size_t>(cache[worst])]) worst = p;
+        out.push_back({"tova", budget, l, g, static_cast<int>(i), false, {cache[worst]}, {}});
+        cache.erase(cache.begin() + static_cast<std::ptrdiff_t>(worst));
+      }
+    }
+  return out;
+}
+
+TEST(Fixtures, TiesTowardTheNewerTokenDepartAtTheFirstOpenTie) {
+  const Trace tr = small_trace();
+  const GoldenFile g = golden_of(tr, {PolicyId::Tova});
+  int layer = -1, head = -1;
+  const int step = first_open_tie(g.cases[0], layer, head);
+  ASSERT_LT(step, tr.n_tokens) << "the tie trace places no open tie";
+  EXPECT_EQ(step, 8);  // the budget's first eviction: the tied pair (4, 5) weighs least in row 8
+  const ConformanceResult r = check_conformance(g, tova_ties_newer(tr, 8));
+  ASSERT_FALSE(r.conforms());
+  const Departure& d = r.cases[0].first;
+  EXPECT_EQ(d.step, step);
+  EXPECT_EQ(d.layer, layer);
+  EXPECT_EQ(d.head, head);
+  EXPECT_EQ(d.expected, std::vector<int>{4});
+  EXPECT_EQ(d.got, std::vector<int>{5});
+  EXPECT_EQ(d.kind, DepartureKind::Tie) << r.report().text();
+  EXPECT_NE(r.report().text().find("the oldest token leaves first"), std::string::npos);
+}
+
+TEST(Fixtures, ACacheOneShortDepartsAtTheStepBeforeTheFirstEviction) {
+  const Trace tr = small_trace();
+  const GoldenFile g = golden_of(tr, {PolicyId::H2O});
+  PolicySpec spec;
+  spec.id = PolicyId::H2O;
+  const ConformanceResult r = check_conformance(g, replayed(tr, spec, "7", "h2o", 8));
+  ASSERT_FALSE(r.conforms());
+  EXPECT_EQ(r.cases[0].first.step, 7);  // budget 8: the first eviction is at step 8
+  EXPECT_EQ(r.cases[0].first.layer, 0);
+  EXPECT_EQ(r.cases[0].first.head, 0);
+  EXPECT_EQ(r.cases[0].first.kind, DepartureKind::Differs);
+  EXPECT_EQ(r.cases[0].units_departing, 4);
+}
+
+TEST(Fixtures, EvictedSinksDepartAtTheFirstEviction) {
+  const Trace tr = small_trace();
+  const GoldenFile g = golden_of(tr, {PolicyId::Streaming});
+  PolicySpec spec;
+  spec.id = PolicyId::Streaming;
+  spec.sinks = 0;
+  const ConformanceResult r = check_conformance(g, replayed(tr, spec, "8", "streaming", 8));
+  ASSERT_FALSE(r.conforms());
+  EXPECT_EQ(r.cases[0].first.step, 8);
+  EXPECT_EQ(r.cases[0].first.expected, std::vector<int>{4});
+  EXPECT_EQ(r.cases[0].first.got, std::vector<int>{0});
+}
+
+TEST(Fixtures, EveryHeadReusingTheFirstHeadsDecisionsIsCaught) {
+  const Trace tr = small_trace();
+  const GoldenFile g = golden_of(tr, {PolicyId::Tova});
+  const GoldenCase& c = g.cases[0];
+  std::vector<Decision> reused;
+  int expected = 1 << 30;
+  for (const GoldenUnit& u : c.units)
+    for (size_t i = 0; i < u.steps.size(); ++i) {
+      reused.push_back({"tova", 8, u.layer, u.head, static_cast<int>(i), false, c.units[0].steps[i].evicted, {}});
+      if (u.steps[i].evicted != c.units[0].steps[i].evicted) expected = std::min(expected, static_cast<int>(i));
+    }
+  ASSERT_LT(expected, g.n) << "every unit of the trace evicts alike";
+  const ConformanceResult r = check_conformance(g, reused);
+  ASSERT_FALSE(r.conforms());
+  EXPECT_EQ(r.cases[0].first.step, expected);
+  EXPECT_FALSE(r.cases[0].first.layer == 0 && r.cases[0].first.head == 0);
+}
+
+TEST(Check, RefusesBadDecisionsInOneLine) {
+  const GoldenFile g = golden_of(small_trace(), {PolicyId::H2O});
+  EXPECT_THROW(parse_decisions("{\"policy\": \"h2o\"}\n"), Error);
+  EXPECT_THROW(parse_decisions("not json\n"), Error);
+  EXPECT_THROW(parse_decisions(R"({"policy":"h2o","budget":8,"layer":0,"head":0,"step":1,"evicted":[1],"kept":[0]})"),
+               Error);
+  try {
+    check_conformance(g, parse_decisions(R"({"policy":"tova","budget":8,"layer":0,"head":0,"step":1,"evicted":[]})"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no case tova@8 (it holds h2o@8)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(
+      check_conformance(g, parse_decisions(R"({"policy":"h2o","budget":8,"layer":5,"head":0,"step":1,"evicted":[]})")),
+      Error);
+  GoldenRequest req;
+  req.policies = {PolicyId::Random};
+  EXPECT_THROW(req.validate(), Error);
+  nlohmann::json j = g.to_json();
+  j["version"] = 99;
+  EXPECT_THROW(GoldenFile::from_json(j), Error);
+}
+
+}  // namespace
+}  // namespace kvo::conformance
