@@ -11,7 +11,8 @@ checks (``verify`` on a Trace, ``verify_traces`` on files with the report of ``k
 ``press_names``, ``adakv_kept`` for AdaKVPress around one) with the exact ``prefill_optimum`` and the attention-output error ``output_errors``, and the decoder-facing ``KvEvictionManager`` (with ``EvictingPools``, the engine's evicting attention for another implementation's layers); the real model in kvoracle's C++ (``Model``: tokenizer,
 greedy ``generate``; ``score_answer``, ``task_texts``, ``task_request`` (its fields: ``task_request_fields``) and ``task_report``: the task
 suite's scoring, texts, request rules, cells and paired comparisons; ``paired_power``: the instances a paired
-comparison of two rows needs; ``ceiling_share``: presses as a share of the exact ceiling, paired by instance). ``kvoracle.hf`` brings
+comparison of two rows needs; ``ceiling_share``: presses as a share of the exact ceiling, paired by instance); the conformance kit
+(``conformance_golden``, ``conformance_check``: another scorer's decisions against golden ones, docs/conformance.md). ``kvoracle.hf`` brings
 Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` of ``generate``
 (docs/python.md), ``run_tasks``, the task suite on any transformers model, and
 ``kvoracle.hf.kvpress_eval``, kvpress's own evaluation with the ceiling (docs/tasks.md). A command's result is a dict or a list as before, carrying what the CLI shows as
@@ -31,6 +32,8 @@ from ._core import (  # noqa: F401
     adakv_kept,
     allocation_oracle,
     ceiling_share,
+    conformance_check,
+    conformance_golden,
     contract_oracle,
     default_model_path,
     engine_fields,

@@ -20,4 +20,5 @@ PYBIND11_MODULE(_core, m) {
   bind_manager(m);
   bind_presses(m);
   bind_model(m);
+  bind_conformance(m);
 }

@@ -117,6 +117,7 @@ void bind_oracles(
     py::module_& m);               // topk_optimum, facility_location_optimum, greedy_facility_location, offline_optimum
 void bind_checks(py::module_& m);  // verify, verify_traces
 void bind_model(py::module_& m);   // Model: tokenizer, generate
+void bind_conformance(py::module_& m);  // the conformance kit: golden decisions, the checker
 void bind_manager(py::module_& m);
 void bind_presses(py::module_& m);  // kvpress presses, the prefill optimum
 

@@ -1,0 +1,81 @@
+// kvoracle._core: the conformance kit (golden decisions, and the checker of another implementation's).
+#include <fstream>
+#include <sstream>
+
+#include "bindings_support.hpp"
+#include "kvo/conformance/check.hpp"
+#include "kvo/conformance/golden.hpp"
+#include "kvo/conformance/tie_trace.hpp"
+#include "schema_kwargs.hpp"
+
+namespace kvo::python {
+namespace {
+
+std::string file_text(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  require(in.good(), std::string(what) + ": cannot read " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A golden file as a dict, or its path.
+conformance::GoldenFile golden_of(const py::handle& golden) {
+  if (py::isinstance<py::dict>(golden)) return conformance::GoldenFile::from_json(python_to_json(golden));
+  const std::string path = py::str(golden).cast<std::string>();
+  try {
+    return conformance::GoldenFile::from_json(nlohmann::json::parse(file_text(path, "golden")));
+  } catch (const nlohmann::json::parse_error&) {
+    throw Error("golden file " + path + " is not JSON");
+  }
+}
+
+// Decisions as a JSON Lines file's path, or a list of dicts (numpy values turned into lists first).
+std::vector<conformance::Decision> decisions_of(const py::handle& decisions) {
+  if (py::isinstance<py::str>(decisions))
+    return conformance::parse_decisions(file_text(decisions.cast<std::string>(), "decisions"));
+  const py::object dumps = py::module_::import("json").attr("dumps");
+  const py::object plain = py::module_::import("kvoracle._plain").attr("plain");
+  std::string lines;
+  for (const py::handle& d : decisions) lines += dumps(plain(d)).cast<std::string>() + "\n";
+  return conformance::parse_decisions(lines);
+}
+
+}  // namespace
+
+void bind_conformance(py::module_& m) {
+  m.def(
+      "conformance_golden",
+      [](const py::object& trace, const py::kwargs& kwargs) {
+        conformance::GoldenRequest req;
+        apply_kwargs(conformance::GoldenRequest::schema(), req, kwargs, "conformance_golden");
+        const bool tie = trace.is_none();
+        const Trace t = tie ? conformance::tie_trace({}) : trace.cast<Trace>();
+        std::optional<conformance::GoldenFile> g;
+        {
+          py::gil_scoped_release release;
+          g = conformance::make_golden(t, req, tie ? "tie-trace (kvoracle conformance, seed 0)" : "the trace");
+        }
+        return json_to_python(g->to_json());
+      },
+      py::arg("trace") = py::none(),
+      ("golden eviction decisions of kvoracle's policies on a trace (None: the kit's tie trace), as the golden "
+       "file's dict (kvoracle conformance golden; docs/conformance.md).\n" +
+       kwargs_doc(conformance::GoldenRequest::schema(), conformance::GoldenRequest{},
+                  "Golden options (keyword arguments, the CLI's `conformance golden` flags)"))
+          .c_str());
+  m.def(
+      "conformance_check",
+      [](const py::object& golden, const py::object& decisions, double tie_tolerance) {
+        const conformance::GoldenFile g = golden_of(golden);
+        const std::vector<conformance::Decision> d = decisions_of(decisions);
+        const conformance::ConformanceResult r = conformance::check_conformance(g, d, {.tie_tolerance = tie_tolerance});
+        return with_report(json_to_python(r.to_json()), r.report());
+      },
+      py::arg("golden"), py::arg("decisions"), py::arg("tie_tolerance") = conformance::CheckOptions{}.tie_tolerance,
+      "another implementation's decisions (a JSON Lines file's path, or a list of dicts with policy, budget, layer, "
+      "head, step and evicted or kept; numpy values allowed) against a golden file (its dict or path): per case, "
+      "the first step, layer and KV head where they depart, and its kind (kvoracle conformance check)");
+}
+
+}  // namespace kvo::python
