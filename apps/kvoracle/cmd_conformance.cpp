@@ -32,6 +32,7 @@ std::string read_text(const std::string& path) {
 
 struct GoldenArgs {
   std::string trace, output, trace_output;
+  int prompt = 0;  // the tie trace's prompt
   RequestFlags<conformance::GoldenRequest> request;
 };
 
@@ -39,8 +40,10 @@ int run_golden(const GoldenArgs& a, const Global& g) {
   conformance::GoldenRequest req = a.request.request();
   req.threads = g.threads;
   req.validate();
-  const Trace tr = a.trace.empty() ? conformance::tie_trace({}) : read_trace(a.trace);
-  const std::string name = a.trace.empty() ? "tie-trace (kvoracle conformance, seed 0)" : a.trace;
+  require(a.trace.empty() || a.prompt == 0, "--prompt: a trace file brings its own prompt");
+  const Trace tr = a.trace.empty() ? conformance::tie_trace({.prompt_len = a.prompt}) : read_trace(a.trace);
+  const std::string name =
+      a.trace.empty() ? "tie-trace (kvoracle conformance, seed 0, prompt " + std::to_string(a.prompt) + ")" : a.trace;
   const conformance::GoldenFile golden = conformance::make_golden(tr, req, name);
   if (!a.trace_output.empty()) write_trace(a.trace_output, tr);
   write_file_atomic(a.output, golden.to_json().dump(1) + "\n");
@@ -83,6 +86,8 @@ Runner add_conformance(CLI::App& app, const Global& g) {
       ->check(CLI::ExistingFile);
   ga->request.add(golden);
   golden->add_option("--output,-o", ga->output, "the golden file to write (JSON)")->required();
+  golden->add_option("--prompt", ga->prompt, "the tie trace's prompt: tokens held in full, then cut to the budget once")
+      ->check(CLI::NonNegativeNumber);
   golden->add_option("--trace-output", ga->trace_output, "also write the trace the file was made on (.safetensors)");
   auto ca = std::make_shared<CheckArgs>();
   CLI::App* check = cmd->add_subcommand(

@@ -81,15 +81,17 @@ GoldenRequest window_only() {
   return r;
 }
 
-// The shipped golden file (conformance/golden/) is what this build computes: the same kept sets and
-// evictions at every step, the scores to 1e-12. A change to a policy's decisions fails here until
+// The shipped golden files (conformance/golden/) are what this build computes: the same kept sets
+// and evictions at every step, the scores to 1e-12. A change to a policy's decisions fails here until
 // the file is regenerated and its version raised (docs/conformance.md).
-TEST(Golden, ShippedFileIsWhatThisBuildComputes) {
-  const std::string dir = std::string(KVO_SOURCE_DIR) + "/conformance/golden/";
-  std::ifstream in(dir + "tie-trace.json");
+class ShippedGolden : public testing::TestWithParam<const char*> {};
+
+TEST_P(ShippedGolden, IsWhatThisBuildComputes) {
+  const std::string base = std::string(KVO_SOURCE_DIR) + "/conformance/golden/" + GetParam();
+  std::ifstream in(base + ".json");
   ASSERT_TRUE(in.good());
   const GoldenFile shipped = GoldenFile::from_json(nlohmann::json::parse(in));
-  const Trace tr = read_trace(dir + "tie-trace.safetensors");
+  const Trace tr = read_trace(base + ".safetensors");
   EXPECT_EQ(shipped.trace_sha256, make_golden(tr, window_only(), "").trace_sha256);
   GoldenRequest req;
   req.policies.clear();
@@ -112,9 +114,20 @@ TEST(Golden, ShippedFileIsWhatThisBuildComputes) {
           }
         }
       }
-  // And the shipped trace is the kit's tie trace.
-  EXPECT_EQ(shipped.trace_sha256, make_golden(tie_trace({}), window_only(), "").trace_sha256);
+  // The shipped trace is the kit's tie trace with the file's prompt.
+  const GoldenFile tie = make_golden(tie_trace({.prompt_len = shipped.prompt_len}), window_only(), "");
+  EXPECT_EQ(shipped.trace_sha256, tie.trace_sha256);
+  // With a prompt, the prompt is held in full and cut to the budget once, at its last token.
+  if (shipped.prompt_len > 0) {
+    const GoldenCase& h2o = shipped.find("h2o", 8);
+    EXPECT_EQ(h2o.units[0].steps[static_cast<size_t>(shipped.prompt_len - 2)].kept.size(),
+              static_cast<size_t>(shipped.prompt_len - 1));
+    EXPECT_EQ(h2o.units[0].steps[static_cast<size_t>(shipped.prompt_len - 1)].evicted.size(),
+              static_cast<size_t>(shipped.prompt_len - 8));
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Files, ShippedGolden, testing::Values("tie-trace", "tie-trace-prompt16"));
 
 TEST(Golden, LibraryExampleOfDocs) {
   // --8<-- [start:conformance-library]
