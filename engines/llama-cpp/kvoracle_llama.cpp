@@ -6,16 +6,15 @@
 // contract document (--contract, docs/engines.md) whose kept set is the model's.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "kvo/core/engine_contracts.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/text_file.hpp"
 #include "kvo/llama_cpp/llama_study.hpp"
 #include "kvo/model/model_path.hpp"
 #include "llama.h"
@@ -23,34 +22,13 @@
 namespace {
 
 std::vector<int> text_tokens(const kvo::model::Llama& m, const std::string& path, int n) {
-  std::ifstream in(path);
-  kvo::require(in.good(), "kvoracle-llama: cannot read the text " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::vector<int> ids = m.tokenizer().encode(ss.str());
+  const std::vector<int> ids = m.tokenizer().encode(kvo::read_text_file(path, "kvoracle-llama: text"));
   kvo::require(!ids.empty(), "kvoracle-llama: the text " + path + " has no tokens");
   if (ids.size() < static_cast<size_t>(n))
     std::cerr << "kvoracle-llama: " << path << " has " << ids.size() << " tokens, cycled to " << n << "\n";
   std::vector<int> out(static_cast<size_t>(n));
   for (size_t i = 0; i < out.size(); ++i) out[i] = ids[i % ids.size()];
   return out;
-}
-
-// An engine's contract document: JSON text, or the path of a file holding it.
-nlohmann::json contract_document(const std::string& arg) {
-  std::string text = arg;
-  if (!arg.empty() && arg.front() != '{') {
-    std::ifstream in(arg);
-    kvo::require(in.good(), "kvoracle-llama: cannot read the contract " + arg);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  }
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw kvo::Error("kvoracle-llama: the contract is not JSON: " + std::string(e.what()));
-  }
 }
 
 }  // namespace
@@ -105,7 +83,9 @@ int main(int argc, char** argv) {
       for (const char* own : {"--sinks", "--recent", "--chunk"})
         kvo::require(app.count(own) == 0, std::string("kvoracle-llama: ") + own +
                                               " belongs to the default contract; --contract names another");
-      o.contract = kvo::read_engine_contract(contract_document(contract), n, prompt_len, budget).contract;
+      o.contract =
+          kvo::read_engine_contract(kvo::json_text_or_file(contract, "kvoracle-llama: contract"), n, prompt_len, budget)
+              .contract;
     }
     o.batch = batch;
     o.max_len = n;

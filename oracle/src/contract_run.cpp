@@ -6,10 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <map>
 #include <numeric>
-#include <sstream>
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/memory_limit.hpp"
@@ -17,6 +15,7 @@
 #include "kvo/core/progress.hpp"
 #include "kvo/core/replay.hpp"
 #include "kvo/core/request_json.hpp"
+#include "kvo/core/text_file.hpp"
 #include "kvo/oracle/contract_optimum.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 #include "kvo/oracle/shared_decoding.hpp"
@@ -95,23 +94,7 @@ const Schema<ContractRequest>& ContractRequest::schema() {
 
 std::vector<nlohmann::json> ContractRequest::documents() const {
   std::vector<nlohmann::json> out;
-  for (const std::string& contract : contracts) {
-    const auto first = contract.find_first_not_of(" \t\r\n");
-    std::string text = contract;
-    const bool inline_text = first != std::string::npos && contract[first] == '{';
-    if (!inline_text) {
-      std::ifstream in(contract);
-      require(in.good(), "contract: cannot read " + contract);
-      std::ostringstream s;
-      s << in.rdbuf();
-      text = s.str();
-    }
-    try {
-      out.push_back(nlohmann::json::parse(text));
-    } catch (const nlohmann::json::parse_error& e) {
-      throw Error("contract: " + (inline_text ? std::string("the text") : contract) + " is not JSON: " + e.what());
-    }
-  }
+  for (const std::string& contract : contracts) out.push_back(json_text_or_file(contract, "contract"));
   return out;
 }
 

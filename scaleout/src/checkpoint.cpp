@@ -2,12 +2,11 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/file_sha256.hpp"
+#include "kvo/core/text_file.hpp"
 
 namespace kvo::scaleout {
 namespace {
@@ -20,14 +19,6 @@ namespace fs = std::filesystem;
 constexpr const char* kMagic = "kvoracle-unit 2\n";
 constexpr std::size_t kDigestSize = 64;
 constexpr int kFormatVersion = 2;
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  require(in.good(), "cannot read '" + path + "'");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string short_text(const nlohmann::json& v) {
   std::string s = v.is_string() ? v.get<std::string>() : v.dump();
@@ -70,7 +61,7 @@ Checkpoint::Checkpoint(std::string dir, nlohmann::json identity) : dir_(std::mov
   if (fs::exists(manifest)) {
     nlohmann::json m;
     try {
-      m = nlohmann::json::parse(read_all(manifest));
+      m = nlohmann::json::parse(read_text_file(manifest, "checkpoint"));
     } catch (const nlohmann::json::exception&) {
       throw Error("checkpoint '" + dir_ + "': manifest.json is not JSON; delete the directory to start afresh");
     }
@@ -104,7 +95,7 @@ std::string Checkpoint::unit_path(const std::string& section, int unit) const {
 std::optional<std::string> Checkpoint::load(const std::string& section, int unit) const {
   const std::string path = unit_path(section, unit);
   if (!fs::exists(path)) return std::nullopt;
-  std::string s = read_all(path);
+  std::string s = read_text_file(path, "checkpoint");
   const std::string magic = kMagic;
   const std::size_t header = magic.size() + 8 + kDigestSize;
   bool ok = s.size() >= header && s.compare(0, magic.size(), magic) == 0;

@@ -5,12 +5,12 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/registry.hpp"
+#include "kvo/core/text_file.hpp"
 #include "kvo/core/text_list.hpp"
 
 namespace kvo::studies {
@@ -101,11 +101,8 @@ Haystack read_haystack(const std::string& dir) {
   Haystack h;
   std::set<std::string> words;
   for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
     std::string text;  // whitespace collapsed, ASCII only
-    for (char c : ss.str()) {
+    for (char c : read_text_file(f.string(), "haystack")) {
       const unsigned char u = static_cast<unsigned char>(c);
       if (u >= 128) continue;
       if (std::isspace(u)) {
