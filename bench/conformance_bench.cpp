@@ -1,5 +1,6 @@
 // The conformance kit's cost: the checker on a golden file's own decisions, against making the
-// golden file itself (one replay of the policy with every step's sets and scores recorded).
+// golden file itself (one replay of the policy with every step's sets and scores recorded), and a
+// golden file under llama.cpp's one kept set for the model against the per-head one on the same trace.
 #include <benchmark/benchmark.h>
 
 #include "kvo/conformance/check.hpp"
@@ -34,7 +35,25 @@ void BM_Check(benchmark::State& st) {
   st.counters["decisions"] = static_cast<double>(n);
 }
 
+// 2 layers x 2 KV heads, TOVA at n/8 per KV head (range 1 = 0) or one set of n/8 for the model (1).
+void BM_GoldenTied(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const kvo::Trace tr = tie_trace({.layers = 2, .heads = 4, .kv_heads = 2, .tokens = n});
+  GoldenRequest r = tova_request(n);
+  if (st.range(1) == 1) {
+    r.budgets.clear();
+    r.contract = R"({"engine": "llama.cpp", "n_ctx": )" + std::to_string(n / 8) +
+                 R"(, "kv_evict_sink": 4, "kv_evict_window": 4})";
+  }
+  for (auto _ : st) benchmark::DoNotOptimize(make_golden(tr, r, "bench"));
+}
+
 BENCHMARK(BM_Golden)->Name("conformance/golden")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Check)->Name("conformance/check")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GoldenTied)
+    ->Name("conformance/golden_model_set")
+    ->ArgsProduct({{256, 1024}, {0, 1}})
+    ->ArgNames({"n", "tied"})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -1,9 +1,7 @@
 // `kvoracle conformance`: golden eviction decisions of kvoracle's policies (golden), and another
 // implementation's decisions checked against them (check).
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "commands.hpp"
@@ -21,14 +19,6 @@ namespace {
 
 // The exit status of a check that ran and found a departure (errors exit 1, usage errors 2).
 constexpr int kDeparts = 3;
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  require(in.good(), "cannot read " + path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 struct GoldenArgs {
   std::string trace, output, trace_output;
@@ -58,14 +48,8 @@ struct CheckArgs {
 };
 
 int run_check(const CheckArgs& a) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_text(a.golden));
-  } catch (const nlohmann::json::parse_error&) {
-    throw Error("golden file " + a.golden + " is not JSON");
-  }
-  const conformance::GoldenFile golden = conformance::GoldenFile::from_json(j);
-  const std::vector<conformance::Decision> decisions = conformance::parse_decisions(read_text(a.decisions));
+  const conformance::GoldenFile golden = conformance::read_golden(a.golden);
+  const std::vector<conformance::Decision> decisions = conformance::read_decisions(a.decisions);
   require(!decisions.empty(), "decisions: " + a.decisions + " holds no decision");
   const conformance::ConformanceResult r =
       conformance::check_conformance(golden, decisions, {.tie_tolerance = a.tie_tolerance}, a.golden);

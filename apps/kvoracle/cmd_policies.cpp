@@ -12,14 +12,14 @@ Runner add_policies(CLI::App& app, const Global&) {
   app.add_subcommand("policies", "list the eviction policies and their traits");
   return [] {
     auto yes = [](bool b) { return std::string(b ? "yes" : "-"); };
-    Table t({"policy", "nested", "dense", "decoder", "scorer", "seeded", "reads", "summary"});
+    Table t({"policy", "nested", "dense", "decoder", "scorer", "seeded", "reads", "summary", "ties"});
     for (const auto& p : policy_table()) {
       const PolicyTraits& tr = p.traits;
       const std::string dense = tr.dense == DenseNeed::Always        ? "yes"
                                 : tr.dense == DenseNeed::ByObjective ? "by objective"
                                                                      : "-";
       t.row({std::string(p.name), yes(tr.nested), dense, yes(tr.decoder), yes(tr.scorer != ScorerVariant::None),
-             yes(tr.seeded), std::string(p.reads), std::string(p.summary)});
+             yes(tr.seeded), std::string(p.reads), std::string(p.summary), std::string(p.tie_rule)});
     }
     std::cout << t.text();
     return 0;

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "kvo/core/error.hpp"
+#include "kvo/core/text_file.hpp"
 
 namespace kvo::conformance {
 namespace {
@@ -29,53 +30,79 @@ std::vector<int> sorted(std::vector<int> v) {
   return v;
 }
 
-// The golden score of token t at a step (nullopt: protected, unscored, or not a candidate).
-std::optional<double> score_of(const GoldenStep& s, int t) {
-  std::vector<int> candidates = s.kept;
-  candidates.insert(candidates.end(), s.evicted.begin(), s.evicted.end());
-  std::sort(candidates.begin(), candidates.end());
-  const auto it = std::lower_bound(candidates.begin(), candidates.end(), t);
-  if (it == candidates.end() || *it != t) return std::nullopt;
-  const size_t p = static_cast<size_t>(it - candidates.begin());
-  return p < s.scores.size() ? s.scores[p] : std::nullopt;
-}
-
-std::string scores_text(const GoldenStep& s, const std::vector<int>& tokens) {
-  std::ostringstream out;
-  out.precision(17);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const std::optional<double> v = score_of(s, tokens[i]);
-    out << (i ? ", " : "") << tokens[i] << ": ";
-    if (v)
-      out << *v;
-    else
-      out << "protected or unscored";
+// A golden step's scores by token: its candidates (kept and evicted, ascending) and their scores.
+class StepScores {
+ public:
+  explicit StepScores(const GoldenStep& s) : s_(s), candidates_(s.kept) {
+    candidates_.insert(candidates_.end(), s.evicted.begin(), s.evicted.end());
+    std::sort(candidates_.begin(), candidates_.end());
   }
-  return out.str();
+  // Token t's score (nullopt: protected, unscored, or not a candidate).
+  std::optional<double> of(int t) const {
+    const auto it = std::lower_bound(candidates_.begin(), candidates_.end(), t);
+    if (it == candidates_.end() || *it != t) return std::nullopt;
+    const size_t p = static_cast<size_t>(it - candidates_.begin());
+    return p < s_.scores.size() ? s_.scores[p] : std::nullopt;
+  }
+  std::string text(const std::vector<int>& tokens) const {
+    std::ostringstream out;
+    out.precision(17);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const std::optional<double> v = of(tokens[i]);
+      out << (i ? ", " : "") << tokens[i] << ": ";
+      if (v)
+        out << *v;
+      else
+        out << "protected or unscored";
+    }
+    return out.str();
+  }
+
+ private:
+  const GoldenStep& s_;
+  std::vector<int> candidates_;
+};
+
+// The scores the choice was made on, ascending: each token's, or under whole blocks of b tokens
+// past the sinks each block's sum (nullopt: a protected token).
+std::optional<std::vector<double>> choice_scores(const StepScores& s, const std::vector<int>& tokens, int b,
+                                                 int sinks) {
+  std::map<int, double> blocks;
+  std::vector<double> out;
+  for (int t : tokens) {
+    const auto v = s.of(t);
+    if (!v) return std::nullopt;
+    if (b > 1)
+      blocks[(t - sinks) / b] += *v;
+    else
+      out.push_back(*v);
+  }
+  for (const auto& [block, sum] : blocks) out.push_back(sum);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 // What kind of departure the golden scores make of it: the tokens only the golden evicted (e) and
 // those only the implementation evicted (g).
-DepartureKind classify(const GoldenStep& s, const std::vector<int>& e, const std::vector<int>& g, double tol) {
+DepartureKind classify(const StepScores& s, const std::vector<int>& e, const std::vector<int>& g, int b, int sinks,
+                       double tol) {
   if (e.size() != g.size() || e.empty()) return DepartureKind::Differs;
-  std::vector<double> se, sg;
-  for (int t : e) {
-    const auto v = score_of(s, t);
-    if (!v) return DepartureKind::Differs;
-    se.push_back(*v);
+  const auto se = choice_scores(s, e, b, sinks), sg = choice_scores(s, g, b, sinks);
+  if (!se || !sg || se->size() != sg->size()) return DepartureKind::Differs;
+  if (*se == *sg) return DepartureKind::Tie;
+  for (size_t i = 0; i < se->size(); ++i) {
+    const double x = (*se)[i], y = (*sg)[i];
+    if (std::abs(x - y) > tol * std::max({std::abs(x), std::abs(y), 1e-300})) return DepartureKind::Differs;
   }
-  for (int t : g) {
-    const auto v = score_of(s, t);
-    if (!v) return DepartureKind::Differs;
-    sg.push_back(*v);
-  }
-  std::sort(se.begin(), se.end());
-  std::sort(sg.begin(), sg.end());
-  if (se == sg) return DepartureKind::Tie;
-  for (size_t i = 0; i < se.size(); ++i)
-    if (std::abs(se[i] - sg[i]) > tol * std::max({std::abs(se[i]), std::abs(sg[i]), 1e-300}))
-      return DepartureKind::Differs;
   return DepartureKind::NearTie;
+}
+
+// Whether a case's kept sets tie the layers (a set spans them) or a layer's KV heads.
+bool ties_layers(const GoldenCase& c) {
+  return c.contract && (c.contract->kept_sets == KeptSets::KvHead || c.contract->kept_sets == KeptSets::Model);
+}
+bool ties_heads(const GoldenCase& c) {
+  return c.contract && (c.contract->kept_sets == KeptSets::Layer || c.contract->kept_sets == KeptSets::Model);
 }
 
 }  // namespace
@@ -110,12 +137,11 @@ std::vector<Decision> parse_decisions(const std::string& jsonl) {
     require(j.is_object(), where + ": not a JSON object");
     Decision d;
     try {
-      for (const char* f : {"policy", "budget", "layer", "head", "step"})
-        require(j.contains(f), where + ": no field '" + f + "'");
+      for (const char* f : {"policy", "budget", "step"}) require(j.contains(f), where + ": no field '" + f + "'");
       d.policy = j.at("policy").get<std::string>();
       d.budget = j.at("budget").get<int>();
-      d.layer = j.at("layer").get<int>();
-      d.head = j.at("head").get<int>();
+      d.layer = j.contains("layer") ? j.at("layer").get<int>() : kEveryUnit;
+      d.head = j.contains("head") ? j.at("head").get<int>() : kEveryUnit;
       d.step = j.at("step").get<int>();
       require(j.contains("evicted") != j.contains("kept"), where + ": give exactly one of 'evicted' and 'kept'");
       d.has_kept = j.contains("kept");
@@ -130,6 +156,10 @@ std::vector<Decision> parse_decisions(const std::string& jsonl) {
   return out;
 }
 
+std::vector<Decision> read_decisions(const std::string& path) {
+  return parse_decisions(read_text_file(path, "decisions"));
+}
+
 ConformanceResult check_conformance(const GoldenFile& golden, const std::vector<Decision>& decisions,
                                     const CheckOptions& options, const std::string& name) {
   require(options.tie_tolerance >= 0.0, "tie tolerance must be at least 0");
@@ -137,14 +167,24 @@ ConformanceResult check_conformance(const GoldenFile& golden, const std::vector<
   std::map<std::string, std::map<Key, const Decision*>> by_case;
   for (const Decision& d : decisions) {
     const GoldenCase& c = golden.find(d.policy, d.budget);
-    require(d.layer >= 0 && d.layer < golden.layers && d.head >= 0 && d.head < golden.kv_heads && d.step >= 0 &&
-                d.step < golden.n,
-            "decision of " + c.key() + " at layer " + std::to_string(d.layer) + " head " + std::to_string(d.head) +
-                " step " + std::to_string(d.step) + ": the golden file has " + std::to_string(golden.layers) +
-                " layers, " + std::to_string(golden.kv_heads) + " KV heads and " + std::to_string(golden.n) + " steps");
-    const bool fresh = by_case[c.key()].emplace(Key{d.layer, d.head, d.step}, &d).second;
-    require(fresh, "decision of " + c.key() + " at layer " + std::to_string(d.layer) + " head " +
-                       std::to_string(d.head) + " step " + std::to_string(d.step) + " is given twice");
+    const std::string at = "decision of " + c.key() + " at layer " +
+                           (d.layer == kEveryUnit ? std::string("(every)") : std::to_string(d.layer)) + " head " +
+                           (d.head == kEveryUnit ? std::string("(every)") : std::to_string(d.head)) + " step " +
+                           std::to_string(d.step);
+    require(d.layer != kEveryUnit || ties_layers(c),
+            at + ": name its layer (the case's kept sets do not span the layers)");
+    require(d.head != kEveryUnit || ties_heads(c),
+            at + ": name its KV head (the case's kept sets do not span a layer's KV heads)");
+    require((d.layer == kEveryUnit || (d.layer >= 0 && d.layer < golden.layers)) &&
+                (d.head == kEveryUnit || (d.head >= 0 && d.head < golden.kv_heads)) && d.step >= 0 && d.step < golden.n,
+            at + ": the golden file has " + std::to_string(golden.layers) + " layers, " +
+                std::to_string(golden.kv_heads) + " KV heads and " + std::to_string(golden.n) + " steps");
+    for (int l = 0; l < golden.layers; ++l)
+      for (int h = 0; h < golden.kv_heads; ++h) {
+        if ((d.layer != kEveryUnit && d.layer != l) || (d.head != kEveryUnit && d.head != h)) continue;
+        const bool fresh = by_case[c.key()].emplace(Key{l, h, d.step}, &d).second;
+        require(fresh, at + ": layer " + std::to_string(l) + " head " + std::to_string(h) + " has two decisions");
+      }
   }
   ConformanceResult res;
   res.golden = name;
@@ -177,7 +217,9 @@ ConformanceResult check_conformance(const GoldenFile& golden, const std::vector<
         if (!same) {
           Departure dep{i, u.layer, u.head, s.evicted, got, DepartureKind::Differs, {}};
           const std::vector<int> e = minus(s.evicted, got), g = minus(got, s.evicted);
-          dep.kind = classify(s, e, g, options.tie_tolerance);
+          const StepScores scores(s);
+          const int block = c.contract ? c.contract->page_size : 1, sinks = c.contract ? c.contract->sinks : 0;
+          dep.kind = classify(scores, e, g, block, sinks, options.tie_tolerance);
           if (d != nullptr && d->has_kept && s.kept.size() != sorted(d->kept).size())
             dep.why = "kept " + std::to_string(sorted(d->kept).size()) + " tokens where the golden keeps " +
                       std::to_string(s.kept.size());
@@ -185,8 +227,8 @@ ConformanceResult check_conformance(const GoldenFile& golden, const std::vector<
             dep.why = "evicted " + std::to_string(got.size()) + " tokens where the golden evicts " +
                       std::to_string(s.evicted.size());
           else
-            dep.why = "golden scores: only the golden evicted " + scores_text(s, e) + "; only yours evicted " +
-                      scores_text(s, g);
+            dep.why =
+                "golden scores: only the golden evicted " + scores.text(e) + "; only yours evicted " + scores.text(g);
           const bool earlier = v.conforms || std::tie(dep.step, dep.layer, dep.head) <
                                                  std::tie(v.first.step, v.first.layer, v.first.head);
           if (earlier) v.first = dep;

@@ -7,9 +7,12 @@
 #include <utility>
 
 #include "kvo/core/budget.hpp"
+#include "kvo/core/engine_contracts.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/file_sha256.hpp"
+#include "kvo/core/page_shape.hpp"
 #include "kvo/core/replay.hpp"
+#include "kvo/core/text_file.hpp"
 #include "kvo/core/text_list.hpp"
 
 namespace kvo::conformance {
@@ -17,34 +20,15 @@ namespace {
 
 using enum PolicyId;
 
-struct CoveredPolicy {
-  PolicyId id;
-  const char* tie_rule;
-};
+// The policies whose decisions the kit fixes (their tie rules are the policy table's).
+constexpr PolicyId kCovered[] = {H2O, H2ORealdrop, H2OMask, H2OPaper, Tova, Scissorhands, Streaming, Window};
 
-// The policies whose decisions the kit fixes, and how each breaks a tie of its score.
-constexpr CoveredPolicy kCovered[] = {
-    {H2O, "equal accumulated scores: the oldest token leaves first"},
-    {H2ORealdrop, "equal accumulated scores: the oldest token leaves first"},
-    {H2OMask, "equal accumulated scores: the newer token keeps its heavy slot (the masking code's top-k)"},
-    {H2OPaper, "equal marginal gains: the oldest token leaves first"},
-    {Tova, "equal attention of the current query: the oldest token leaves first"},
-    {Scissorhands, "equal unimportance marks: the oldest token leaves first"},
-    {Streaming, "no scores: the oldest token after the sinks leaves"},
-    {Window, "no scores: the oldest token leaves"},
-};
+constexpr const char* kContractTieRule =
+    "equal summed scores of a kept set: the older token (or block) leaves first, then the earlier set";
 
-const CoveredPolicy* covered(PolicyId id) {
-  for (const CoveredPolicy& c : kCovered)
-    if (c.id == id) return &c;
-  return nullptr;
-}
+bool covered(PolicyId id) { return std::ranges::find(kCovered, id) != std::end(kCovered); }
 
-std::string covered_names() {
-  std::vector<PolicyId> ids;
-  for (const CoveredPolicy& c : kCovered) ids.push_back(c.id);
-  return join_policy_names(ids);
-}
+std::string covered_names() { return join_policy_names(kCovered); }
 
 // Of the attention and the shape the units come from (layers, heads, KV heads, n, prompt).
 std::string trace_digest(const Trace& tr) {
@@ -56,6 +40,29 @@ std::string trace_digest(const Trace& tr) {
 }
 
 nlohmann::json score_json(const std::optional<double>& s) { return s ? nlohmann::json(*s) : nlohmann::json(); }
+
+// Whether a contract never evicts token j after step i: a sink, in the window when the eviction
+// takes effect, or in one of the newest R blocks.
+bool contract_protects(const EvictionContract& c, int i, int j) {
+  if (j < c.sinks) return true;
+  if (c.page_size == 1) return j > i + c.delay - c.recent;
+  if (i < c.sinks) return true;
+  const PageShape shape = page_shape(c.budget - c.sinks, c.recent, c.page_size);
+  return (j - c.sinks) / c.page_size > (i - c.sinks) / c.page_size - shape.recent;
+}
+
+// Each policy's scores, by (layer, KV head), step and token, as on_step saw them.
+using ScoreLog = std::map<std::pair<int, int>, std::map<int, std::vector<double>>>;
+
+// The score a unit's candidate t had after step i (nullopt: none, or not finite).
+std::optional<double> logged(const ScoreLog& log, std::pair<int, int> unit, int i, int t) {
+  const auto u = log.find(unit);
+  if (u == log.end()) return std::nullopt;
+  const auto s = u->second.find(i);
+  if (s == u->second.end() || static_cast<size_t>(t) >= s->second.size()) return std::nullopt;
+  const double v = s->second[static_cast<size_t>(t)];
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+}
 
 template <class T>
 T field(const nlohmann::json& j, const char* name, const std::string& where) {
@@ -70,10 +77,9 @@ T field(const nlohmann::json& j, const char* name, const std::string& where) {
 }  // namespace
 
 std::string policy_tie_rule(PolicyId id) {
-  const CoveredPolicy* c = covered(id);
-  require(c != nullptr, "conformance: the kit has no golden semantics for policy " + policy_name(id) +
-                            " (covered: " + covered_names() + ")");
-  return c->tie_rule;
+  require(covered(id), "conformance: the kit has no golden semantics for policy " + policy_name(id) +
+                           " (covered: " + covered_names() + ")");
+  return std::string(policy_entry(id).tie_rule);
 }
 
 std::string policy_semantics(PolicyId id) {
@@ -84,7 +90,7 @@ std::string policy_semantics(PolicyId id) {
 void GoldenRequest::validate() const {
   require(!policies.empty(), "policies: name at least one policy");
   for (PolicyId id : policies) policy_tie_rule(id);
-  require(!budgets.empty(), "budgets: name at least one budget");
+  require(contract.empty() || recent.empty(), "recent: a contract names its own window (its recent field)");
   for (const std::string& b : budgets) Budget::parse(b, recent);
 }
 
@@ -93,8 +99,13 @@ const Schema<GoldenRequest>& GoldenRequest::schema() {
   static const Schema<R> schema(
       "golden request",
       {member(&R::policies, {.name = "policies", .help = "policies whose decisions the file fixes (comma-separated)"}),
-       member(&R::budgets, {.name = "budgets", .help = "budgets per KV head: tokens or shares of n (comma-separated)"}),
+       member(&R::budgets, {.name = "budgets",
+                            .help = "budgets per KV head: tokens or shares of n (comma-separated; default 8,16, or the "
+                                    "contract's own)"}),
        member(&R::recent, {.name = "recent", .help = "recent window: tokens or a share of the budget (default: half)"}),
+       member(&R::contract, {.name = "contract",
+                             .help = "an engine's contract the policies obey: a JSON document or its file "
+                                     "(docs/engines.md); budgets replace its k"}),
        member(&R::threads, {.name = "threads", .help = "threads (0: all cores)", .cli = false})});
   return schema;
 }
@@ -124,16 +135,29 @@ GoldenFile make_golden(const Trace& tr, const GoldenRequest& req, const std::str
   g.heads = tr.n_heads;
   g.kv_heads = tr.n_kv_heads;
   g.prompt_len = tr.prompt_len;
+  if (!req.contract.empty()) g.contract = json_text_or_file(req.contract, "contract");
+  const std::vector<std::string> budgets = !req.budgets.empty()   ? req.budgets
+                                           : g.contract.is_null() ? std::vector<std::string>{"8", "16"}
+                                                                  : std::vector<std::string>{""};
+  std::vector<ContractUnit> all_units;  // (layer, KV head), in replay's order
+  for (int l = 0; l < tr.n_layers; ++l)
+    for (int h = 0; h < tr.n_kv_heads; ++h) all_units.push_back({l, h});
+  const int group = tr.group_size();
   for (PolicyId id : req.policies) {
-    for (const std::string& b : req.budgets) {
+    for (const std::string& b : budgets) {
       ReplayOptions o;
       o.run.policy.id = id;
-      o.run.budget = Budget::parse(b, req.recent);
       o.run.gqa = GqaMode::KvMean;
       o.run.prompt_len = tr.prompt_len;
       o.threads = req.threads;
+      if (g.contract.is_null())
+        o.run.budget = Budget::parse(b, req.recent);
+      else
+        o.contract = read_engine_contract(g.contract, tr.n_tokens, tr.prompt_len,
+                                          b.empty() ? 0 : Amount::parse(b).resolve(tr.n_tokens))
+                         .contract;
       std::mutex mu;
-      std::map<std::pair<int, int>, std::map<int, std::vector<double>>> scores;
+      ScoreLog scores;
       o.on_step = [&](int layer, int head, int step, const EvictionPolicy& p) {
         std::vector<double> s = p.eviction_scores();
         const std::lock_guard lock(mu);
@@ -142,28 +166,44 @@ GoldenFile make_golden(const Trace& tr, const GoldenRequest& req, const std::str
       const ReplayResult r = replay(tr, o);
       GoldenCase c;
       c.policy = policy_name(id);
-      c.tie_rule = policy_tie_rule(id);
+      // Under a contract its group evicts, by the policy's scores summed over each kept set.
+      c.tie_rule = o.contract ? kContractTieRule : policy_tie_rule(id);
       c.semantics = policy_semantics(id);
-      const int group = tr.group_size();
+      c.contract = o.contract;
+      // Under a contract, the units whose scores add up to their kept set's.
+      std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> set_of;
+      if (c.contract)
+        for (const std::vector<size_t>& set : c.contract->sets_of(all_units)) {
+          std::vector<std::pair<int, int>> members;
+          for (size_t u : set) members.emplace_back(all_units[u].layer, all_units[u].kv_head);
+          for (const auto& m : members) set_of[m] = members;
+        }
       for (const HeadReplay& h : r.heads) {
         if (h.head % group != 0) continue;  // the group's other query heads hold the same cache
-        c.budget = h.budget.total;
+        c.budget = c.contract ? c.contract->budget : h.budget.total;
         c.heavy = h.budget.heavy;
-        c.recent = h.budget.recent;
+        c.recent = c.contract ? c.contract->recent : h.budget.recent;
         GoldenUnit u{h.layer, h.head / group, {}};
-        const auto& by_step = scores[{h.layer, u.head}];
+        const std::pair<int, int> key{u.layer, u.head};
         for (size_t i = 0; i < h.steps.size(); ++i) {
           const StepRecord& s = h.steps[i];
+          const int step = static_cast<int>(i);
           GoldenStep gs{s.kept, s.evicted, {}};
           std::vector<int> candidates = s.kept;
           candidates.insert(candidates.end(), s.evicted.begin(), s.evicted.end());
           std::sort(candidates.begin(), candidates.end());
-          const auto it = by_step.find(static_cast<int>(i));
           for (int t : candidates) {
             std::optional<double> v;
-            if (it != by_step.end() && static_cast<size_t>(t) < it->second.size() &&
-                std::isfinite(it->second[static_cast<size_t>(t)]))
-              v = it->second[static_cast<size_t>(t)];
+            if (!c.contract) {
+              v = logged(scores, key, step, t);
+            } else if (!contract_protects(*c.contract, step, t)) {
+              v = 0.0;
+              for (const auto& m : set_of.at(key)) {
+                const std::optional<double> part = logged(scores, m, step, t);
+                v = part ? std::optional<double>(*v + *part) : std::nullopt;
+                if (!v) break;
+              }
+            }
             gs.scores.push_back(v);
           }
           u.steps.push_back(std::move(gs));
@@ -197,6 +237,7 @@ nlohmann::json GoldenFile::to_json() const {
                           {"recent", c.recent},
                           {"tie_rule", c.tie_rule},
                           {"semantics", c.semantics},
+                          {"contract", c.contract ? eviction_contract_schema().to_json(*c.contract) : nlohmann::json()},
                           {"units", units_json}});
   }
   return {{"kit", "kvoracle conformance"},
@@ -210,6 +251,7 @@ nlohmann::json GoldenFile::to_json() const {
             {"kv_heads", kv_heads},
             {"prompt_len", prompt_len}}},
           {"units", "(layer, KV head); a KV head's attention is the mean over its query heads"},
+          {"contract", contract},
           {"cases", cases_json}};
 }
 
@@ -226,6 +268,7 @@ GoldenFile GoldenFile::from_json(const nlohmann::json& j) {
   g.heads = field<int>(t, "heads", "trace");
   g.kv_heads = field<int>(t, "kv_heads", "trace");
   g.prompt_len = field<int>(t, "prompt_len", "trace");
+  g.contract = j.value("contract", nlohmann::json());
   for (const nlohmann::json& cj : field<nlohmann::json>(j, "cases", "the file")) {
     GoldenCase c;
     c.policy = field<std::string>(cj, "policy", "a case");
@@ -235,6 +278,8 @@ GoldenFile GoldenFile::from_json(const nlohmann::json& j) {
     c.recent = field<int>(cj, "recent", where);
     c.tie_rule = field<std::string>(cj, "tie_rule", where);
     c.semantics = field<std::string>(cj, "semantics", where);
+    if (const nlohmann::json k = cj.value("contract", nlohmann::json()); !k.is_null())
+      c.contract = eviction_contract_schema().from_json(k, EvictionContract{}, "golden file: " + where + "'s contract");
     for (const nlohmann::json& uj : field<nlohmann::json>(cj, "units", where)) {
       GoldenUnit u{field<int>(uj, "layer", where), field<int>(uj, "head", where), {}};
       for (const nlohmann::json& sj : field<nlohmann::json>(uj, "steps", where)) {
@@ -252,5 +297,7 @@ GoldenFile GoldenFile::from_json(const nlohmann::json& j) {
   }
   return g;
 }
+
+GoldenFile read_golden(const std::string& path) { return GoldenFile::from_json(read_json_file(path, "golden file")); }
 
 }  // namespace kvo::conformance

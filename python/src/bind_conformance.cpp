@@ -1,7 +1,4 @@
 // kvoracle._core: the conformance kit (golden decisions, and the checker of another implementation's).
-#include <fstream>
-#include <sstream>
-
 #include "bindings_support.hpp"
 #include "kvo/conformance/check.hpp"
 #include "kvo/conformance/golden.hpp"
@@ -11,29 +8,15 @@
 namespace kvo::python {
 namespace {
 
-std::string file_text(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  require(in.good(), std::string(what) + ": cannot read " + path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // A golden file as a dict, or its path.
 conformance::GoldenFile golden_of(const py::handle& golden) {
   if (py::isinstance<py::dict>(golden)) return conformance::GoldenFile::from_json(python_to_json(golden));
-  const std::string path = py::str(golden).cast<std::string>();
-  try {
-    return conformance::GoldenFile::from_json(nlohmann::json::parse(file_text(path, "golden")));
-  } catch (const nlohmann::json::parse_error&) {
-    throw Error("golden file " + path + " is not JSON");
-  }
+  return conformance::read_golden(py::str(golden).cast<std::string>());
 }
 
 // Decisions as a JSON Lines file's path, or a list of dicts (numpy values turned into lists first).
 std::vector<conformance::Decision> decisions_of(const py::handle& decisions) {
-  if (py::isinstance<py::str>(decisions))
-    return conformance::parse_decisions(file_text(decisions.cast<std::string>(), "decisions"));
+  if (py::isinstance<py::str>(decisions)) return conformance::read_decisions(decisions.cast<std::string>());
   const py::object dumps = py::module_::import("json").attr("dumps");
   const py::object plain = py::module_::import("kvoracle._plain").attr("plain");
   std::string lines;

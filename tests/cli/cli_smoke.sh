@@ -111,6 +111,7 @@ cmp "$dir/tasks.jsonl" "$dir/tasks2.jsonl"
   --json "$dir/tc.json" >/dev/null
 python3 -c "import json,sys; c=json.load(open(sys.argv[1]))[\"outcomes\"]; assert [o[\"row\"] for o in c] == [\"full-cache\"], c" "$dir/tc.json"
 "$K" policies | grep -q h2o-paper
+"$K" policies | grep -q "equal attention of the current query: the oldest token leaves first"
 "$K" replay --help | grep -q -- --budget
 python3 - "$dir" <<'PY'
 import json, sys

@@ -42,6 +42,18 @@ PY
 kvoracle conformance check "$dir/golden.json" "$dir/own.jsonl" >"$dir/own.out" || fail "the golden's own decisions depart"
 grep -q "^conformance against .*: 2 of 2 cases conform$" "$dir/own.out" || { cat "$dir/own.out"; fail "no verdict line"; }
 
+# Under an engine's contract: the shipped llama.cpp file regenerated is the shipped file, and one
+# position removed from the whole model is a decision with neither layer nor head.
+# --8<-- [start:contract]
+kvoracle conformance golden --policies h2o,tova,scissorhands --contract '{"engine": "llama.cpp", "n_ctx": 8, "kv_evict_sink": 2, "kv_evict_window": 2}' -o "$dir/llama.json"
+# --8<-- [end:contract]
+cmp -s "$dir/llama.json" conformance/golden/tie-trace-llama.json || fail "the llama.cpp golden file is not the shipped one"
+echo '{"policy": "tova", "budget": 8, "step": 8, "evicted": [5]}' >"$dir/tied.jsonl"
+kvoracle conformance check conformance/golden/tie-trace-llama.json "$dir/tied.jsonl" >"$dir/tied.out"
+rc=$?
+[ $rc -eq 3 ] || fail "a tied scorer breaking a tie toward the newer exits $rc, not 3"
+grep -q "^tova@8: first departs at step 8, layer 0, KV head 0 (tie): " "$dir/tied.out" || { cat "$dir/tied.out"; fail "no tied departure named"; }
+
 # Bad input: one line, exit 2.
 expect_error() {  # expect_error "needle" args...
   local needle="$1"; shift
@@ -59,5 +71,9 @@ echo 'not json' >"$dir/bad.jsonl"
 expect_error "decisions line 1: not a JSON object" conformance check conformance/golden/tie-trace.json "$dir/bad.jsonl"
 expect_error "the kit has no golden semantics for policy random" conformance golden --policies random -o "$dir/x.json"
 [ ! -e "$dir/x.json" ] || fail "a refused golden left a file"
+expect_error "recent: a contract names its own window" conformance golden --contract conformance/golden/tie-trace-llama.json --recent 2 -o "$dir/x.json"
+expect_error "contract: conformance/golden/tie-trace.safetensors is not JSON" conformance golden --contract conformance/golden/tie-trace.safetensors -o "$dir/x.json"
+echo '{"policy": "h2o", "budget": 8, "step": 9, "evicted": [4]}' >"$dir/every.jsonl"
+expect_error "name its layer" conformance check conformance/golden/tie-trace.json "$dir/every.jsonl"
 [ $fails -eq 0 ] && echo "conformance CLI: all passed"
 exit $((fails > 0))

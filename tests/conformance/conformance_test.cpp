@@ -84,19 +84,25 @@ GoldenRequest window_only() {
 // The shipped golden files (conformance/golden/) are what this build computes: the same kept sets
 // and evictions at every step, the scores to 1e-12. A change to a policy's decisions fails here until
 // the file is regenerated and its version raised (docs/conformance.md).
-class ShippedGolden : public testing::TestWithParam<const char*> {};
+// Each file with the trace it was made on (the contract files share the tie trace).
+class ShippedGolden : public testing::TestWithParam<std::pair<const char*, const char*>> {};
 
 TEST_P(ShippedGolden, IsWhatThisBuildComputes) {
-  const std::string base = std::string(KVO_SOURCE_DIR) + "/conformance/golden/" + GetParam();
-  std::ifstream in(base + ".json");
-  ASSERT_TRUE(in.good());
-  const GoldenFile shipped = GoldenFile::from_json(nlohmann::json::parse(in));
-  const Trace tr = read_trace(base + ".safetensors");
+  const std::string dir = std::string(KVO_SOURCE_DIR) + "/conformance/golden/";
+  const GoldenFile shipped = read_golden(dir + GetParam().first + ".json");
+  const Trace tr = read_trace(dir + GetParam().second + ".safetensors");
   EXPECT_EQ(shipped.trace_sha256, make_golden(tr, window_only(), "").trace_sha256);
-  GoldenRequest req;
+  GoldenRequest req;  // the file's policies and budgets, policy-major as make_golden writes them
   req.policies.clear();
-  for (const GoldenCase& c : shipped.cases) req.policies.push_back(parse_policy(c.policy));
-  req.budgets = {"8"};
+  for (const GoldenCase& c : shipped.cases) {
+    if (std::find(req.policies.begin(), req.policies.end(), parse_policy(c.policy)) == req.policies.end())
+      req.policies.push_back(parse_policy(c.policy));
+    // Under a contract the shipped files keep the contract's own k (a case's budget adds the block being filled).
+    if (shipped.contract.is_null() &&
+        std::find(req.budgets.begin(), req.budgets.end(), std::to_string(c.budget)) == req.budgets.end())
+      req.budgets.push_back(std::to_string(c.budget));
+  }
+  if (!shipped.contract.is_null()) req.contract = shipped.contract.dump();
   req.threads = 1;
   const GoldenFile now = make_golden(tr, req, shipped.trace);
   ASSERT_EQ(now.cases.size(), shipped.cases.size());
@@ -127,7 +133,16 @@ TEST_P(ShippedGolden, IsWhatThisBuildComputes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, ShippedGolden, testing::Values("tie-trace", "tie-trace-prompt16"));
+INSTANTIATE_TEST_SUITE_P(Files, ShippedGolden,
+                         testing::Values(std::pair{"tie-trace", "tie-trace"},
+                                         std::pair{"tie-trace-prompt16", "tie-trace-prompt16"},
+                                         std::pair{"tie-trace-llama", "tie-trace"},
+                                         std::pair{"tie-trace-openvino", "tie-trace"}),
+                         [](const auto& param_info) {
+                           std::string name = param_info.param.first;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(Golden, LibraryExampleOfDocs) {
   // --8<-- [start:conformance-library]
@@ -263,6 +278,122 @@ TEST(Fixtures, EveryHeadReusingTheFirstHeadsDecisionsIsCaught) {
   ASSERT_FALSE(r.conforms());
   EXPECT_EQ(r.cases[0].first.step, expected);
   EXPECT_FALSE(r.cases[0].first.layer == 0 && r.cases[0].first.head == 0);
+}
+
+// llama.cpp's contract: one kept set for the whole model, 2 sinks and a window of 2 (docs/engines.md).
+constexpr const char* kLlama = R"({"engine": "llama.cpp", "n_ctx": 8, "kv_evict_sink": 2, "kv_evict_window": 2})";
+// OpenVINO GenAI's: a layer's KV heads share whole blocks of 4, a start and a recent area of one block.
+constexpr const char* kOpenVino =
+    R"({"engine": "openvino", "block_size": 4, "start_size": 4, "recent_size": 4, "max_cache_size": 12})";
+
+GoldenFile contract_golden(const char* contract, std::vector<PolicyId> policies) {
+  GoldenRequest req;
+  req.policies = std::move(policies);
+  req.contract = contract;
+  req.threads = 1;
+  return make_golden(small_trace(), req, "tie trace");
+}
+
+TEST(ContractGolden, OneSetForTheWholeModelIsEveryUnitsSet) {
+  const GoldenFile g = contract_golden(kLlama, {PolicyId::H2O, PolicyId::Tova, PolicyId::Scissorhands});
+  ASSERT_EQ(g.cases.size(), 3u);
+  EXPECT_EQ(g.contract["engine"], "llama.cpp");
+  for (const GoldenCase& c : g.cases) {
+    ASSERT_TRUE(c.contract.has_value());
+    EXPECT_EQ(c.contract->kept_sets, KeptSets::Model);
+    EXPECT_EQ(c.budget, 8);
+    EXPECT_EQ(c.units.size(), 4u);
+    std::vector<Decision> per_step;  // what llama.cpp's one position removal gives: no layer, no head
+    long evictions = 0;
+    for (size_t i = 0; i < c.units[0].steps.size(); ++i) {
+      const GoldenStep& first = c.units[0].steps[i];
+      EXPECT_LE(first.kept.size(), 8u);
+      if (i >= 1) {
+        EXPECT_EQ(first.kept[0], 0);
+        EXPECT_EQ(first.kept[1], 1);  // the sinks
+      }
+      for (const GoldenUnit& u : c.units) {
+        EXPECT_EQ(u.steps[i].kept, first.kept) << c.key() << " step " << i;
+        EXPECT_EQ(u.steps[i].scores, first.scores);  // the set's score, summed over every unit
+      }
+      if (!first.evicted.empty())
+        per_step.push_back({c.policy, 8, kEveryUnit, kEveryUnit, static_cast<int>(i), false, first.evicted, {}});
+      evictions += static_cast<long>(first.evicted.size());
+    }
+    EXPECT_EQ(evictions, g.n - 8);
+    const ConformanceResult r = check_conformance(g, per_step);
+    EXPECT_TRUE(r.conforms()) << r.report().text();
+    EXPECT_EQ(r.cases[0].decisions, static_cast<long>(g.n) * 4);
+    EXPECT_NE(c.tie_rule.find("summed scores of a kept set"), std::string::npos);
+  }
+  // The tied-set optimum's own engine: a decision given per unit conforms just the same.
+  EXPECT_TRUE(check_conformance(g, golden_decisions(g.cases[0])).conforms());
+}
+
+TEST(ContractGolden, BlocksLeaveWholeWhenANewBlockIsAllocated) {
+  const GoldenFile g = contract_golden(kOpenVino, {PolicyId::H2O, PolicyId::Tova});
+  for (const GoldenCase& c : g.cases) {
+    ASSERT_TRUE(c.contract.has_value());
+    EXPECT_EQ(c.contract->page_size, 4);
+    EXPECT_EQ(c.contract->kept_sets, KeptSets::Layer);
+    EXPECT_EQ(c.budget, 16);  // max_cache_size and the block being filled
+    long evictions = 0;
+    for (const GoldenUnit& u : c.units)
+      for (size_t i = 0; i < u.steps.size(); ++i) {
+        const GoldenStep& s = u.steps[i];
+        EXPECT_LE(s.kept.size(), 16u);
+        EXPECT_EQ(s.kept, c.units[u.layer * g.kv_heads].steps[i].kept);  // a layer's KV heads share the blocks
+        if (s.evicted.empty()) continue;
+        ++evictions;
+        EXPECT_EQ((static_cast<int>(i) - 4) % 4, 0) << "evicted at step " << i << ", not at a block's allocation";
+        ASSERT_EQ(s.evicted.size(), 4u);
+        EXPECT_EQ((s.evicted[0] - 4) % 4, 0);
+        EXPECT_EQ(s.evicted[3], s.evicted[0] + 3);
+        EXPECT_GE(s.evicted[0], 4);  // never the start area
+      }
+    EXPECT_EQ(evictions, 6 * 4);  // steps 16, 20, ..., 36 in each of the 4 units
+    // One decision per layer (head left out: the layer's KV heads share the set) conforms.
+    std::vector<Decision> per_layer;
+    for (const Decision& d : golden_decisions(c))
+      if (d.head == 0) per_layer.push_back({d.policy, d.budget, d.layer, kEveryUnit, d.step, false, d.evicted, {}});
+    EXPECT_TRUE(check_conformance(g, per_layer).conforms());
+  }
+}
+
+TEST(Fixtures, ABlockEvictedOneStepLateDepartsAtItsAllocation) {
+  // A paged cache that evicts after the new block's first token is written, not when it is allocated.
+  const GoldenFile g = contract_golden(kOpenVino, {PolicyId::H2O});
+  std::vector<Decision> late = golden_decisions(g.cases[0]);
+  for (Decision& d : late) ++d.step;
+  const ConformanceResult r = check_conformance(g, late);
+  ASSERT_FALSE(r.conforms());
+  EXPECT_EQ(r.cases[0].first.step, 16);  // 4 sinks and 3 blocks held: the fourth block is allocated at 16
+  EXPECT_EQ(r.cases[0].first.got, std::vector<int>{});
+  EXPECT_EQ(r.cases[0].first.kind, DepartureKind::Differs);
+  EXPECT_NE(r.cases[0].first.why.find("evicted 0 tokens where the golden evicts 4"), std::string::npos)
+      << r.cases[0].first.why;
+}
+
+TEST(ContractGolden, RefusesWhatCannotObeyOrMeansNothing) {
+  EXPECT_THROW(contract_golden(kLlama, {PolicyId::Streaming}), Error);  // no per-token score
+  EXPECT_THROW(contract_golden(R"({"engine": "llama.cpp", "n_ctx": 8, "typo": 1})", {PolicyId::H2O}), Error);
+  GoldenRequest req;
+  req.contract = kLlama;
+  req.recent = "2";
+  EXPECT_THROW(req.validate(), Error);  // the contract names its window
+  // Every-unit decisions only where the case's kept sets tie those units.
+  const GoldenFile per_head = golden_of(small_trace(), {PolicyId::H2O});
+  EXPECT_THROW(check_conformance(per_head, parse_decisions(R"({"policy":"h2o","budget":8,"step":9,"evicted":[4]})")),
+               Error);
+  const GoldenFile blocks = contract_golden(kOpenVino, {PolicyId::H2O});
+  try {
+    check_conformance(blocks, parse_decisions(R"({"policy":"h2o","budget":16,"head":0,"step":16,"evicted":[4]})"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("name its layer"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(check_conformance(
+      blocks, parse_decisions(R"({"policy":"h2o","budget":16,"layer":0,"step":16,"evicted":[4,5,6,7]})")));
 }
 
 TEST(Check, RefusesBadDecisionsInOneLine) {

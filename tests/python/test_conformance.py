@@ -73,10 +73,122 @@ def test_bad_decisions_are_refused_in_one_line():
         kvoracle.conformance_check(str(GOLDEN), [{"policy": "tova", "budget": 8, "layer": 0, "head": 0}])
 
 
-def test_conformance_md_python_example():
+def test_conformance_md_python_examples(monkeypatch):
     page = (ROOT / "docs" / "conformance.md").read_text(encoding="utf-8")
-    (block,) = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    first, drive = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    monkeypatch.chdir(ROOT)  # the page's paths are the repository's
     scope = {}
-    exec(block, scope)  # noqa: S102
+    exec(first, scope)  # noqa: S102
     assert not scope["verdict"]["conforms"]
     assert scope["verdict"]["cases"][0]["first_departure"]["kind"] == "tie"
+    scope = {}
+    exec(drive, scope)  # noqa: S102
+    cases = {c["case"]: c for c in scope["llama"]["cases"]}
+    assert cases["tova@8"]["conforms"] and cases["tova@8"]["decisions"] == 40 * 4
+
+
+OPENVINO = ROOT / "conformance" / "golden" / "tie-trace-openvino.json"
+LLAMA = ROOT / "conformance" / "golden" / "tie-trace-llama.json"
+TIE_TRACE = ROOT / "conformance" / "golden" / "tie-trace.safetensors"
+
+
+def paged_tova(start, block, recent_blocks, budget, block_of):
+    """OpenVINO GenAI-style paged TOVA for ``kvoracle.conformance.drive(tied="layer")``: when a new
+    block's first token overflows the budget, the block whose tokens the current query attends least
+    (summed over the layer's KV heads, each renormalised over the cache) leaves whole; the start area
+    and the last ``recent_blocks`` blocks stay. ``block_of(t)`` is the scorer's block index (the bug
+    lives there)."""
+    seen = []
+
+    def evict(unit, i, attention, cache):
+        if len(cache) <= budget:
+            return []
+        held = attention[:, cache]
+        score = (held / held.sum(axis=1, keepdims=True)).sum(axis=0)
+        newest = block_of(i)
+        sums = {}
+        for t, s in zip(cache, score):
+            if t >= start and block_of(t) <= newest - recent_blocks:
+                sums[block_of(t)] = sums.get(block_of(t), 0.0) + s
+        worst = min(sums, key=lambda b: (sums[b], b))  # equal sums: the older block
+        seen.append((unit, i, dict(zip(cache, score))))
+        return [t for t in cache if t >= start and block_of(t) == worst]
+
+    evict.seen = seen
+    return evict
+
+
+def test_a_paged_scorer_in_numpy_conforms_to_the_openvino_golden():
+    trace = kvoracle.read_trace(str(TIE_TRACE))
+    scorer = paged_tova(4, 4, 2, 16, lambda t: (t - 4) // 4)
+    mine = kvoracle.conformance.drive(scorer, trace, "tova", 16, tied="layer")
+    assert len(mine) == 2 * 6 and all("head" not in d and len(d["evicted"]) == 4 for d in mine)
+    r = kvoracle.conformance_check(str(OPENVINO), mine)
+    case = next(c for c in r["cases"] if c["case"] == "tova@16")
+    assert case["conforms"], r.report.text
+
+
+def test_a_block_index_off_by_one_departs_at_the_first_block_eviction():
+    trace = kvoracle.read_trace(str(TIE_TRACE))
+    scorer = paged_tova(4, 4, 2, 16, lambda t: (t - 4 + 1) // 4)
+    r = kvoracle.conformance_check(str(OPENVINO), kvoracle.conformance.drive(scorer, trace, "tova", 16, tied="layer"))
+    case = next(c for c in r["cases"] if c["case"] == "tova@16")
+    first = case["first_departure"]
+    assert not case["conforms"] and (first["step"], first["layer"], first["kind"]) == (16, 0, "differs")
+    assert first["expected"] == [4, 5, 6, 7] and first["got"] == [4, 5, 6]
+
+
+def tied_tova(newer_first):
+    """llama.cpp-style TOVA for ``drive(tied="model")``: one position removed from every layer and
+    head, the one the current query attends least summed over every (layer, KV head); sinks 0, 1 and
+    the last 2 positions stay."""
+
+    def evict(unit, i, attention, cache):
+        if len(cache) <= 8:
+            return []
+        held = attention[:, :, cache]
+        score = (held / held.sum(axis=2, keepdims=True)).sum(axis=(0, 1))
+        candidates = [k for k, t in enumerate(cache) if 2 <= t <= i - 2]
+        low = min(score[k] for k in candidates)
+        ties = [k for k in candidates if score[k] == low]
+        return [cache[ties[-1] if newer_first else ties[0]]]
+
+    return evict
+
+
+def test_one_position_for_the_whole_model_conforms_and_a_newer_tie_is_named():
+    trace = kvoracle.read_trace(str(TIE_TRACE))
+    good = kvoracle.conformance.drive(tied_tova(False), trace, "tova", 8, tied="model")
+    assert len(good) == trace.n_tokens - 8 and all(set(d) == {"policy", "budget", "step", "evicted"} for d in good)
+    r = kvoracle.conformance_check(str(LLAMA), good)
+    assert next(c for c in r["cases"] if c["case"] == "tova@8")["conforms"], r.report.text
+    bad = kvoracle.conformance.drive(tied_tova(True), trace, "tova", 8, tied="model")
+    r = kvoracle.conformance_check(str(LLAMA), bad)
+    first = next(c for c in r["cases"] if c["case"] == "tova@8")["first_departure"]
+    assert first["kind"] == "tie" and first["got"] == [first["expected"][0] + 1]
+
+
+def test_kept_masks_become_decisions_that_conform():
+    golden = kvoracle.conformance_golden(policies="h2o", budgets="8")
+    (case,) = golden["cases"]
+    n = golden["trace"]["n"]
+    kept = np.zeros((golden["trace"]["layers"], golden["trace"]["kv_heads"], n, n), dtype=bool)
+    for unit in case["units"]:
+        for i, step in enumerate(unit["steps"]):
+            kept[unit["layer"], unit["head"], i, step["kept"]] = True
+    assert kvoracle.conformance_check(golden, kvoracle.conformance.decisions_from_kept("h2o", 8, kept))["conforms"]
+    kept[0, 1, 20:, 0] = ~kept[0, 1, 20:, 0]  # token 0 of (0, 1) flipped from step 20 on
+    first = kvoracle.conformance_check(golden, kvoracle.conformance.decisions_from_kept("h2o", 8, kept))["cases"][0][
+        "first_departure"
+    ]
+    assert (first["step"], first["layer"], first["head"]) == (20, 0, 1)
+    with pytest.raises(kvoracle.KvoError, match="kept: expected a"):
+        kvoracle.conformance.decisions_from_kept("h2o", 8, kept[0])
+
+
+def test_drive_refuses_a_scorer_that_evicts_what_it_does_not_hold():
+    trace = kvoracle.read_trace(str(TIE_TRACE))
+    with pytest.raises(kvoracle.KvoError, match="step 0, layer 0, KV head 0: the scorer evicted token 3"):
+        kvoracle.conformance.drive(lambda unit, i, a, cache: [3], trace, "tova", 8)
+    with pytest.raises(kvoracle.KvoError, match="tied: expected"):
+        kvoracle.conformance.drive(lambda *a: [], trace, "tova", 8, tied="head")

@@ -14,7 +14,10 @@ namespace kvo::conformance {
 
 // One decision of the implementation under test: at `step` of (layer, KV head) of case
 // policy@budget, either the tokens it evicted (`evicted`) or the set it kept (`kept`). A step it
-// gives no record for evicted nothing.
+// gives no record for evicted nothing. Where the case's contract ties units into one kept set, the
+// tied coordinate may be kEveryUnit: the decision holds for every unit of the set (layer for sets
+// spanning the layers, head for sets spanning a layer's KV heads; both for one set per model).
+inline constexpr int kEveryUnit = -1;
 struct Decision {
   std::string policy;
   int budget = 0, layer = 0, head = 0, step = 0;
@@ -24,8 +27,10 @@ struct Decision {
 };
 
 // JSON Lines, one object per line: {"policy", "budget", "layer", "head", "step", and "evicted" or
-// "kept"}; kvo::Error naming the line and the field.
+// "kept"}, "layer" or "head" left out for kEveryUnit; kvo::Error naming the line and the field.
 std::vector<Decision> parse_decisions(const std::string& jsonl);
+// The same from a file (kvo::Error naming the path when it cannot be read).
+std::vector<Decision> read_decisions(const std::string& path);
 
 enum class DepartureKind { Tie, NearTie, Differs };
 std::string to_string(DepartureKind k);  // "tie", "near tie", "differs"
@@ -60,7 +65,9 @@ struct ConformanceResult {
 };
 
 // Every case any decision names is checked over all of the golden file's units and steps;
-// kvo::Error for a decision naming a case, layer, head or step the file lacks.
+// kvo::Error for a decision naming a case, layer, head or step the file lacks, or kEveryUnit for a
+// coordinate the case's kept sets do not tie. Under whole blocks, a departure is a tie when the
+// blocks each side evicted have the same summed scores.
 ConformanceResult check_conformance(const GoldenFile& golden, const std::vector<Decision>& decisions,
                                     const CheckOptions& options = {}, const std::string& name = "the golden file");
 

@@ -1,12 +1,14 @@
 // Golden eviction decisions: kvoracle's policies replayed on a small trace, every (layer, KV head)
 // and step recorded with the tokens it kept, the tokens it evicted and each candidate's score, with
-// the tie rule and the semantics the policy encodes. The JSON form is the kit's versioned file.
+// the tie rule and the semantics the policy encodes, alone or obeying an engine's contract (one
+// kept set for a layer or the whole model, whole blocks). The JSON form is the kit's versioned file.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kvo/core/eviction_contract.hpp"
 #include "kvo/core/field_schema.hpp"
 #include "kvo/core/policy_registry.hpp"
 #include "kvo/core/request_json.hpp"
@@ -18,12 +20,16 @@ inline constexpr int kGoldenVersion = 1;
 
 struct GoldenRequest {
   std::vector<PolicyId> policies = {PolicyId::H2O, PolicyId::Tova, PolicyId::Scissorhands, PolicyId::Streaming};
-  std::vector<std::string> budgets = {"8", "16"};  // tokens per KV head, or shares of n ("25%")
-  std::string recent;                              // the recent window: tokens or a share of the budget (empty: half)
+  // Tokens per KV head, or shares of n ("25%"); empty: 8 and 16, or the contract's own k.
+  std::vector<std::string> budgets;
+  std::string recent;  // the recent window: tokens or a share of the budget (empty: half)
+  // An engine's contract the policies obey (docs/engines.md): a JSON document or its file's path;
+  // each budget replaces its k (tokens a kept set holds), no budget keeps the contract's own.
+  std::string contract;
   int threads = 0;
 
-  // kvo::Error naming the field: no policy, no budget, a budget that is not an amount, a policy the
-  // kit has no semantics for (offline, unbudgeted or randomised ones).
+  // kvo::Error naming the field: no policy, a budget that is not an amount, a window beside a
+  // contract, a policy the kit has no semantics for (offline, unbudgeted or randomised ones).
   void validate() const;
   static const Schema<GoldenRequest>& schema();
 };
@@ -33,6 +39,7 @@ struct GoldenStep {
   std::vector<int> evicted;  // (S_{i-1} ∪ {i}) \ S_i, ascending
   // The policy's score of each candidate in S_{i-1} ∪ {i} (ascending token order) after step i,
   // lower evicted first; nullopt: protected (recent window, sinks) or a policy without scores.
+  // Under a contract: the kept set's score, summed over its units (a block's is its tokens' sum).
   std::vector<std::optional<double>> scores;
 };
 
@@ -46,8 +53,9 @@ struct GoldenCase {
   int budget = 0, heavy = 0, recent = 0;  // tokens per KV head after every step past the prompt
   std::string tie_rule;
   std::string semantics;
-  std::vector<GoldenUnit> units;  // by (layer, head)
-  std::string key() const;        // "h2o@8"
+  std::optional<EvictionContract> contract;  // the contract obeyed, with this case's k
+  std::vector<GoldenUnit> units;             // by (layer, head)
+  std::string key() const;                   // "h2o@8"
 };
 
 struct GoldenFile {
@@ -55,6 +63,7 @@ struct GoldenFile {
   std::string trace;  // the trace's name (its file, or how it was made)
   std::string trace_sha256;
   int n = 0, layers = 0, heads = 0, kv_heads = 0, prompt_len = 0;
+  nlohmann::json contract;  // the engine's contract document as given (null: none)
   std::vector<GoldenCase> cases;
 
   const GoldenCase& find(const std::string& policy, int budget) const;  // kvo::Error naming the known cases
@@ -68,7 +77,12 @@ std::string policy_tie_rule(PolicyId id);
 std::string policy_semantics(PolicyId id);
 
 // Replays every requested policy at every budget on every (layer, KV head) of the trace (KV heads
-// as units, the mean over the group's query heads). `name` labels the trace in the file.
+// as units, the mean over the group's query heads), under the request's contract when it names
+// one. `name` labels the trace in the file. kvo::Error from the request, the contract (naming its
+// field) or a policy that cannot obey it (one without per-token scores).
 GoldenFile make_golden(const Trace& trace, const GoldenRequest& request, const std::string& name);
+
+// A golden file read from its path (kvo::Error naming the path: unreadable, not JSON, malformed).
+GoldenFile read_golden(const std::string& path);
 
 }  // namespace kvo::conformance

@@ -81,7 +81,8 @@ struct PolicyEntry {
   PolicyId id;
   std::string_view name;
   std::string_view summary;
-  std::string_view reads;  // the parameters it reads (docs/policies.md's "uses" column)
+  std::string_view reads;     // the parameters it reads (docs/policies.md's "uses" column)
+  std::string_view tie_rule;  // which token leaves when scores are equal (the conformance kit's rule)
   PolicyTraits traits;
   PolicyConstructor make;
 };
