@@ -7,12 +7,14 @@ import numpy as np
 from ._core import KvoError
 
 
-def kv_attention(trace, layer):
-    """The attention of each KV head of ``layer``: the mean over its query heads, ``[kv_heads, n, n]``
-    in float64 (what the golden units replay)."""
-    a = np.asarray(trace.attn(layer), dtype=np.float64)
-    n, group = trace.n_tokens, trace.n_heads // trace.n_kv_heads
-    return a.reshape(trace.n_kv_heads, group, n, n).mean(axis=1)
+def cache_attention(trace, layer, step, cache):
+    """What a golden unit's policy sees at ``step``: for each KV head of ``layer``, the attention of
+    query ``step`` over the tokens of ``cache`` (ascending, ``step`` included), each query head's row
+    renormalised over ``cache`` and then averaged over the KV head's query heads. Returns
+    ``[kv_heads, len(cache)]`` in float64, each row summing to 1."""
+    a = np.asarray(trace.attn(layer), dtype=np.float64)[:, step, cache]
+    a = a / a.sum(axis=1, keepdims=True)
+    return a.reshape(trace.n_kv_heads, trace.n_heads // trace.n_kv_heads, len(cache)).mean(axis=1)
 
 
 def _evicted(tokens, cache, where):
@@ -31,18 +33,18 @@ def drive(evict, trace, policy, budget, tied=None):
 
     At every step i (ascending) the new token i joins the cache and ``evict(unit, i, attention, cache)``
     returns the tokens to remove from it (any iterable; empty: none); ``cache`` is the tokens held,
-    ascending, and ``attention`` the float64 attention of query i over tokens 0..i. ``tied`` says
-    which units share one kept set, as the golden file's contract does:
+    ascending, and ``attention`` what the golden policies see (``cache_attention``): the attention of
+    query i over ``cache``, float64, the last axis aligned with ``cache``. ``tied`` says which units
+    share one kept set, as the golden file's contract does:
 
-    - None: each (layer, KV head) its own; ``unit`` is ``(layer, head)``, ``attention`` that KV
-      head's row, ``[i + 1]``;
+    - None: each (layer, KV head) its own; ``unit`` is ``(layer, head)``, ``attention``
+      ``[len(cache)]``;
     - ``"layer"`` (OpenVINO GenAI's blocks): a layer's KV heads share one; ``unit`` is
-      ``(layer, None)``, ``attention`` ``[kv_heads, i + 1]``; decisions name the layer only;
+      ``(layer, None)``, ``attention`` ``[kv_heads, len(cache)]``; decisions name the layer only;
     - ``"model"`` (llama.cpp's position removal): one set for the whole model; ``unit`` is None,
-      ``attention`` ``[layers, kv_heads, i + 1]``; decisions name neither layer nor head."""
+      ``attention`` ``[layers, kv_heads, len(cache)]``; decisions name neither layer nor head."""
     if tied not in (None, "layer", "model"):
         raise KvoError(f"tied: expected None, 'layer' or 'model', got {tied!r}")
-    layers = [kv_attention(trace, layer) for layer in range(trace.n_layers)]
     if tied == "model":
         units = [None]
     elif tied == "layer":
@@ -56,11 +58,11 @@ def drive(evict, trace, policy, budget, tied=None):
             cache = caches[u]
             cache.append(i)
             if u is None:
-                row = np.stack([a[:, i, : i + 1] for a in layers])
+                row = np.stack([cache_attention(trace, ly, i, cache) for ly in range(trace.n_layers)])
             elif u[1] is None:
-                row = layers[u[0]][:, i, : i + 1]
+                row = cache_attention(trace, u[0], i, cache)
             else:
-                row = layers[u[0]][u[1], i, : i + 1]
+                row = cache_attention(trace, u[0], i, cache)[u[1]]
             where = f"step {i}"
             if u is not None:
                 where += f", layer {u[0]}" + ("" if u[1] is None else f", KV head {u[1]}")

@@ -95,7 +95,7 @@ TIE_TRACE = ROOT / "conformance" / "golden" / "tie-trace.safetensors"
 def paged_tova(start, block, recent_blocks, budget, block_of):
     """OpenVINO GenAI-style paged TOVA for ``kvoracle.conformance.drive(tied="layer")``: when a new
     block's first token overflows the budget, the block whose tokens the current query attends least
-    (summed over the layer's KV heads, each renormalised over the cache) leaves whole; the start area
+    (summed over the layer's KV heads) leaves whole; the start area
     and the last ``recent_blocks`` blocks stay. ``block_of(t)`` is the scorer's block index (the bug
     lives there)."""
     seen = []
@@ -103,8 +103,7 @@ def paged_tova(start, block, recent_blocks, budget, block_of):
     def evict(unit, i, attention, cache):
         if len(cache) <= budget:
             return []
-        held = attention[:, cache]
-        score = (held / held.sum(axis=1, keepdims=True)).sum(axis=0)
+        score = attention.sum(axis=0)  # each KV head's row over the cache, summed over the layer's
         newest = block_of(i)
         sums = {}
         for t, s in zip(cache, score):
@@ -146,8 +145,7 @@ def tied_tova(newer_first):
     def evict(unit, i, attention, cache):
         if len(cache) <= 8:
             return []
-        held = attention[:, :, cache]
-        score = (held / held.sum(axis=2, keepdims=True)).sum(axis=(0, 1))
+        score = attention.sum(axis=(0, 1))
         candidates = [k for k, t in enumerate(cache) if 2 <= t <= i - 2]
         low = min(score[k] for k in candidates)
         ties = [k for k in candidates if score[k] == low]
@@ -192,3 +190,45 @@ def test_drive_refuses_a_scorer_that_evicts_what_it_does_not_hold():
         kvoracle.conformance.drive(lambda unit, i, a, cache: [3], trace, "tova", 8)
     with pytest.raises(kvoracle.KvoError, match="tied: expected"):
         kvoracle.conformance.drive(lambda *a: [], trace, "tova", 8, tied="head")
+
+
+def long_trace(tmp_path, n=512, heads=2, seed=0):
+    """A seeded 512-token trace with one KV head: Zipf-weighted keys and noisy logits, written in
+    kvoracle's trace format (dense attention), long enough for fp16 sums to lose order."""
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(0, 2.0, (heads, n, n)) + np.log(rng.zipf(1.3, n).clip(max=1000))[None, None, :]
+    logits = np.where(np.tril(np.ones((n, n), bool)), logits, -np.inf)
+    a = np.exp(logits - logits.max(axis=2, keepdims=True))
+    a /= a.sum(axis=2, keepdims=True)
+    meta = {"format": "kvoracle-trace", "format_version": "1", "prompt_len": "0", "attn_scale": "1"}
+    path = tmp_path / "long.safetensors"
+    save_file({"layers.0.attn": a.astype(np.float32)}, str(path), metadata={**meta, "gqa_group": str(heads)})
+    return kvoracle.read_trace(str(path))
+
+
+def numpy_h2o(dtype, budget):
+    """H2O in numpy: each token's attention accumulated in ``dtype``; outside the recent window of
+    budget / 2, the lowest sum leaves (equal sums: the older)."""
+    sums = {}
+
+    def evict(unit, i, attention, cache):
+        for t, p in zip(cache, attention):
+            sums[t] = dtype(sums.get(t, dtype(0)) + dtype(p))
+        if len(cache) <= budget:
+            return []
+        return [min(cache[: len(cache) - budget // 2], key=lambda t: (sums[t], t))]
+
+    return evict
+
+
+def test_scores_accumulated_in_fp16_depart_where_their_order_first_breaks(tmp_path):
+    trace = long_trace(tmp_path)
+    golden = kvoracle.conformance_golden(trace, policies="h2o", budgets="64")
+    exact = kvoracle.conformance.drive(numpy_h2o(np.float64, 64), trace, "h2o", 64)
+    assert kvoracle.conformance_check(golden, exact)["conforms"]
+    half = kvoracle.conformance.drive(numpy_h2o(np.float16, 64), trace, "h2o", 64)
+    broke = next(h["step"] for e, h in zip(exact, half) if e != h)  # where fp16 first chooses otherwise
+    first = kvoracle.conformance_check(golden, half)["cases"][0]["first_departure"]
+    assert (first["step"], first["kind"]) == (broke, "differs") and broke == 440
