@@ -1,6 +1,7 @@
 // The conformance kit's cost: the checker on a golden file's own decisions, against making the
-// golden file itself (one replay of the policy with every step's sets and scores recorded), and a
-// golden file under llama.cpp's one kept set for the model against the per-head one on the same trace.
+// golden file itself (one replay of the policy with every step's sets and scores recorded), a
+// golden file under llama.cpp's one kept set for the model against the per-head one on the same
+// trace, and a press's golden file against the press alone on the same prompt.
 #include <benchmark/benchmark.h>
 
 #include "kvo/conformance/check.hpp"
@@ -48,12 +49,37 @@ void BM_GoldenTied(benchmark::State& st) {
   for (auto _ : st) benchmark::DoNotOptimize(make_golden(tr, r, "bench"));
 }
 
+// SnapKV (window 16) at ratio 0.5 on the press trace's 2 layers x 2 KV heads: the press alone on every
+// layer (range 1 = 0), or its golden file with every step recorded (1).
+void BM_GoldenPress(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const kvo::Trace tr = press_tie_trace({.tokens = n});
+  GoldenRequest r;
+  r.presses = {"snapkv"};
+  r.press.window_size = 16;
+  r.threads = 1;
+  kvo::PressOptions o = r.press;
+  o.id = kvo::PressId::SnapKV;
+  for (auto _ : st) {
+    if (st.range(1) == 1) {
+      benchmark::DoNotOptimize(make_golden(tr, r, "bench"));
+      continue;
+    }
+    for (int l = 0; l < tr.n_layers; ++l) benchmark::DoNotOptimize(kvo::run_press(kvo::press_layer_of(tr, l, n), o));
+  }
+}
+
 BENCHMARK(BM_Golden)->Name("conformance/golden")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Check)->Name("conformance/check")->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_GoldenTied)
     ->Name("conformance/golden_model_set")
     ->ArgsProduct({{256, 1024}, {0, 1}})
     ->ArgNames({"n", "tied"})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GoldenPress)
+    ->Name("conformance/golden_press")
+    ->ArgsProduct({{256, 1024}, {0, 1}})
+    ->ArgNames({"n", "golden"})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -22,7 +22,8 @@ constexpr int kDeparts = 3;
 
 struct GoldenArgs {
   std::string trace, output, trace_output;
-  int prompt = 0;  // the tie trace's prompt
+  std::string kit_trace = "tie";  // the kit's trace when no file is given: tie or press
+  int prompt = 0;                 // the tie trace's prompt
   RequestFlags<conformance::GoldenRequest> request;
 };
 
@@ -31,9 +32,15 @@ int run_golden(const GoldenArgs& a, const Global& g) {
   req.threads = g.threads;
   req.validate();
   require(a.trace.empty() || a.prompt == 0, "--prompt: a trace file brings its own prompt");
-  const Trace tr = a.trace.empty() ? conformance::tie_trace({.prompt_len = a.prompt}) : read_trace(a.trace);
-  const std::string name =
-      a.trace.empty() ? "tie-trace (kvoracle conformance, seed 0, prompt " + std::to_string(a.prompt) + ")" : a.trace;
+  require(a.kit_trace == "tie" || a.prompt == 0, "--prompt: the press trace is all prompt");
+  const bool press = a.kit_trace == "press";
+  const Trace tr = !a.trace.empty() ? read_trace(a.trace)
+                   : press          ? conformance::press_tie_trace({})
+                                    : conformance::tie_trace({.prompt_len = a.prompt});
+  const std::string name = !a.trace.empty() ? a.trace
+                           : press
+                               ? std::string("press-trace (kvoracle conformance, seed 0)")
+                               : "tie-trace (kvoracle conformance, seed 0, prompt " + std::to_string(a.prompt) + ")";
   const conformance::GoldenFile golden = conformance::make_golden(tr, req, name);
   if (!a.trace_output.empty()) write_trace(a.trace_output, tr);
   write_file_atomic(a.output, golden.to_json().dump(1) + "\n");
@@ -65,11 +72,18 @@ Runner add_conformance(CLI::App& app, const Global& g) {
   cmd->require_subcommand(1);
   auto ga = std::make_shared<GoldenArgs>();
   CLI::App* golden = cmd->add_subcommand(
-      "golden", "replay kvoracle's policies on a small trace and write every step's kept set, evictions and scores");
+      "golden",
+      "replay kvoracle's policies (or run kvpress's presses) on a small trace and write every step's kept set, "
+      "evictions and scores");
   golden->add_option("trace", ga->trace, "trace file (.safetensors; default: the kit's tie trace)")
       ->check(CLI::ExistingFile);
   ga->request.add(golden);
   golden->add_option("--output,-o", ga->output, "the golden file to write (JSON)")->required();
+  golden
+      ->add_option("--kit-trace", ga->kit_trace,
+                   "the kit's trace when no file is given: tie (dense attention, tied pairs; policies) or press "
+                   "(q, k, v with repeated keys, all prompt; presses)")
+      ->check(CLI::IsMember({"tie", "press"}));
   golden->add_option("--prompt", ga->prompt, "the tie trace's prompt: tokens held in full, then cut to the budget once")
       ->check(CLI::NonNegativeNumber);
   golden->add_option("--trace-output", ga->trace_output, "also write the trace the file was made on (.safetensors)");

@@ -6,11 +6,14 @@
 #include <mutex>
 #include <utility>
 
+#include "kvo/core/adakv.hpp"
 #include "kvo/core/budget.hpp"
 #include "kvo/core/engine_contracts.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/file_sha256.hpp"
 #include "kvo/core/page_shape.hpp"
+#include "kvo/core/policy_press.hpp"
+#include "kvo/core/press_parameters.hpp"
 #include "kvo/core/replay.hpp"
 #include "kvo/core/text_file.hpp"
 #include "kvo/core/text_list.hpp"
@@ -28,14 +31,111 @@ constexpr const char* kContractTieRule =
 
 bool covered(PolicyId id) { return std::ranges::find(kCovered, id) != std::end(kCovered); }
 
+// A requested press case: the press, and whether AdaKVPress wraps it.
+struct PressCase {
+  PressId id = PressId::SnapKV;
+  bool adakv = false;
+  std::string label;  // the case's name: "snapkv", "press:tova", "adakv(snapkv)"
+};
+
+constexpr std::string_view kAdaKV = "adakv(";
+
+PressCase parse_press_case(std::string_view name) {
+  PressCase c;
+  c.adakv = name.starts_with(kAdaKV) && name.ends_with(")");
+  const std::string_view inner = c.adakv ? name.substr(kAdaKV.size(), name.size() - kAdaKV.size() - 1) : name;
+  c.id = parse_press(inner);
+  require(c.id != PressId::Random, "presses: random's decisions are a seeded draw, not a rule the kit can fix");
+  // kvpress's AdaKVPress asserts a ScorerPress and refuses ObservedAttentionPress.
+  require(!c.adakv || c.id != PressId::ObservedAttention,
+          "presses: kvpress's AdaKVPress does not wrap observed_attention");
+  const std::string bare = prefill_set_label({.kind = PrefillSetKind::Press, .press = c.id});
+  c.label = c.adakv ? std::string(kAdaKV) + press_name(c.id) + ")" : bare;
+  return c;
+}
+
+std::string press_tie_rule(const PressCase& c) {
+  if (c.adakv)
+    return "within a KV head the earlier of equal scores wins the safeguard; across heads the lower KV head, then "
+           "the earlier position, wins a shared slot (kvpress leaves both to torch.topk's order)";
+  return "the earlier of equal scores is kept (kvpress leaves ties to torch.topk's order)";
+}
+
+std::string press_semantics(const PressCase& c, double alpha) {
+  const PressEntry& e = press_entry(c.id);
+  std::string s = "kvpress 0.5.5's " + std::string(e.kvpress_class) + ": " + std::string(e.score);
+  if (c.adakv)
+    s = "kvpress 0.5.5's AdaKVPress(" + std::string(e.kvpress_class) + ", alpha_safeguard=" + join_numbers({alpha}) +
+        "): a layer's KV heads share its budget above a safeguard, on " + std::string(e.kvpress_class) + "'s scores (" +
+        std::string(e.score) + ")";
+  return s + "; cut once at the prompt's last token, every later token kept";
+}
+
+// The case of one press at one ratio: every step keeps every token but the prompt's last, where
+// the press cuts the prompt to its kept sets.
+GoldenCase press_golden(const Trace& tr, const GoldenRequest& req, const PressCase& pc, double ratio) {
+  const int P = tr.prompt_len;
+  PressOptions o = req.press;
+  o.id = pc.id;
+  o.compression_ratio = ratio;
+  GoldenCase c;
+  c.policy = pc.label;
+  c.budget = press_n_kept(P, ratio);
+  c.heavy = c.budget;
+  c.tie_rule = press_tie_rule(pc);
+  c.semantics = press_semantics(pc, req.alpha_safeguard);
+  c.compression_ratio = ratio;
+  // The parameters the press reads (an object, empty for a press that reads none).
+  const nlohmann::json all = press_parameters_schema().to_json(o);
+  c.press = nlohmann::json::object();
+  if (const std::string_view reads = press_entry(pc.id).reads; !reads.empty())
+    for (const std::string& p : split_list(reads, "press reads")) c.press[p] = all.at(p);
+  if (pc.adakv) c.press["alpha_safeguard"] = req.alpha_safeguard;
+  for (int l = 0; l < tr.n_layers; ++l) {
+    const PressResult pr = run_press(press_layer_of(tr, l, P), o);
+    const std::vector<std::vector<int>> kept =
+        pc.adakv ? adakv_kept(pr.scores, c.budget, req.alpha_safeguard) : pr.kept;
+    for (int h = 0; h < tr.n_kv_heads; ++h) {
+      GoldenUnit u{l, h, {}};
+      std::vector<int> held;
+      for (int i = 0; i < tr.n_tokens; ++i) {
+        held.push_back(i);
+        GoldenStep gs;
+        if (i == P - 1) {
+          const std::vector<int>& k = kept[static_cast<size_t>(h)];
+          std::set_difference(held.begin(), held.end(), k.begin(), k.end(), std::back_inserter(gs.evicted));
+          held = k;
+          for (int j = 0; j < P; ++j) gs.scores.emplace_back(pr.scores[static_cast<size_t>(h)][static_cast<size_t>(j)]);
+        } else {
+          gs.scores.assign(held.size(), std::nullopt);
+        }
+        gs.kept = held;
+        u.steps.push_back(std::move(gs));
+      }
+      c.units.push_back(std::move(u));
+    }
+  }
+  return c;
+}
+
 std::string covered_names() { return join_policy_names(kCovered); }
 
-// Of the attention and the shape the units come from (layers, heads, KV heads, n, prompt).
+// Of the attention (dense, or q, k, v and the logit scale) and the shape the units come from
+// (layers, heads, KV heads, n, prompt). A dense-only trace's digest is that of its attention alone.
 std::string trace_digest(const Trace& tr) {
   std::string bytes;
   for (int v : {tr.n_layers, tr.n_heads, tr.n_kv_heads, tr.n_tokens, tr.prompt_len}) bytes += std::to_string(v) + ",";
-  for (const std::vector<float>& a : tr.attn)
-    bytes.append(reinterpret_cast<const char*>(a.data()), a.size() * sizeof(float));
+  const auto append = [&](const std::vector<std::vector<float>>& tensors) {
+    for (const std::vector<float>& a : tensors)
+      bytes.append(reinterpret_cast<const char*>(a.data()), a.size() * sizeof(float));
+  };
+  append(tr.attn);
+  if (tr.head_dim > 0) {
+    bytes += "qkv," + std::to_string(tr.head_dim) + "," + std::to_string(tr.attn_scale) + ",";
+    append(tr.q);
+    append(tr.k);
+    append(tr.v);
+  }
   return bytes_sha256(bytes);
 }
 
@@ -88,25 +188,44 @@ std::string policy_semantics(PolicyId id) {
 }
 
 void GoldenRequest::validate() const {
-  require(!policies.empty(), "policies: name at least one policy");
   for (PolicyId id : policies) policy_tie_rule(id);
   require(contract.empty() || recent.empty(), "recent: a contract names its own window (its recent field)");
   for (const std::string& b : budgets) Budget::parse(b, recent);
+  for (const std::string& p : presses) parse_press_case(p);
+  require(presses.empty() || contract.empty(), "presses: a press cuts the prompt per KV head, not under a contract");
+  require(presses.empty() || !compression_ratio.empty(), "compression_ratio: name at least one ratio");
+  for (double r : compression_ratio)
+    require(r >= 0.0 && r < 1.0, "compression_ratio: " + join_numbers({r}) + " is outside [0, 1)");
+  adakv_safeguard(1, alpha_safeguard);
 }
 
 const Schema<GoldenRequest>& GoldenRequest::schema() {
   using R = GoldenRequest;
   static const Schema<R> schema(
       "golden request",
-      {member(&R::policies, {.name = "policies", .help = "policies whose decisions the file fixes (comma-separated)"}),
-       member(&R::budgets, {.name = "budgets",
-                            .help = "budgets per KV head: tokens or shares of n (comma-separated; default 8,16, or the "
-                                    "contract's own)"}),
-       member(&R::recent, {.name = "recent", .help = "recent window: tokens or a share of the budget (default: half)"}),
-       member(&R::contract, {.name = "contract",
-                             .help = "an engine's contract the policies obey: a JSON document or its file "
-                                     "(docs/engines.md); budgets replace its k"}),
-       member(&R::threads, {.name = "threads", .help = "threads (0: all cores)", .cli = false})});
+      fields<R>(
+          {{member(&R::policies, {.name = "policies",
+                                  .help = "policies whose decisions the file fixes (comma-separated; default, with no "
+                                          "press: h2o,tova,scissorhands,streaming)"}),
+            member(&R::budgets,
+                   {.name = "budgets",
+                    .help = "budgets per KV head: tokens or shares of n (comma-separated; default 8,16, or the "
+                            "contract's own)"}),
+            member(&R::recent,
+                   {.name = "recent", .help = "recent window: tokens or a share of the budget (default: half)"}),
+            member(&R::contract, {.name = "contract",
+                                  .help = "an engine's contract the policies obey: a JSON document or its file "
+                                          "(docs/engines.md); budgets replace its k"}),
+            member(&R::presses, {.name = "presses",
+                                 .help = "kvpress presses cutting the prompt once (comma-separated registry names; "
+                                         "adakv(NAME): under AdaKVPress)"}),
+            member(&R::compression_ratio,
+                   {.name = "compression_ratio", .help = "the presses' compression ratios (comma-separated)"}),
+            member(&R::alpha_safeguard, {.name = "alpha_safeguard", .help = "AdaKVPress's alpha_safeguard"}),
+            member(&R::threads, {.name = "threads", .help = "threads (0: all cores)", .cli = false})},
+           // Random is refused, so its seed is not lifted.
+           nested("press", &R::press, press_parameters_schema(), "Press parameters", "golden request: press",
+                  [](const Field<PressOptions>& f) { return f.name() != "seed"; })}));
   return schema;
 }
 
@@ -125,8 +244,12 @@ GoldenFile make_golden(const Trace& tr, const GoldenRequest& req, const std::str
   req.validate();
   tr.validate();
   for (int l = 0; l < tr.n_layers; ++l)
-    require(tr.has_attention(l),
-            "conformance: the trace needs dense attention in every layer (layer " + std::to_string(l) + " has none)");
+    require(tr.has_attention(l) || tr.has_qk(l),
+            "conformance: the trace needs dense attention or q and k in every layer (layer " + std::to_string(l) +
+                " has neither)");
+  require(req.presses.empty() || tr.prompt_len >= 2,
+          "presses: the trace has no prompt of at least 2 tokens for a press to cut (its prompt_len is " +
+              std::to_string(tr.prompt_len) + ")");
   GoldenFile g;
   g.trace = name;
   g.trace_sha256 = trace_digest(tr);
@@ -143,7 +266,11 @@ GoldenFile make_golden(const Trace& tr, const GoldenRequest& req, const std::str
   for (int l = 0; l < tr.n_layers; ++l)
     for (int h = 0; h < tr.n_kv_heads; ++h) all_units.push_back({l, h});
   const int group = tr.group_size();
-  for (PolicyId id : req.policies) {
+  const std::vector<PolicyId> policies =
+      req.policies.empty() && req.presses.empty()
+          ? std::vector<PolicyId>(std::begin(kDefaultGoldenPolicies), std::end(kDefaultGoldenPolicies))
+          : req.policies;
+  for (PolicyId id : policies) {
     for (const std::string& b : budgets) {
       ReplayOptions o;
       o.run.policy.id = id;
@@ -215,6 +342,16 @@ GoldenFile make_golden(const Trace& tr, const GoldenRequest& req, const std::str
       g.cases.push_back(std::move(c));
     }
   }
+  for (const std::string& p : req.presses) {
+    const PressCase pc = parse_press_case(p);
+    for (double r : req.compression_ratio) {
+      GoldenCase c = press_golden(tr, req, pc, r);
+      for (const GoldenCase& other : g.cases)
+        require(other.key() != c.key(),
+                "presses: two cases named " + c.key() + " (ratios resolving to the same n_kept)");
+      g.cases.push_back(std::move(c));
+    }
+  }
   return g;
 }
 
@@ -239,6 +376,11 @@ nlohmann::json GoldenFile::to_json() const {
                           {"semantics", c.semantics},
                           {"contract", c.contract ? eviction_contract_schema().to_json(*c.contract) : nlohmann::json()},
                           {"units", units_json}});
+    // A press's case also says its ratio and parameters (a policy's case has neither field).
+    if (c.compression_ratio) {
+      cases_json.back()["compression_ratio"] = *c.compression_ratio;
+      cases_json.back()["press"] = c.press;
+    }
   }
   return {{"kit", "kvoracle conformance"},
           {"version", version},
@@ -280,6 +422,11 @@ GoldenFile GoldenFile::from_json(const nlohmann::json& j) {
     c.semantics = field<std::string>(cj, "semantics", where);
     if (const nlohmann::json k = cj.value("contract", nlohmann::json()); !k.is_null())
       c.contract = eviction_contract_schema().from_json(k, EvictionContract{}, "golden file: " + where + "'s contract");
+    if (const nlohmann::json r = cj.value("compression_ratio", nlohmann::json()); !r.is_null()) {
+      require(r.is_number(), "golden file: " + where + "'s field 'compression_ratio' has the wrong type");
+      c.compression_ratio = r.get<double>();
+    }
+    c.press = cj.value("press", nlohmann::json());
     for (const nlohmann::json& uj : field<nlohmann::json>(cj, "units", where)) {
       GoldenUnit u{field<int>(uj, "layer", where), field<int>(uj, "head", where), {}};
       for (const nlohmann::json& sj : field<nlohmann::json>(uj, "steps", where)) {

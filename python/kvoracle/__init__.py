@@ -12,8 +12,8 @@ checks (``verify`` on a Trace, ``verify_traces`` on files with the report of ``k
 greedy ``generate``; ``score_answer``, ``task_texts``, ``task_request`` (its fields: ``task_request_fields``) and ``task_report``: the task
 suite's scoring, texts, request rules, cells and paired comparisons; ``paired_power``: the instances a paired
 comparison of two rows needs; ``ceiling_share``: presses as a share of the exact ceiling, paired by instance); the conformance kit
-(``conformance_golden``, ``conformance_check``: another scorer's decisions against golden ones, docs/conformance.md;
-``kvoracle.conformance.drive`` runs a Python scorer over a golden trace, ``decisions_from_kept`` reads kept masks). ``kvoracle.hf`` brings
+(``conformance_golden``, ``conformance_check``, ``conformance_kit_trace``: another scorer's decisions against golden ones, docs/conformance.md;
+``kvoracle.conformance.drive`` runs a Python scorer over a golden trace, ``drive_press`` a kvpress press, ``decisions_from_kept`` reads kept masks). ``kvoracle.hf`` brings
 Hugging Face transformers models in: ``record_trace`` and the ``EvictingCache`` of ``generate``
 (docs/python.md), ``run_tasks``, the task suite on any transformers model, and
 ``kvoracle.hf.kvpress_eval``, kvpress's own evaluation with the ceiling (docs/tasks.md). A command's result is a dict or a list as before, carrying what the CLI shows as
@@ -35,6 +35,7 @@ from ._core import (  # noqa: F401
     ceiling_share,
     conformance_check,
     conformance_golden,
+    conformance_kit_trace,
     contract_oracle,
     default_model_path,
     engine_fields,

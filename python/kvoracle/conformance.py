@@ -1,6 +1,6 @@
 """The conformance kit's Python side (docs/conformance.md): drive an eviction scorer written in
-Python over a golden file's trace, or turn kept masks held as numpy arrays into the decisions that
-``kvoracle.conformance_check`` compares with the golden ones."""
+Python, or a kvpress press itself, over a golden file's trace, or turn kept masks held as numpy
+arrays into the decisions that ``kvoracle.conformance_check`` compares with the golden ones."""
 
 import numpy as np
 
@@ -91,4 +91,112 @@ def decisions_from_kept(policy, budget, kept):
         out.append(
             {"policy": policy, "budget": int(budget), "layer": layer, "head": head, "step": step, "kept": tokens}
         )
+    return out
+
+
+def _press_label(press):
+    """The golden case's name of a kvpress press: its registry key ("snapkv"), qualified where a
+    kvoracle policy shares it ("press:tova"), or "adakv(NAME)" around AdaKVPress."""
+    from . import _core
+
+    names = {cls: name for name, cls in _core.press_names()}
+    policies = {p["name"] for p in _core.policies()}
+    inner = press.press if type(press).__name__ == "AdaKVPress" else press
+    cls = type(inner).__name__
+    if cls not in names:
+        raise KvoError(
+            f"press: the kit has no golden semantics for kvpress's {cls} (known: {', '.join(sorted(names))})"
+        )
+    name = names[cls]
+    if inner is not press:
+        return f"adakv({name})"
+    return f"press:{name}" if name in policies else name
+
+
+class _Config:
+    """The fields of a transformers config that kvpress's presses read."""
+
+    def __init__(self, trace):
+        self.num_attention_heads = trace.n_heads
+        self.num_key_value_heads = trace.n_kv_heads
+        self.num_hidden_layers = trace.n_layers
+        self.head_dim = trace.head_dim
+        self.hidden_size = trace.n_heads * trace.head_dim
+        self._attn_implementation = "sdpa"  # AdaKVPress refuses eager attention
+
+
+def _attention_module(trace, layer):
+    """A stand-in for a Llama-like attention layer: the queries come straight from the hidden
+    states (q_proj is the identity), so that kvpress reads the trace's own post-RoPE queries."""
+    import torch
+
+    module = torch.nn.Module()
+    module.config = _Config(trace)
+    module.layer_idx = layer
+    module.head_dim = trace.head_dim
+    module.q_proj = torch.nn.Identity()
+    return module
+
+
+def drive_press(press, trace, policy=None, budget=None):
+    """Runs a kvpress press's own ``compress`` on every layer of ``trace``'s prompt and returns its
+    decisions for the golden case ``policy@budget`` (default: the press's case name, as
+    ``conformance golden --presses`` names it, and kvpress's n_kept at its compression ratio): at
+    the prompt's last step, per (layer, KV head), the prompt tokens its compressed cache lacks.
+
+    The trace needs q and k (``conformance_kit_trace("press")``, or one recorded by
+    ``kvoracle.hf.record_trace``). Each layer's press sees a Llama-like module whose q_proj is the
+    identity and position embeddings that rotate nothing, so its queries are the trace's post-RoPE
+    queries (scaled to kvpress's 1 / sqrt(head_dim)); batch 1, float32. The kept positions are read
+    back from the values the press kept (each position's value row is matched; a trace without
+    values gets rows that name their positions). AdaKVPress's masked keys are read from the module.
+    ``attentions`` are given (the causal softmax of q and k) only to ObservedAttentionPress, which
+    needs them; every other press computes its own, as under SDPA."""
+    import torch
+    from kvpress import ObservedAttentionPress
+
+    P = int(trace.prompt_len)
+    if P < 2 or trace.head_dim == 0:
+        raise KvoError(
+            "trace: a press needs q and k and a prompt of at least 2 tokens (conformance_kit_trace('press'))"
+        )
+    policy = _press_label(press) if policy is None else policy
+    if budget is None:
+        budget = max(1, int(P * (1 - press.compression_ratio)))  # kvpress's compute_n_kept
+    H, Hkv, d = trace.n_heads, trace.n_kv_heads, trace.head_dim
+    inner = press.press if type(press).__name__ == "AdaKVPress" else press
+    out = []
+    for layer in range(trace.n_layers):
+        q = np.asarray(trace.q(layer), dtype=np.float32)[:, :P] * np.float32(trace.attn_scale * np.sqrt(d))
+        k = torch.from_numpy(np.ascontiguousarray(np.asarray(trace.k(layer), dtype=np.float32)[:, :P]))[None]
+        try:
+            v = torch.from_numpy(np.ascontiguousarray(np.asarray(trace.v(layer), dtype=np.float32)[:, :P]))[None]
+        except KvoError:  # no values in this layer
+            v = torch.arange(P, dtype=torch.float32)[None, None, :, None].expand(1, Hkv, P, d).contiguous()
+        hidden = torch.from_numpy(np.ascontiguousarray(q.transpose(1, 0, 2).reshape(1, P, H * d)))
+        rope = (torch.ones(1, P, d), torch.zeros(1, P, d))
+        attentions = None
+        if isinstance(inner, ObservedAttentionPress):
+            qt = torch.from_numpy(np.ascontiguousarray(q))[None]
+            logits = qt @ k.repeat_interleave(H // Hkv, dim=1).transpose(2, 3) / np.sqrt(d)
+            attentions = torch.softmax(logits + torch.full((P, P), float("-inf")).triu(1), dim=-1)
+        module = _attention_module(trace, layer)
+        with torch.no_grad():
+            _, kept_values = press.compress(module, hidden, k, v, attentions, {"position_embeddings": rope})
+        masked = getattr(module, "masked_key_indices", None)
+        for head in range(Hkv):
+            if masked is not None:
+                _, heads, seqs = (t.numpy() for t in masked)
+                gone = sorted(int(j) for j in seqs[heads == head])
+            else:
+                rows = {v[0, head, j].numpy().tobytes(): j for j in range(P)}
+                if len(rows) < P:
+                    raise KvoError(
+                        f"trace: layer {layer} KV head {head} repeats a value row; its kept positions are ambiguous"
+                    )
+                held = {rows[r.numpy().tobytes()] for r in kept_values[0, head]}
+                gone = sorted(set(range(P)) - held)
+            if gone:
+                decision = {"policy": policy, "budget": int(budget), "layer": layer, "head": head, "step": P - 1}
+                out.append({**decision, "evicted": gone})
     return out

@@ -28,6 +28,17 @@ std::vector<conformance::Decision> decisions_of(const py::handle& decisions) {
 
 void bind_conformance(py::module_& m) {
   m.def(
+      "conformance_kit_trace",
+      [](const std::string& kind, int prompt) {
+        require(kind == "tie" || kind == "press", "kind: expected 'tie' or 'press', got '" + kind + "'");
+        require(kind == "tie" || prompt == 0, "prompt: the press trace is all prompt");
+        return kind == "tie" ? conformance::tie_trace({.prompt_len = prompt}) : conformance::press_tie_trace({});
+      },
+      py::arg("kind") = "tie", py::arg("prompt") = 0,
+      "the conformance kit's trace: 'tie' (dense attention with tied pairs, for the policies; prompt: tokens held "
+      "whole, then cut once) or 'press' (q, k, v with repeated keys, all prompt, for the presses); the traces the "
+      "shipped golden files were made on (docs/conformance.md)");
+  m.def(
       "conformance_golden",
       [](const py::object& trace, const py::kwargs& kwargs) {
         conformance::GoldenRequest req;

@@ -54,6 +54,19 @@ rc=$?
 [ $rc -eq 3 ] || fail "a tied scorer breaking a tie toward the newer exits $rc, not 3"
 grep -q "^tova@8: first departs at step 8, layer 0, KV head 0 (tie): " "$dir/tied.out" || { cat "$dir/tied.out"; fail "no tied departure named"; }
 
+# kvpress's presses on the press trace: the shipped file regenerated is the shipped file, and a
+# SnapKV that keeps token 6 instead of its tied neighbour 5 departs at the cut, as a tie.
+# --8<-- [start:presses]
+kvoracle conformance golden --kit-trace press --presses snapkv,pyramidkv,'adakv(snapkv)',knorm,press:tova,keydiff,streaming_llm,observed_attention --compression-ratio 0.25 --window-size 4 -o "$dir/press.json" --trace-output "$dir/press.safetensors"
+# --8<-- [end:presses]
+cmp -s "$dir/press.json" conformance/golden/press-trace.json || fail "the press golden file is not the shipped one"
+cmp -s "$dir/press.safetensors" conformance/golden/press-trace.safetensors || fail "the press trace is not the shipped one"
+echo '{"policy": "snapkv", "budget": 24, "layer": 0, "head": 0, "step": 31, "evicted": [0, 5, 12, 13, 19, 20, 26, 27]}' >"$dir/snap.jsonl"
+kvoracle conformance check conformance/golden/press-trace.json "$dir/snap.jsonl" >"$dir/snap.out"
+rc=$?
+[ $rc -eq 3 ] || fail "a press breaking a tie otherwise exits $rc, not 3"
+grep -q "^snapkv@24: first departs at step 31, layer 0, KV head 0 (tie): " "$dir/snap.out" || { cat "$dir/snap.out"; fail "no press departure named"; }
+
 # Bad input: one line, exit 2.
 expect_error() {  # expect_error "needle" args...
   local needle="$1"; shift
@@ -75,5 +88,10 @@ expect_error "recent: a contract names its own window" conformance golden --cont
 expect_error "contract: conformance/golden/tie-trace.safetensors is not JSON" conformance golden --contract conformance/golden/tie-trace.safetensors -o "$dir/x.json"
 echo '{"policy": "h2o", "budget": 8, "step": 9, "evicted": [4]}' >"$dir/every.jsonl"
 expect_error "name its layer" conformance check conformance/golden/tie-trace.json "$dir/every.jsonl"
+expect_error "random's decisions are a seeded draw" conformance golden --kit-trace press --presses random -o "$dir/x.json"
+expect_error "the press trace is all prompt" conformance golden --kit-trace press --prompt 4 --presses snapkv -o "$dir/x.json"
+expect_error "presses: the trace has no prompt" conformance golden --presses knorm -o "$dir/x.json"
+expect_error "must be longer than window_size (64)" conformance golden --kit-trace press --presses snapkv -o "$dir/x.json"
+[ ! -e "$dir/x.json" ] || fail "a refused golden left a file"
 [ $fails -eq 0 ] && echo "conformance CLI: all passed"
 exit $((fails > 0))

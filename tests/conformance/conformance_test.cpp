@@ -12,6 +12,7 @@
 #include "kvo/conformance/golden.hpp"
 #include "kvo/conformance/tie_trace.hpp"
 #include "kvo/core/error.hpp"
+#include "kvo/core/press_parameters.hpp"
 #include "kvo/core/replay.hpp"
 #include "kvo/core/trace_io.hpp"
 
@@ -19,6 +20,12 @@ namespace kvo::conformance {
 namespace {
 
 Trace small_trace() { return tie_trace({}); }
+
+// The shipped press file's presses and ratio (docs/conformance.md): at 0.25 each press keeps 24 of
+// the 32 prompt tokens, and the cut runs through the tied background keys of every unit.
+constexpr double kPressRatio = 0.25;
+const std::vector<std::string> kShippedPresses = {"snapkv",     "pyramidkv", "adakv(snapkv)", "knorm",
+                                                  "press:tova", "keydiff",   "streaming_llm", "observed_attention"};
 
 GoldenFile golden_of(const Trace& tr, std::vector<PolicyId> policies, std::vector<std::string> budgets = {"8"},
                      const std::string& recent = "") {
@@ -94,7 +101,22 @@ TEST_P(ShippedGolden, IsWhatThisBuildComputes) {
   EXPECT_EQ(shipped.trace_sha256, make_golden(tr, window_only(), "").trace_sha256);
   GoldenRequest req;  // the file's policies and budgets, policy-major as make_golden writes them
   req.policies.clear();
+  req.compression_ratio.clear();
   for (const GoldenCase& c : shipped.cases) {
+    if (!c.press.is_null()) {  // a press's case: its press, ratio and parameters
+      if (std::find(req.presses.begin(), req.presses.end(), c.policy) == req.presses.end())
+        req.presses.push_back(c.policy);
+      if (std::find(req.compression_ratio.begin(), req.compression_ratio.end(), *c.compression_ratio) ==
+          req.compression_ratio.end())
+        req.compression_ratio.push_back(*c.compression_ratio);
+      nlohmann::json o = c.press;
+      if (o.contains("alpha_safeguard")) {
+        req.alpha_safeguard = o.at("alpha_safeguard").get<double>();
+        o.erase("alpha_safeguard");
+      }
+      req.press = press_parameters_schema().from_json(o, req.press);  // each case names what its press reads
+      continue;
+    }
     if (std::find(req.policies.begin(), req.policies.end(), parse_policy(c.policy)) == req.policies.end())
       req.policies.push_back(parse_policy(c.policy));
     // Under a contract the shipped files keep the contract's own k (a case's budget adds the block being filled).
@@ -120,11 +142,13 @@ TEST_P(ShippedGolden, IsWhatThisBuildComputes) {
           }
         }
       }
-  // The shipped trace is the kit's tie trace with the file's prompt.
-  const GoldenFile tie = make_golden(tie_trace({.prompt_len = shipped.prompt_len}), window_only(), "");
+  // The shipped trace is the kit's tie trace with the file's prompt, or its press trace.
+  const bool presses = !req.presses.empty();
+  const GoldenFile tie =
+      make_golden(presses ? press_tie_trace({}) : tie_trace({.prompt_len = shipped.prompt_len}), window_only(), "");
   EXPECT_EQ(shipped.trace_sha256, tie.trace_sha256);
   // With a prompt, the prompt is held in full and cut to the budget once, at its last token.
-  if (shipped.prompt_len > 0) {
+  if (shipped.prompt_len > 0 && !presses) {
     const GoldenCase& h2o = shipped.find("h2o", 8);
     EXPECT_EQ(h2o.units[0].steps[static_cast<size_t>(shipped.prompt_len - 2)].kept.size(),
               static_cast<size_t>(shipped.prompt_len - 1));
@@ -137,7 +161,8 @@ INSTANTIATE_TEST_SUITE_P(Files, ShippedGolden,
                          testing::Values(std::pair{"tie-trace", "tie-trace"},
                                          std::pair{"tie-trace-prompt16", "tie-trace-prompt16"},
                                          std::pair{"tie-trace-llama", "tie-trace"},
-                                         std::pair{"tie-trace-openvino", "tie-trace"}),
+                                         std::pair{"tie-trace-openvino", "tie-trace"},
+                                         std::pair{"press-trace", "press-trace"}),
                          [](const auto& param_info) {
                            std::string name = param_info.param.first;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -417,6 +442,178 @@ TEST(Check, RefusesBadDecisionsInOneLine) {
   nlohmann::json j = g.to_json();
   j["version"] = 99;
   EXPECT_THROW(GoldenFile::from_json(j), Error);
+}
+
+// ---- presses: kvpress's prefill presses on the press trace -----------------------------------
+
+// The shipped press file's request: SnapKV's window of 4 (the trace holds 32 prompt tokens).
+GoldenRequest press_request(std::vector<std::string> presses, std::vector<double> ratios = {kPressRatio}) {
+  GoldenRequest req;
+  req.policies.clear();
+  req.presses = std::move(presses);
+  req.compression_ratio = std::move(ratios);
+  req.press.window_size = 4;
+  req.threads = 1;
+  return req;
+}
+
+// Whether a unit's cut at the prompt's last step leaves out a token that scores exactly as one it
+// keeps: the tie rule decided it.
+bool cut_splits_a_tie(const GoldenUnit& u, int P) {
+  const GoldenStep& s = u.steps[static_cast<size_t>(P - 1)];
+  for (int e : s.evicted)
+    for (int k : s.kept)
+      if (s.scores[static_cast<size_t>(e)] == s.scores[static_cast<size_t>(k)]) return true;
+  return false;
+}
+
+TEST(PressTrace, RepeatedKeysScoreBitForBitEqual) {
+  const PressTraceOptions o;
+  const Trace tr = press_tie_trace(o);
+  EXPECT_EQ(tr.prompt_len, tr.n_tokens);
+  PressOptions snap;
+  snap.id = PressId::SnapKV;
+  snap.window_size = 4;
+  const int L = tr.n_tokens - snap.window_size, pad = snap.kernel_size / 2;
+  for (int l = 0; l < tr.n_layers; ++l) {
+    const PressResult r = run_press(press_layer_of(tr, l, tr.prompt_len), snap);
+    for (int h = 0; h < tr.n_kv_heads; ++h) {
+      const std::vector<int> heavy = heavy_keys(o, l, h);
+      ASSERT_GE(heavy.size(), 3u);
+      // Background keys whose whole pooling window is background, inside the scored range: one score.
+      std::optional<double> background;
+      int tied = 0;
+      for (int j = pad; j + pad < L; ++j) {
+        const bool clear = std::none_of(heavy.begin(), heavy.end(), [&](int x) { return std::abs(x - j) <= pad; });
+        if (!clear) continue;
+        const double v = r.scores[static_cast<size_t>(h)][static_cast<size_t>(j)];
+        if (!background) background = v;
+        EXPECT_EQ(v, *background) << "layer " << l << " head " << h << " token " << j;
+        ++tied;
+      }
+      EXPECT_GE(tied, 3) << "layer " << l << " head " << h;
+      // Heavy keys score above the background.
+      EXPECT_GT(r.scores[static_cast<size_t>(h)][static_cast<size_t>(heavy[0])], *background);
+    }
+  }
+  EXPECT_NE(heavy_keys(o, 0, 0), heavy_keys(o, 0, 1));
+  EXPECT_THROW(press_tie_trace({.heads = 3, .kv_heads = 2}), Error);
+  EXPECT_THROW(press_tie_trace({.head_dim = 1}), Error);
+  EXPECT_THROW(press_tie_trace({.heavy_every = 1}), Error);
+}
+
+TEST(PressGolden, CutsThePromptOnceSplittingPlantedTiesAndConforms) {
+  const Trace tr = press_tie_trace({});
+  const int P = tr.prompt_len;
+  const GoldenFile g = make_golden(tr, press_request(kShippedPresses), "press trace");
+  ASSERT_EQ(g.cases.size(), kShippedPresses.size());
+  const GoldenFile back = GoldenFile::from_json(nlohmann::json::parse(g.to_json().dump()));
+  EXPECT_EQ(back.to_json(), g.to_json());
+  const int n_kept = press_n_kept(P, kPressRatio);
+  for (const GoldenCase& c : back.cases) {
+    SCOPED_TRACE(c.key());
+    EXPECT_EQ(c.budget, n_kept);
+    ASSERT_TRUE(c.compression_ratio.has_value());
+    if (c.press.contains("window_size")) {
+      EXPECT_EQ(c.press.at("window_size"), 4);
+    }
+    long held = 0;
+    bool tie = false;
+    for (const GoldenUnit& u : c.units) {
+      for (int i = 0; i < g.n; ++i) {
+        const GoldenStep& s = u.steps[static_cast<size_t>(i)];
+        EXPECT_EQ(s.evicted.empty(), i != P - 1) << "step " << i;
+      }
+      const GoldenStep& cut = u.steps[static_cast<size_t>(P - 1)];
+      held += static_cast<long>(cut.kept.size());
+      if (c.policy != "pyramidkv" && c.policy.rfind("adakv(", 0) != 0) {
+        EXPECT_EQ(static_cast<int>(cut.kept.size()), n_kept);
+      }
+      tie = tie || cut_splits_a_tie(u, P);
+    }
+    // AdaKV moves slots between a layer's heads and PyramidKV between layers; each holds its total.
+    if (c.policy.rfind("adakv(", 0) == 0) {
+      EXPECT_EQ(held, static_cast<long>(n_kept) * g.layers * g.kv_heads);
+    }
+    // StreamingLLM scores positions; ObservedAttention sums a key's column over the queries after it, which
+    // differ between equal keys.
+    if (c.policy != "streaming_llm" && c.policy != "observed_attention") {
+      EXPECT_TRUE(tie) << "no unit's cut is decided by a tie";
+    }
+    const ConformanceResult r = check_conformance(back, golden_decisions(c));
+    EXPECT_TRUE(r.conforms()) << r.report().text();
+  }
+}
+
+// SnapKV whose top-k keeps the later of equal scores (kvoracle's scores, the order reversed):
+// the fixture of a press breaking ties the other way.
+TEST(Fixtures, APressKeepingTheLaterOfEqualScoresDepartsAsATieAtTheCut) {
+  const Trace tr = press_tie_trace({});
+  const int P = tr.prompt_len;
+  const GoldenFile g = make_golden(tr, press_request({"snapkv"}), "press trace");
+  std::vector<Decision> later;
+  PressOptions o;
+  o.id = PressId::SnapKV;
+  o.window_size = 4;
+  o.compression_ratio = kPressRatio;
+  for (int l = 0; l < tr.n_layers; ++l) {
+    const PressResult r = run_press(press_layer_of(tr, l, P), o);
+    for (int h = 0; h < tr.n_kv_heads; ++h) {
+      std::vector<int> order(static_cast<size_t>(P));
+      for (int j = 0; j < P; ++j) order[static_cast<size_t>(j)] = j;
+      const auto& s = r.scores[static_cast<size_t>(h)];
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return s[static_cast<size_t>(a)] > s[static_cast<size_t>(b)] ||
+               (s[static_cast<size_t>(a)] == s[static_cast<size_t>(b)] && a > b);
+      });
+      std::vector<int> kept(order.begin(), order.begin() + r.n_kept);
+      std::sort(kept.begin(), kept.end());
+      later.push_back({"snapkv", g.cases[0].budget, l, h, P - 1, true, {}, kept});
+    }
+  }
+  const ConformanceResult r = check_conformance(g, later);
+  ASSERT_FALSE(r.conforms());
+  EXPECT_EQ(r.cases[0].first.step, P - 1);
+  EXPECT_EQ(r.cases[0].first.kind, DepartureKind::Tie) << r.report().text();
+  EXPECT_NE(r.report().text().find("the earlier of equal scores is kept"), std::string::npos);
+}
+
+// AdaKV without its shared budget (every head keeping n_kept of its own scores) is SnapKV alone:
+// it departs at the cut, where the heads' counts differ.
+TEST(Fixtures, AdaKVWithoutTheSharedBudgetDepartsAtTheCut) {
+  const Trace tr = press_tie_trace({});
+  const GoldenFile g = make_golden(tr, press_request({"adakv(snapkv)", "snapkv"}), "press trace");
+  std::vector<Decision> alone = golden_decisions(g.cases[1]);
+  for (Decision& d : alone) d.policy = "adakv(snapkv)";
+  const ConformanceResult r = check_conformance(g, alone);
+  ASSERT_FALSE(r.conforms());
+  EXPECT_EQ(r.cases[0].first.step, tr.prompt_len - 1);
+  EXPECT_EQ(r.cases[0].first.kind, DepartureKind::Differs);
+}
+
+TEST(PressGolden, RefusesWhatTheKitCannotFixInOneLine) {
+  const Trace tr = press_tie_trace({});
+  const auto refused = [&](GoldenRequest req, const Trace& on, const std::string& says) {
+    try {
+      make_golden(on, req, "t");
+      ADD_FAILURE() << "accepted; expected: " << says;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  };
+  refused(press_request({"random"}), tr, "seeded draw");
+  refused(press_request({"adakv(observed_attention)"}), tr, "does not wrap observed_attention");
+  refused(press_request({"snapkvv"}), tr, "unknown press 'snapkvv'");
+  refused(press_request({"snapkv"}, {1.0}), tr, "outside [0, 1)");
+  GoldenRequest contract = press_request({"snapkv"});
+  contract.contract = kLlama;
+  refused(contract, tr, "not under a contract");
+  refused(press_request({"snapkv"}), small_trace(), "no prompt");
+  refused(press_request({"knorm"}), tie_trace({.prompt_len = 16}), "knorm");
+  GoldenRequest wide = press_request({"snapkv"});
+  wide.press.window_size = 64;
+  refused(wide, tr, "window_size");
 }
 
 }  // namespace

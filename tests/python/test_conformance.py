@@ -75,7 +75,7 @@ def test_bad_decisions_are_refused_in_one_line():
 
 def test_conformance_md_python_examples(monkeypatch):
     page = (ROOT / "docs" / "conformance.md").read_text(encoding="utf-8")
-    first, drive = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    first, drive, _ = re.findall(r"```python\n(.*?)```", page, flags=re.S)  # the third needs kvpress (below)
     monkeypatch.chdir(ROOT)  # the page's paths are the repository's
     scope = {}
     exec(first, scope)  # noqa: S102
@@ -232,3 +232,78 @@ def test_scores_accumulated_in_fp16_depart_where_their_order_first_breaks(tmp_pa
     broke = next(h["step"] for e, h in zip(exact, half) if e != h)  # where fp16 first chooses otherwise
     first = kvoracle.conformance_check(golden, half)["cases"][0]["first_departure"]
     assert (first["step"], first["kind"]) == (broke, "differs") and broke == 440
+
+
+PRESS_GOLDEN = ROOT / "conformance" / "golden" / "press-trace.json"
+PRESS_TRACE = ROOT / "conformance" / "golden" / "press-trace.safetensors"
+
+
+def kvpress_presses(kvpress):
+    """kvpress's own presses, as the shipped press file's cases make them (ratio 0.25, SnapKV's
+    window of 4 on the 32-token prompt)."""
+    snap = dict(compression_ratio=0.25, window_size=4)
+    return [
+        kvpress.SnapKVPress(**snap),
+        kvpress.PyramidKVPress(**snap),
+        kvpress.AdaKVPress(kvpress.SnapKVPress(**snap)),
+        kvpress.KnormPress(compression_ratio=0.25),
+        kvpress.TOVAPress(compression_ratio=0.25),
+        kvpress.KeyDiffPress(compression_ratio=0.25),
+        kvpress.StreamingLLMPress(compression_ratio=0.25),
+        kvpress.ObservedAttentionPress(compression_ratio=0.25),
+    ]
+
+
+@pytest.mark.kvpress
+def test_kvpress_presses_driven_directly_conform_up_to_ties():
+    """Each of kvpress's own presses, run through its own compress() on the press trace, keeps the
+    golden sets, or departs only where equal scores leave the choice open (torch.topk's order)."""
+    kvpress = pytest.importorskip("kvpress", reason="kvpress is installed by scripts/setup-deps")
+    trace = kvoracle.read_trace(str(PRESS_TRACE))
+    kinds = {}
+    for press in kvpress_presses(kvpress):
+        decisions = kvoracle.conformance.drive_press(press, trace)
+        verdict = kvoracle.conformance_check(str(PRESS_GOLDEN), decisions)
+        (case,) = verdict["cases"]
+        kinds[case["case"]] = "conforms" if case["conforms"] else case["first_departure"]["kind"]
+        assert case["conforms"] or case["first_departure"]["kind"] == "tie", verdict.report.text
+    assert set(kinds) == {c["policy"] + "@24" for c in json_cases(PRESS_GOLDEN)}
+    print(kinds)
+
+
+def json_cases(path):
+    import json
+
+    return json.loads(pathlib.Path(path).read_text())["cases"]
+
+
+@pytest.mark.kvpress
+def test_a_press_without_its_pooling_departs_at_the_cut():
+    """SnapKV with kernel_size 1 (its scores unpooled) is a different press: the checker says
+    "differs" at the prompt's last step, not "tie"."""
+    kvpress = pytest.importorskip("kvpress", reason="kvpress is installed by scripts/setup-deps")
+    trace = kvoracle.read_trace(str(PRESS_TRACE))
+    press = kvpress.SnapKVPress(compression_ratio=0.25, window_size=4, kernel_size=1)
+    verdict = kvoracle.conformance_check(str(PRESS_GOLDEN), kvoracle.conformance.drive_press(press, trace))
+    first = verdict["cases"][0]["first_departure"]
+    assert (first["step"], first["kind"]) == (trace.prompt_len - 1, "differs"), verdict.report.text
+
+
+@pytest.mark.kvpress
+def test_drive_press_refuses_a_trace_without_keys():
+    trace = kvoracle.read_trace(str(ROOT / "conformance" / "golden" / "tie-trace.safetensors"))
+    kvpress = pytest.importorskip("kvpress", reason="kvpress is installed by scripts/setup-deps")
+    with pytest.raises(kvoracle.KvoError, match="needs q and k"):
+        kvoracle.conformance.drive_press(kvpress.SnapKVPress(compression_ratio=0.25, window_size=4), trace)
+
+
+@pytest.mark.kvpress
+def test_conformance_md_press_example(monkeypatch, capsys):
+    pytest.importorskip("kvpress", reason="kvpress is installed by scripts/setup-deps")
+    page = (ROOT / "docs" / "conformance.md").read_text(encoding="utf-8")
+    presses = re.findall(r"```python\n(.*?)```", page, flags=re.S)[2]
+    monkeypatch.chdir(ROOT)
+    exec(presses, {})  # noqa: S102
+    out = capsys.readouterr().out
+    for case in ("snapkv@24", "knorm@24", "adakv(snapkv)@24"):
+        assert re.search(rf"^{re.escape(case)}: first departs at step 31, layer \d, KV head \d \(tie\)", out, re.M), out

@@ -334,7 +334,7 @@ def test_every_python_block_of_docs_is_run_here():
     assert {p: c for p, c in counts.items() if c} == {
         "allocation.md": 1,
         # run by tests/python/test_conformance.py::test_conformance_md_python_examples
-        "conformance.md": 2,
+        "conformance.md": 3,
         "engines.md": 1,
         "python.md": 4,
         "trace-format.md": 2,
