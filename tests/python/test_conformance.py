@@ -307,3 +307,54 @@ def test_conformance_md_press_example(monkeypatch, capsys):
     out = capsys.readouterr().out
     for case in ("snapkv@24", "knorm@24", "adakv(snapkv)@24"):
         assert re.search(rf"^{re.escape(case)}: first departs at step 31, layer \d, KV head \d \(tie\)", out, re.M), out
+
+
+def real_drop_h2o(heavy, recent, prompt_len, dtype):
+    """The eviction rule of the original H2O code's real-drop cache (FMInference/H2O,
+    h2o_hf/utils_real_drop), written here from its semantics: each head adds every query's
+    attention over the tokens it holds to their scores, in the model's dtype; once it holds more
+    than heavy + recent tokens (a prompt: all at once, after its last token) it keeps the last
+    `recent` and, of the others, the `heavy` best by torch.topk (ties in torch.topk's order)."""
+    import torch
+
+    scores = {}
+
+    def evict(unit, step, attention, cache):
+        s = scores.setdefault(unit, {})
+        for t, a in zip(cache, attention):
+            s[t] = (torch.tensor(s.get(t, 0.0), dtype=dtype) + torch.tensor(a, dtype=dtype)).item()
+        if step < prompt_len - 1 or len(cache) <= heavy + recent:
+            return []
+        older = cache[: len(cache) - recent]
+        keep = torch.topk(torch.tensor([s[t] for t in older], dtype=torch.float64), heavy).indices.tolist()
+        kept = {older[i] for i in keep}
+        return [t for t in older if t not in kept]
+
+    return evict
+
+
+@pytest.mark.parametrize("golden_name", ["tie-trace", "tie-trace-prompt16"])
+def test_the_original_h2o_real_drop_rule_conforms_up_to_ties(golden_name):
+    """kvoracle's h2o case is the original code's decisions: in full precision its rule keeps the
+    golden sets, or departs where equal scores leave torch.topk the choice."""
+    golden = ROOT / "conformance" / "golden" / f"{golden_name}.json"
+    trace = kvoracle.read_trace(str(golden.with_suffix(".safetensors")))
+    import torch
+
+    mine = kvoracle.conformance.drive(real_drop_h2o(4, 4, trace.prompt_len, torch.float64), trace, "h2o", 8)
+    (case,) = kvoracle.conformance_check(str(golden), mine)["cases"]
+    assert case["conforms"] or case["first_departure"]["kind"] == "tie", case
+
+
+def test_the_original_h2o_rule_in_half_precision_departs(tmp_path):
+    """Run in float16 (the original code adds the attention in the model's dtype), the same rule
+    departs where fp16's order of the sums first breaks: the fp16 fixture above."""
+    import torch
+
+    trace = long_trace(tmp_path)
+    golden = kvoracle.conformance_golden(trace, policies="h2o", budgets="64")
+    exact = kvoracle.conformance.drive(real_drop_h2o(32, 32, 0, torch.float64), trace, "h2o", 64)
+    assert kvoracle.conformance_check(golden, exact)["conforms"]
+    half = kvoracle.conformance.drive(real_drop_h2o(32, 32, 0, torch.float16), trace, "h2o", 64)
+    first = kvoracle.conformance_check(golden, half)["cases"][0]["first_departure"]
+    assert (first["step"], first["kind"]) == (440, "differs"), first
