@@ -102,12 +102,13 @@ def _press_label(press):
     names = {cls: name for name, cls in _core.press_names()}
     policies = {p["name"] for p in _core.policies()}
     inner = press.press if type(press).__name__ == "AdaKVPress" else press
-    cls = type(inner).__name__
-    if cls not in names:
+    # A subclass (a scorer under test built on one of kvpress's presses) is named by its kvpress base.
+    known = [c.__name__ for c in type(inner).__mro__ if c.__name__ in names]
+    if not known:
         raise KvoError(
-            f"press: the kit has no golden semantics for kvpress's {cls} (known: {', '.join(sorted(names))})"
+            f"press: the kit has no golden semantics for {type(inner).__name__} (known: {', '.join(sorted(names))})"
         )
-    name = names[cls]
+    name = names[known[0]]
     if inner is not press:
         return f"adakv({name})"
     return f"press:{name}" if name in policies else name
@@ -138,7 +139,20 @@ def _attention_module(trace, layer):
     return module
 
 
-def drive_press(press, trace, policy=None, budget=None):
+def _layer_inputs(trace, layer, P):
+    """One trace's q (scaled to kvpress's 1 / sqrt(head_dim)), k and v of a layer's prompt, float32;
+    a trace without values gets value rows that name their positions."""
+    d = trace.head_dim
+    q = np.asarray(trace.q(layer), dtype=np.float32)[:, :P] * np.float32(trace.attn_scale * np.sqrt(d))
+    k = np.asarray(trace.k(layer), dtype=np.float32)[:, :P]
+    try:
+        v = np.asarray(trace.v(layer), dtype=np.float32)[:, :P]
+    except KvoError:  # no values in this layer
+        v = np.broadcast_to(np.arange(P, dtype=np.float32)[None, :, None], k.shape)
+    return q, k, v
+
+
+def drive_press(press, trace, policy=None, budget=None, batch_with=()):
     """Runs a kvpress press's own ``compress`` on every layer of ``trace``'s prompt and returns its
     decisions for the golden case ``policy@budget`` (default: the press's case name, as
     ``conformance golden --presses`` names it, and kvpress's n_kept at its compression ratio): at
@@ -147,9 +161,11 @@ def drive_press(press, trace, policy=None, budget=None):
     The trace needs q and k (``conformance_kit_trace("press")``, or one recorded by
     ``kvoracle.hf.record_trace``). Each layer's press sees a Llama-like module whose q_proj is the
     identity and position embeddings that rotate nothing, so its queries are the trace's post-RoPE
-    queries (scaled to kvpress's 1 / sqrt(head_dim)); batch 1, float32. The kept positions are read
-    back from the values the press kept (each position's value row is matched; a trace without
-    values gets rows that name their positions). AdaKVPress's masked keys are read from the module.
+    queries (scaled to kvpress's 1 / sqrt(head_dim)); float32. ``batch_with``: traces of the same
+    shape that fill the batch's first rows, the golden trace being the last, so that a press which
+    lets one row's decisions leak into another's is caught. The kept positions are read back from
+    the values the press kept (each position's value row is matched; a trace without values gets
+    rows that name their positions). AdaKVPress's masked keys are read from the module.
     ``attentions`` are given (the causal softmax of q and k) only to ObservedAttentionPress, which
     needs them; every other press computes its own, as under SDPA."""
     import torch
@@ -160,25 +176,26 @@ def drive_press(press, trace, policy=None, budget=None):
         raise KvoError(
             "trace: a press needs q and k and a prompt of at least 2 tokens (conformance_kit_trace('press'))"
         )
+    rows = [*batch_with, trace]
+    shape = (trace.n_layers, trace.n_heads, trace.n_kv_heads, trace.head_dim)
+    for other in batch_with:
+        if (other.n_layers, other.n_heads, other.n_kv_heads, other.head_dim) != shape or other.prompt_len < P:
+            raise KvoError("batch_with: every trace needs the golden trace's layers, heads, head_dim and prompt")
     policy = _press_label(press) if policy is None else policy
     if budget is None:
         budget = max(1, int(P * (1 - press.compression_ratio)))  # kvpress's compute_n_kept
     H, Hkv, d = trace.n_heads, trace.n_kv_heads, trace.head_dim
+    b, B = len(rows) - 1, len(rows)  # the golden trace's row, the batch
     inner = press.press if type(press).__name__ == "AdaKVPress" else press
     out = []
     for layer in range(trace.n_layers):
-        q = np.asarray(trace.q(layer), dtype=np.float32)[:, :P] * np.float32(trace.attn_scale * np.sqrt(d))
-        k = torch.from_numpy(np.ascontiguousarray(np.asarray(trace.k(layer), dtype=np.float32)[:, :P]))[None]
-        try:
-            v = torch.from_numpy(np.ascontiguousarray(np.asarray(trace.v(layer), dtype=np.float32)[:, :P]))[None]
-        except KvoError:  # no values in this layer
-            v = torch.arange(P, dtype=torch.float32)[None, None, :, None].expand(1, Hkv, P, d).contiguous()
-        hidden = torch.from_numpy(np.ascontiguousarray(q.transpose(1, 0, 2).reshape(1, P, H * d)))
-        rope = (torch.ones(1, P, d), torch.zeros(1, P, d))
+        q, k, v = (np.stack(x) for x in zip(*(_layer_inputs(t, layer, P) for t in rows)))
+        k, v = torch.from_numpy(np.ascontiguousarray(k)), torch.from_numpy(np.ascontiguousarray(v))
+        hidden = torch.from_numpy(np.ascontiguousarray(q.transpose(0, 2, 1, 3).reshape(B, P, H * d)))
+        rope = (torch.ones(B, P, d), torch.zeros(B, P, d))
         attentions = None
         if isinstance(inner, ObservedAttentionPress):
-            qt = torch.from_numpy(np.ascontiguousarray(q))[None]
-            logits = qt @ k.repeat_interleave(H // Hkv, dim=1).transpose(2, 3) / np.sqrt(d)
+            logits = torch.from_numpy(q) @ k.repeat_interleave(H // Hkv, dim=1).transpose(2, 3) / np.sqrt(d)
             attentions = torch.softmax(logits + torch.full((P, P), float("-inf")).triu(1), dim=-1)
         module = _attention_module(trace, layer)
         with torch.no_grad():
@@ -186,15 +203,17 @@ def drive_press(press, trace, policy=None, budget=None):
         masked = getattr(module, "masked_key_indices", None)
         for head in range(Hkv):
             if masked is not None:
-                _, heads, seqs = (t.numpy() for t in masked)
-                gone = sorted(int(j) for j in seqs[heads == head])
+                rows_, heads, seqs = (t.numpy() for t in masked)
+                gone = sorted(int(j) for j in seqs[(heads == head) & (rows_ == b)])
             else:
-                rows = {v[0, head, j].numpy().tobytes(): j for j in range(P)}
-                if len(rows) < P:
+                position = {v[b, head, j].numpy().tobytes(): j for j in range(P)}
+                if len(position) < P:
                     raise KvoError(
                         f"trace: layer {layer} KV head {head} repeats a value row; its kept positions are ambiguous"
                     )
-                held = {rows[r.numpy().tobytes()] for r in kept_values[0, head]}
+                held = {position.get(r.numpy().tobytes(), -1) for r in kept_values[b, head]}
+                if -1 in held:
+                    raise KvoError(f"press: layer {layer} KV head {head} kept a value row the golden trace lacks")
                 gone = sorted(set(range(P)) - held)
             if gone:
                 decision = {"policy": policy, "budget": int(budget), "layer": layer, "head": head, "step": P - 1}

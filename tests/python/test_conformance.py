@@ -358,3 +358,37 @@ def test_the_original_h2o_rule_in_half_precision_departs(tmp_path):
     half = kvoracle.conformance.drive(real_drop_h2o(32, 32, 0, torch.float16), trace, "h2o", 64)
     first = kvoracle.conformance_check(golden, half)["cases"][0]["first_departure"]
     assert (first["step"], first["kind"]) == (440, "differs"), first
+
+
+def random_press_trace(like, seed):
+    """Another prompt of the press trace's shape, seeded: a batch row beside the golden one."""
+    rng = np.random.default_rng(seed)
+    shape = lambda h: (h, like.n_tokens, like.head_dim)  # noqa: E731
+    q = [rng.standard_normal(shape(like.n_heads)).astype(np.float32) for _ in range(like.n_layers)]
+    k = [rng.standard_normal(shape(like.n_kv_heads)).astype(np.float32) for _ in range(like.n_layers)]
+    v = [rng.standard_normal(shape(like.n_kv_heads)).astype(np.float32) for _ in range(like.n_layers)]
+    return kvoracle.Trace.from_arrays(q, k, v, prompt_len=like.prompt_len)
+
+
+@pytest.mark.kvpress
+def test_batch_rows_reusing_row_0_depart_at_the_cut():
+    """A SnapKV whose scores of every batch row are row 0's (the bug class of scorers that reuse the
+    first row's decisions): with the golden trace in row 1 it departs at the cut, "differs"; the
+    real SnapKVPress in the same batch keeps its golden row's sets up to ties."""
+    kvpress = pytest.importorskip("kvpress", reason="kvpress is installed by scripts/setup-deps")
+    trace = kvoracle.read_trace(str(PRESS_TRACE))
+    other = random_press_trace(trace, 1)
+
+    class RowZeroSnapKV(kvpress.SnapKVPress):
+        def score(self, *args, **kwargs):
+            s = super().score(*args, **kwargs)
+            return s[:1].expand_as(s).clone()
+
+    snap = dict(compression_ratio=0.25, window_size=4)
+    good = kvoracle.conformance.drive_press(kvpress.SnapKVPress(**snap), trace, batch_with=[other])
+    (case,) = kvoracle.conformance_check(str(PRESS_GOLDEN), good)["cases"]
+    assert case["conforms"] or case["first_departure"]["kind"] == "tie", case
+    bad = kvoracle.conformance.drive_press(RowZeroSnapKV(**snap), trace, batch_with=[other])
+    assert bad[0]["policy"] == "snapkv"  # named by its kvpress base class
+    (case,) = kvoracle.conformance_check(str(PRESS_GOLDEN), bad)["cases"]
+    assert (case["first_departure"]["step"], case["first_departure"]["kind"]) == (31, "differs"), case
