@@ -108,6 +108,21 @@ void BM_VerifyHead(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * n);
 }
 
+// Other papers' claims on one head (verify --claims adakv,snapkv,streamingllm,scissorhands,tova
+// --policies h2o): the per-head pass with SNAP1, SINK1, SCIS1 and TOVA1 (two top-k selections per
+// step), and Ada-KV's 32 queries of the layer. Its floor is attention/prefix-pass-blocked.
+void BM_VerifyOtherPapers(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const Trace& tr = bench::trace(n, 64);
+  TraceChecksOptions o;
+  o.run.budget = Budget(Amount::parse("0.2"));
+  o.claims = parse_papers("adakv,snapkv,streamingllm,scissorhands,tova");
+  o.policies = {PolicyId::H2O};
+  o.threads = 1;
+  for (auto _ : st) benchmark::DoNotOptimize(run_trace_checks(tr, o).report.records().size());
+  st.SetItemsProcessed(st.iterations() * n);
+}
+
 // What E2 adds to a head of verify/head/n: the power-law fit of its n accumulated-attention values
 // with verify's default 100 bootstrap samples (log-normal values here: the cost depends on n, the
 // candidates and the bootstrap, not on the law).
@@ -185,6 +200,7 @@ BENCHMARK(BM_PrefixPassBlocked)->Name("attention/prefix-pass-blocked")->Apply([]
   b->Arg(16384)->Arg(32768);
 });
 BENCHMARK(BM_VerifyHead)->Name("verify/head")->Apply(long_context_sizes);
+BENCHMARK(BM_VerifyOtherPapers)->Name("verify/other-papers")->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PowerLawFit)->Name("checks/power-law-fit")->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_UnitAssemble)->Name("gather/assemble")->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_UnitEncode)->Name("gather/encode")->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond);

@@ -3,6 +3,7 @@
 #include "kvo/core/budget.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/text_list.hpp"
+#include "kvo/proofs_check/report.hpp"
 
 namespace kvo {
 
@@ -13,6 +14,18 @@ std::vector<double> parse_sweep(std::string_view text) {
     const Amount b = Amount::parse(item);
     require(b.is_ratio, "sweep budgets must be fractions of n (0.1 or 10%), not '" + item + "'");
     out.push_back(b.value);
+  }
+  return out;
+}
+
+std::set<std::string> parse_papers(std::string_view text) {
+  std::set<std::string> out;
+  for (const auto& item : split_list(text, "claims")) {
+    if (item == "all") {
+      for (const auto& p : paper_catalogue()) out.insert(p.key);
+      continue;
+    }
+    out.insert(paper_info(item).key);
   }
   return out;
 }

@@ -280,6 +280,10 @@ std::vector<std::unique_ptr<StepCheck>> streaming_checks(const HeadInfo& h, cons
   c.push_back(offline_check(h, o));
   c.push_back(algorithm_variants_check(h, o));
   c.push_back(empirical_check(h, o));
+  c.push_back(snapkv_check(h, o));
+  c.push_back(sinks_check(h, o));
+  c.push_back(persistence_check(h, o));
+  c.push_back(tova_premise_check(h, o));
   return c;
 }
 

@@ -5,6 +5,7 @@
 // Sampled checks (the brute-force ones) act at steps chosen from the runs' eviction pattern.
 #pragma once
 #include <Eigen/Dense>
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -170,6 +171,20 @@ std::unique_ptr<StepCheck> attention_stats_check(const HeadInfo& h, const TraceC
 std::unique_ptr<StepCheck> offline_check(const HeadInfo& h, const TraceChecksOptions& o);             // C19, D10
 std::unique_ptr<StepCheck> algorithm_variants_check(const HeadInfo& h, const TraceChecksOptions& o);  // D1, D3, D4
 std::unique_ptr<StepCheck> empirical_check(const HeadInfo& h, const TraceChecksOptions& o);           // E2, E3
+// Where the other papers' claims that speak of a prompt and of generation split a head: m = P,
+// else n/2 (as C17), and a window of min(window, m / 2) steps just before m.
+struct PromptSplit {
+  int m = 0, window = 0;
+};
+inline PromptSplit prompt_split(const HeadInfo& h, int window) {
+  const int m = h.prompt_len > 0 ? h.prompt_len : h.n / 2;
+  return {m, std::min(window, m / 2)};
+}
+// Other papers' claims on one head (ADA1-ADA3 need a whole layer: adakv_layer.hpp).
+std::unique_ptr<StepCheck> snapkv_check(const HeadInfo& h, const TraceChecksOptions& o);        // SNAP1
+std::unique_ptr<StepCheck> sinks_check(const HeadInfo& h, const TraceChecksOptions& o);         // SINK1
+std::unique_ptr<StepCheck> persistence_check(const HeadInfo& h, const TraceChecksOptions& o);   // SCIS1
+std::unique_ptr<StepCheck> tova_premise_check(const HeadInfo& h, const TraceChecksOptions& o);  // TOVA1
 
 // C19 and D10 on a given solution of the head's problem (offline_check solves it first); returns
 // OPT_dyn, the schedule's value (evaluated here when `opt` was left unevaluated).

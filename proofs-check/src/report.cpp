@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "kvo/core/error.hpp"
 
@@ -410,8 +411,112 @@ const std::vector<ClaimInfo>& claim_catalogue() {
        "diversity_record",
        {"ClaimCanFail.E10_EvictionThatRepeatsItself"},
        true},
+      // Other papers' claims (docs/checks.md, "Other papers' claims"): the authors' sentence, then
+      // what kvoracle computes from it on a trace.
+      {"ADA1",
+       "a layer's L1 output loss after eviction <= 2C sum_h (1 - kept mass_h), C = max_(h,j) |v_hj|_1, for "
+       "uniform and adaptive budgets",
+       "Ada-KV §3 (arXiv 2407.11550)",
+       "max loss / bound",
+       true,
+       "adakv_records",
+       {"ClaimCanFail.ADA1_AttentionRowNotADistribution"},
+       false,
+       "adakv",
+       "prevailing methods aim to minimize an upper bound of eviction loss, quantified as the L1 distance between "
+       "the pre- and post-eviction outputs of multi-head self-attention mechanisms"},
+      {"ADA2",
+       "the adaptive allocation (the top sum_h k_h scores over the layer's heads) minimises that bound",
+       "Ada-KV §3 (arXiv 2407.11550)",
+       "max (adaptive bound - uniform bound)",
+       true,
+       "adakv_records",
+       {"ClaimCanFail.ADA2_AllocationThatIsNotTheTopAcrossHeads"},
+       false,
+       "adakv",
+       "This algorithm not only optimizes the loss upper bound in theory"},
+      {"ADA3",
+       "the adaptive allocation lowers the actual L1 output loss against uniform budgets",
+       "Ada-KV abstract, §4 (arXiv 2407.11550)",
+       "adaptive loss / uniform loss",
+       true,
+       "adakv_records",
+       {"ClaimCanFail.ADA3_LightTokensCarryTheOutput"},
+       false,
+       "adakv",
+       "but also reduces the eviction loss in practice by aligning with the intrinsic patterns of self-attention "
+       "mechanisms"},
+      {"SNAP1",
+       "the observation window at the end of the prompt picks the prefix keys the later queries attend",
+       "SnapKV §3 (arXiv 2404.14469)",
+       "share of the later queries' best prefix mass kept",
+       false,
+       "snapkv_check",
+       {"ClaimCanFail.SNAP1_LaterQueriesLookElsewhere"},
+       false,
+       "snapkv",
+       "each attention head in the model consistently focuses on specific prompt attention features during "
+       "generation. Meanwhile, this robust pattern can be obtained from an 'observation' window located at the end "
+       "of the prompts"},
+      {"SINK1",
+       "keeping the 4 initial tokens recovers most of the attention a window of k loses",
+       "StreamingLLM §3.1 (arXiv 2309.17453)",
+       "share of the window's lost mass recovered",
+       false,
+       "sinks_check",
+       {"ClaimCanFail.SINK1_UniformAttentionHasNoSink"},
+       false,
+       "streamingllm",
+       "keeping the KV of initial tokens will largely recover the performance of window attention"},
+      {"SCIS1",
+       "persistence of importance: the old tokens pivotal at later steps were pivotal before",
+       "Scissorhands §3 (arXiv 2305.17118)",
+       "persistence ratio",
+       false,
+       "persistence_check",
+       {"ClaimCanFail.SCIS1_ImportanceMovesOn"},
+       false,
+       "scissorhands",
+       "only pivotal tokens, which had a substantial influence at one step, will significantly influence future "
+       "generations"},
+      {"TOVA1",
+       "TOVA's premise: the current query's attention keeps as much of the next query's attention as the "
+       "accumulated attention does",
+       "TOVA §3 (arXiv 2401.06104)",
+       "next-row mass: top-k of a_i / top-k of A_i",
+       false,
+       "tova_premise_check",
+       {"ClaimCanFail.TOVA1_AttentionAlternates"},
+       false,
+       "tova",
+       "TOVA, which is simpler compared to these policies. Our experiments with several long range tasks indicate "
+       "that TOVA outperforms all other baseline policies"},
   };
   return c;
+}
+
+const std::vector<PaperInfo>& paper_catalogue() {
+  static const std::vector<PaperInfo> p = {
+      {"h2o", "H2O", "Zhang et al., NeurIPS 2023, arXiv 2306.14048"},
+      {"adakv", "Ada-KV", "Feng et al., NeurIPS 2025, arXiv 2407.11550"},
+      {"snapkv", "SnapKV", "Li et al., NeurIPS 2024, arXiv 2404.14469"},
+      {"streamingllm", "StreamingLLM", "Xiao et al., ICLR 2024, arXiv 2309.17453"},
+      {"scissorhands", "Scissorhands", "Liu et al., NeurIPS 2023, arXiv 2305.17118"},
+      {"tova", "TOVA", "Oren et al., EMNLP 2024, arXiv 2401.06104"},
+  };
+  return p;
+}
+
+std::string paper_keys() {
+  std::string s;
+  for (const auto& p : paper_catalogue()) s += (s.empty() ? "" : ", ") + p.key;
+  return s;
+}
+
+const PaperInfo& paper_info(const std::string& key) {
+  for (const auto& p : paper_catalogue())
+    if (p.key == key) return p;
+  throw Error("unknown paper '" + key + "' (expected " + paper_keys() + " or all)");
 }
 
 std::string ClaimInfo::doc() const {
@@ -421,24 +526,35 @@ std::string ClaimInfo::doc() const {
 }
 
 const ClaimInfo& claim_info(const std::string& id) {
-  for (const auto& c : claim_catalogue())
-    if (c.id == id) return c;
-  throw Error("unknown check id '" + id + "' (expected C1..C27, D1..D11 or E1..E10)");
+  static const std::map<std::string, const ClaimInfo*> index = [] {
+    std::map<std::string, const ClaimInfo*> m;
+    for (const auto& c : claim_catalogue()) m.emplace(c.id, &c);
+    return m;
+  }();
+  if (const auto it = index.find(id); it != index.end()) return *it->second;
+  throw Error("unknown check id '" + id + "' (expected " + trace_check_ids() + " or E4..E10)");
 }
 
+namespace {
+std::string id_prefix(const std::string& id) { return id.substr(0, id.find_first_of("0123456789")); }
+}  // namespace
+
 std::string trace_check_ids() {
-  // Runs of one letter in catalogue order: "C1..C27, D1..D11 and E1..E3".
+  // Runs of one prefix in catalogue order: "C1..C27, D1..D11, E1..E3, ADA1..ADA3, SNAP1, ...".
   std::vector<std::pair<std::string, std::string>> runs;
   for (const auto& c : claim_catalogue()) {
     if (c.closed_loop) continue;
-    if (!runs.empty() && runs.back().first[0] == c.id[0])
+    if (!runs.empty() && id_prefix(runs.back().first) == id_prefix(c.id))
       runs.back().second = c.id;
     else
       runs.emplace_back(c.id, c.id);
   }
   std::string s;
   for (std::size_t x = 0; x < runs.size(); ++x)
-    s += (x == 0 ? "" : x + 1 == runs.size() ? " and " : ", ") + runs[x].first + ".." + runs[x].second;
+    s += (x == 0                 ? ""
+          : x + 1 == runs.size() ? " and "
+                                 : ", ") +
+         runs[x].first + (runs[x].second == runs[x].first ? "" : ".." + runs[x].second);
   return s;
 }
 
@@ -499,7 +615,8 @@ std::vector<ClaimSummary> CheckRecords::summaries() const {
         s.worst = r.metric;
         std::string w;  // appends only: GCC 12 warns (-Wrestrict) on "literal" + std::string here
         if (r.layer >= 0) {
-          w.append("layer ").append(std::to_string(r.layer)).append(" head ").append(std::to_string(r.head));
+          w.append("layer ").append(std::to_string(r.layer));
+          if (r.head >= 0) w.append(" head ").append(std::to_string(r.head));
         }
         if (r.step >= 0) {
           if (!w.empty()) w.push_back(' ');
@@ -518,14 +635,21 @@ std::vector<ClaimSummary> CheckRecords::summaries() const {
 }
 
 nlohmann::json CheckRecords::to_json(const nlohmann::json& meta) const {
+  // H2O's claims always; another paper's when it has records (a run of H2O's claims alone lists
+  // exactly what it did before other papers were registered).
+  std::set<std::string> papers = {"h2o"};
+  for (const auto& r : records_) papers.insert(claim_info(r.id).paper);
   nlohmann::json claims = nlohmann::json::array();
-  for (const auto& c : claim_catalogue())
-    if (!c.closed_loop)  // the closed loops' findings are in their own JSON, not verify's report
-      claims.push_back({{"id", c.id},
+  for (const auto& c : claim_catalogue()) {
+    if (c.closed_loop || !papers.count(c.paper)) continue;  // the closed loops are in their own JSON
+    nlohmann::json j = {{"id", c.id},
                         {"title", c.title},
                         {"source", c.source},
                         {"metric", c.metric},
-                        {"higher_is_worse", c.higher_is_worse}});
+                        {"higher_is_worse", c.higher_is_worse}};
+    if (c.paper != "h2o") j["paper"] = paper_info(c.paper).name, j["statement"] = c.statement;
+    claims.push_back(std::move(j));
+  }
   nlohmann::json sums = nlohmann::json::array();
   for (const auto& s : summaries())
     sums.push_back({{"id", s.id},

@@ -167,6 +167,24 @@ std::vector<std::pair<std::string, std::string>> report_plots(const TraceChecksR
   return out;
 }
 
+std::vector<std::string> other_papers_lines(const std::vector<ClaimSummary>& summaries) {
+  std::vector<std::string> out;
+  std::string last;
+  for (const auto& s : summaries) {
+    const ClaimInfo& c = claim_info(s.id);
+    if (c.paper == "h2o") continue;
+    if (s.id != last) {
+      const PaperInfo& p = paper_info(c.paper);
+      out.push_back(s.id + " · " + p.name + " (" + p.reference + "): \"" + c.statement + "\"");
+      out.push_back("  checked: " + c.title);
+      last = s.id;
+    }
+    out.push_back("  " + s.variant + ": " + verdict(s) + "; " + c.metric + " median " + cell_number(s.median) +
+                  ", worst " + cell_number(s.worst) + " (" + s.where + ")");
+  }
+  return out;
+}
+
 std::string report_markdown(const TraceChecksResult& r, const nlohmann::json& meta) {
   std::ostringstream o;
   o << "# kvoracle verify report\n\n";
@@ -187,6 +205,10 @@ std::string report_markdown(const TraceChecksResult& r, const nlohmann::json& me
     o << "| " << claim << " | " << md_cell(s.variant) << " | " << to_string(s.kind) << " | " << verdict(s) << " | "
       << cell_number(s.worst) << " | " << s.where << " | " << cell_number(s.median) << " | " << md_cell(c.metric)
       << " |\n";
+  }
+  if (const auto lines = other_papers_lines(r.report.summaries()); !lines.empty()) {
+    o << "\n## Other papers' claims, beside the authors' words\n\n";
+    for (const auto& l : lines) o << (l.rfind("  ", 0) == 0 ? "  - " + l.substr(2) : "- " + l) << "\n";
   }
   o << "\n## Ratio per step\n\nrho_i against the 1-1/e line and (1-alpha)(1-1/e) at each policy's measured alpha:\n\n"
        "![ratio](ratio.svg)\n\n";

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "adakv_layer.hpp"
 #include "head_data.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/memory_limit.hpp"
@@ -32,9 +33,24 @@ std::vector<std::pair<int, int>> chosen_heads(const Trace& t, const TraceChecksO
   return out;
 }
 
+// The per-head pass runs when H2O's claims or another paper's per-head claim do.
+bool any_head_check(const TraceChecksOptions& o) {
+  if (paper_enabled(o, "h2o")) return true;
+  for (const char* id : {"SNAP1", "SINK1", "SCIS1", "TOVA1"})
+    if (check_enabled(o, id)) return true;
+  return false;
+}
+
+bool any_layer_check(const TraceChecksOptions& o) {
+  for (const char* id : {"ADA1", "ADA2", "ADA3"})
+    if (check_enabled(o, id)) return true;
+  return false;
+}
+
 std::vector<std::pair<int, int>> sweep_heads(const Trace& t, const TraceChecksOptions& o) {
   std::vector<std::pair<int, int>> out;
-  if (o.sweep.empty() || o.sweep_heads <= 0) return out;
+  // The retained-mass sweep is part of H2O's report.
+  if (o.sweep.empty() || o.sweep_heads <= 0 || !paper_enabled(o, "h2o")) return out;
   for (const auto& [l, h] : chosen_heads(t, o))
     for (int x = 0; x < std::min(o.sweep_heads, t.n_heads); ++x)
       if (h == (l + x) % t.n_heads) out.emplace_back(l, h);
@@ -159,16 +175,29 @@ void TraceChecksOptions::validate() const {
                   " is one of the paper's closed-loop experiments: kvoracle eval, tasks run or eval diversity judge it "
                   "on the real model (docs/checks.md#" +
                   c->doc().substr(c->doc().find('#') + 1) + ")");
+    if (!claims.empty() && !claims.count(c->paper))
+      throw Error("check " + id + " is " + paper_info(c->paper).name + "'s claim, which --claims leaves out (add " +
+                  c->paper + ")");
   }
+  for (const auto& p : claims) paper_info(p);
   require(!policies.empty(), "no policy to check");
 }
 
+bool paper_enabled(const TraceChecksOptions& o, const std::string& paper) {
+  if (!o.claims.empty()) return o.claims.count(paper) > 0;
+  if (o.checks.empty()) return paper == "h2o";
+  for (const auto& id : o.checks)
+    if (claim_info(id).paper == paper) return true;
+  return false;
+}
+
 bool check_enabled(const TraceChecksOptions& o, const std::string& id) {
-  return o.checks.empty() || o.checks.count(id);
+  return (o.checks.empty() || o.checks.count(id)) && paper_enabled(o, claim_info(id).paper);
 }
 
 struct TraceChecksPlan::Lists {
   std::vector<std::pair<int, int>> heads, sweep;
+  std::vector<int> layers;  // the layers of Ada-KV's claims
   std::vector<LossJob> loss;
   // Sweep cells are numbered (sweep head) x (budget). A cell whose budget resolves to its head's own
   // budget comes from that head's unit (head_cell), which solves the same offline problem for C19;
@@ -212,7 +241,8 @@ TraceChecksPlan::TraceChecksPlan(const Trace& trace, TraceChecksOptions o) : tra
     make_policy(run.policy);
   }
   auto lists = std::make_shared<Lists>();
-  lists->heads = chosen_heads(trace, o_);
+  if (any_head_check(o_)) lists->heads = chosen_heads(trace, o_);
+  if (any_layer_check(o_)) lists->layers = o_.run.chosen_layers(trace.n_layers);
   lists->sweep = sweep_heads(trace, o_);
   lists->loss = loss_jobs(trace, o_);
   lists->head_cell.assign(lists->heads.size(), -1);
@@ -233,7 +263,8 @@ TraceChecksPlan::TraceChecksPlan(const Trace& trace, TraceChecksOptions o) : tra
 }
 
 int TraceChecksPlan::size() const {
-  return static_cast<int>(lists_->heads.size() + lists_->sweep_units.size() + lists_->loss.size());
+  return static_cast<int>(lists_->heads.size() + lists_->sweep_units.size() + lists_->loss.size() +
+                          lists_->layers.size());
 }
 
 TraceChecksPlan::Unit TraceChecksPlan::unit(int u) const {
@@ -241,8 +272,10 @@ TraceChecksPlan::Unit TraceChecksPlan::unit(int u) const {
   const int heads = static_cast<int>(lists_->heads.size());
   const int cells = static_cast<int>(lists_->sweep_units.size());
   if (u < heads) return {UnitKind::Head, u};
+  const int losses = static_cast<int>(lists_->loss.size());
   if (u < heads + cells) return {UnitKind::Sweep, u - heads};
-  return {UnitKind::Loss, u - heads - cells};
+  if (u < heads + cells + losses) return {UnitKind::Loss, u - heads - cells};
+  return {UnitKind::Layer, u - heads - cells - losses};
 }
 
 std::string TraceChecksPlan::name(int u) const {
@@ -260,6 +293,8 @@ std::string TraceChecksPlan::name(int u) const {
     }
     case UnitKind::Loss:
       return "loss instance " + lists_->loss[static_cast<size_t>(x.index)].name;
+    case UnitKind::Layer:
+      return "Ada-KV layer " + std::to_string(lists_->layers[static_cast<size_t>(x.index)]);
   }
   return "?";
 }
@@ -274,6 +309,8 @@ double TraceChecksPlan::cost(int u) const {
       return 0.3;
     case UnitKind::Loss:
       return 0.01;
+    case UnitKind::Layer:  // 32 queries of every head of the layer
+      return 0.1;
   }
   return 0.0;
 }
@@ -302,6 +339,9 @@ std::string TraceChecksPlan::run(int u) const {
     case UnitKind::Loss:
       return to_unit_bytes(
           {{"records", records_json(run_loss_job(lists_->loss[static_cast<size_t>(x.index)], x.index, o_))}});
+    case UnitKind::Layer:
+      return to_unit_bytes(
+          {{"records", records_json(detail::adakv_records(trace_, lists_->layers[static_cast<size_t>(x.index)], o_))}});
   }
   return {};
 }
@@ -335,7 +375,7 @@ TraceChecksResult TraceChecksPlan::assemble(const std::vector<std::string>& resu
         e.theta_b = json_number(j.at("theta_b"));
       } else if (x.kind == UnitKind::Sweep) {
         cells[static_cast<size_t>(lists_->sweep_units[static_cast<size_t>(x.index)])] = cell_from(j);
-      } else {
+      } else {  // loss instances and layers: records only
         for (auto& r : records_from(j.at("records"))) loss_records.push_back(std::move(r));
       }
     } catch (const nlohmann::json::exception& e) {

@@ -45,7 +45,8 @@ const Schema<VerifyRequest>& VerifyRequest::schema() {
                    {.name = "traces", .help = "trace files (.safetensors) or directories of them", .cli = false}),
             member(&R::checks, &C::policies, {.name = "policies", .help = "policies to replay and check"}),
             custom<R>(
-                {.name = "checks", .help = "check ids (" + trace_check_ids() + "); default: all"}, "list of check ids",
+                {.name = "checks", .help = "check ids (" + trace_check_ids() + "); default: every claim of --claims"},
+                "list of check ids",
                 [](R& r, std::string_view t) {
                   r.checks.checks.clear();
                   for (const auto& c : split_list(t, "checks")) r.checks.checks.insert(c);
@@ -55,6 +56,19 @@ const Schema<VerifyRequest>& VerifyRequest::schema() {
                 },
                 [](const R& r) { return nlohmann::json(r.checks.checks); },
                 [](R& r, const nlohmann::json& v) { r.checks.checks = v.get<std::set<std::string>>(); }),
+            custom<R>(
+                {.name = "claims",
+                 .help = "papers whose claims run: " + paper_keys() +
+                         ", or all; default: the papers of --checks, else h2o (docs/checks.md)"},
+                "list of papers, or all", [](R& r, std::string_view t) { r.checks.claims = parse_papers(t); },
+                [](const R& r) {
+                  return join_list({r.checks.claims.begin(), r.checks.claims.end()});
+                },
+                [](const R& r) { return nlohmann::json(r.checks.claims); },
+                [](R& r, const nlohmann::json& v) {
+                  r.checks.claims.clear();
+                  for (const auto& p : v.get<std::vector<std::string>>()) r.checks.claims.insert(paper_info(p).key);
+                }),
             custom<R>(
                 {.name = "sweep", .help = "budgets (fractions of n) of the retained-mass plot; 'none' to skip"},
                 "list of shares, or none", [](R& r, std::string_view t) { r.checks.sweep = parse_sweep(t); },
@@ -212,6 +226,11 @@ Report VerifyResult::report() const {
       t.row({s.id, to_string(s.kind), s.variant, integer(s.records),
              std::to_string(s.holding) + "/" + std::to_string(s.records), claim_info(s.id).metric, decimal(s.worst),
              s.where});
+    if (const auto lines = other_papers_lines(traces.front().summaries); !lines.empty()) {
+      out.line("");
+      out.line("Other papers' claims, beside the authors' words:");
+      for (const auto& l : lines) out.line(l);
+    }
     const nlohmann::json& meta = traces.front().meta;
     if (const auto it = meta.find("not_applicable"); it != meta.end())
       for (const auto& [id, why] : it->items()) out.line(id + ": not applicable (" + why.get<std::string>() + ")");

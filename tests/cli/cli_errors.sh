@@ -67,6 +67,8 @@ expect_error "alpha_safeguard 1.5" eval prefill --text /usr/share/common-license
 expect_error "keeps every token" eval prefill --text /usr/share/common-licenses/GPL-3 --tokens 40 --prompt-len 20 \
   --presses knorm --policies full --json "$dir/out.jsonl"
 expect_error "unknown check id" verify "$dir/ok.safetensors" --checks C99
+expect_error "unknown paper 'h2o3' (expected h2o, adakv, snapkv, streamingllm, scissorhands, tova or all)" verify "$dir/ok.safetensors" --claims h2o3
+expect_error "check SNAP1 is SnapKV's claim, which --claims leaves out (add snapkv)" verify "$dir/ok.safetensors" --claims h2o --checks SNAP1
 # budgets shared across cache units: refused where a check assumes each head's own budget, for a
 # policy without a score to compare, and for the allocation-only scope
 expect_error "budget scope 'layer' is refused here" verify "$dir/ok.safetensors" --budget-scope layer --report "$dir/out.jsonl"

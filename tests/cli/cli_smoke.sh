@@ -94,6 +94,16 @@ grep -q "<polyline" "$dir/v.svg"
 for f in report.json report.md ratio.svg gamma.svg theta.svg budget.svg; do test -s "$dir/rep/$f"; done
 grep -q "| \*\*C27\*\*" "$dir/rep/report.md"
 "$K" -q verify "$dir/t.safetensors" --budget 0.25 --checks C1,D1 --sweep none --json "$dir/v2.json"
+# other papers' claims: the command of docs/checks.md; each paper's sentence printed beside its verdict
+root=$(cd "$(dirname "$0")/../.." && pwd)
+(cd "$root" && "$K" -q verify tests/data/golden-gpl3-128.safetensors --claims all --budget 20%) >"$dir/claims.txt"
+for id in "ADA1 · Ada-KV" "ADA3 · Ada-KV" "SNAP1 · SnapKV" "SINK1 · StreamingLLM" "SCIS1 · Scissorhands" "TOVA1 · TOVA"; do
+  grep -q "^$id (" "$dir/claims.txt"
+done
+grep -q "^ *C27 " "$dir/claims.txt"
+grep -q "Theorem checks: all hold" "$dir/claims.txt"
+"$K" -q verify "$dir/t.safetensors" --claims snapkv --json "$dir/v3.json" >/dev/null
+python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert {x['id'] for x in r['records']} == {'SNAP1'}, r['summary']; assert [c['id'] for c in r['claims'] if 'paper' in c] == ['SNAP1']" "$dir/v3.json"
 "$K" -q eval --text /usr/share/common-licenses/GPL-3 --tokens 12 --policies h2o,oracle --budgets 4,100% \
   --json "$dir/e.json" --plot "$dir/e.svg" >/dev/null
 grep -q "<polyline" "$dir/e.svg"

@@ -133,6 +133,16 @@ def test_verify_reports_no_theorem_failure():
     assert {r["id"] for r in rep["records"]} == {"C1", "C10", "C19", "D1"}
 
 
+def test_verify_checks_other_papers_claims_by_paper():
+    t, *_ = random_trace(layers=1, heads=2, kv_heads=1, n=40)
+    rep = kvoracle.verify(t, budget="25%", claims=["adakv", "tova"])
+    assert {r["id"] for r in rep["records"]} == {"ADA1", "ADA2", "ADA3", "TOVA1"}
+    quoted = {c["id"]: c for c in rep["claims"] if "statement" in c}
+    assert quoted["TOVA1"]["paper"] == "TOVA" and "outperforms" in quoted["TOVA1"]["statement"]
+    with pytest.raises(ValueError, match="unknown paper 'ada'"):
+        kvoracle.verify(t, claims=["ada"])
+
+
 def softmax(x):
     e = np.exp(x - x.max())
     return e / e.sum()

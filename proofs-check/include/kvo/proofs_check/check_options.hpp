@@ -18,10 +18,12 @@ struct TraceChecksOptions {
   // one cache per query head (gqa must be query).
   RunConfig run;
   std::vector<PolicyId> policies = default_policies(PolicyListUse::Checks);
-  std::set<std::string> checks;  // ids to run; empty: all
-  int samples = 120;             // sampled sets per scan (C5, C6, C12)
-  int sampled_steps = 2;         // steps per head for the small-ground checks (C6-C8, C16, C20-C22)
-  int ground = 12;               // small ground set (most recent keys) for brute force
+  std::set<std::string> checks;  // ids to run; empty: every claim of the papers in `claims`
+  // Papers whose claims run (paper_catalogue() keys); empty: the papers of `checks`, else H2O's.
+  std::set<std::string> claims;
+  int samples = 120;      // sampled sets per scan (C5, C6, C12)
+  int sampled_steps = 2;  // steps per head for the small-ground checks (C6-C8, C16, C20-C22)
+  int ground = 12;        // small ground set (most recent keys) for brute force
   int small_k = 4;
   std::vector<double> sweep = {0.05, 0.1, 0.2, 0.3, 0.5};  // budgets of the retained-mass plot
   int sweep_heads = 1;                                     // heads per layer in the sweep (head (layer + t) mod H)
@@ -39,7 +41,8 @@ struct TraceChecksOptions {
   // Refuses, with one line naming the option, what cannot run: ground outside [2, 16], small_k
   // outside [1, ground), samples, sampled_steps or sweep_heads below 1, offline_tokens 1 or negative,
   // loss_heads, loss_random or power_law_bootstrap below 0, cooccurrence_window below 1, a sweep
-  // budget outside (0, 1], an unknown check id, no policy. TraceChecksPlan calls it.
+  // budget outside (0, 1], an unknown check id or paper, a check id of a paper `claims` leaves out,
+  // no policy. TraceChecksPlan calls it.
   void validate() const;
 };
 
@@ -48,7 +51,12 @@ struct TraceChecksOptions {
 std::vector<double> parse_sweep(std::string_view text);
 std::string sweep_text(const std::vector<double>& sweep);  // "0.05,0.1,0.2,0.3,0.5"; "none" when empty
 
-// True when `id` is among o.checks (or o.checks is empty: every check runs).
+// True when `id` runs: its paper is selected (o.claims, else the papers of o.checks, else H2O)
+// and o.checks is empty or names it.
 bool check_enabled(const TraceChecksOptions& o, const std::string& id);
+// True when any claim of `paper` runs.
+bool paper_enabled(const TraceChecksOptions& o, const std::string& paper);
+// The papers' keys from their text ("snapkv,tova" or "all"); kvo::Error naming an unknown one.
+std::set<std::string> parse_papers(std::string_view text);
 
 }  // namespace kvo

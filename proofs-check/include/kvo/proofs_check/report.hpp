@@ -1,6 +1,7 @@
 // The results of `kvoracle verify`: one record per check x instance x (layer, head), the catalogue of
-// the claims (C1-C27 of docs/theory.md §4) and defects (D1-D11, §2.12) they come from, and the
-// per-claim summary that report.json and report.md are written from.
+// the claims (C1-C27 of docs/theory.md §4, the defects D1-D11 of §2.12, and other eviction papers'
+// claims) they come from, the papers they belong to, and the per-claim summary that report.json and
+// report.md are written from.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,7 +16,7 @@ enum class ClaimKind { Theorem, Finding, Defect };
 std::string to_string(ClaimKind k);
 
 struct ClaimInfo {
-  std::string id;                  // "C1".."C27", "D1".."D11", "E1".."E10" (the paper's observations)
+  std::string id;                  // "C1".."C27", "D1".."D11", "E1".."E10" (H2O's observations), "SNAP1", ...
   std::string title;               // what is checked, in one line
   std::string source;              // where in the paper
   std::string metric;              // the headline number of a record
@@ -25,12 +26,25 @@ struct ClaimInfo {
   // Judged by the closed loops on the real model (eval, tasks run, eval diversity; E4-E10), not by
   // verify's pass over a trace: verify's --checks refuses it and its report leaves it out.
   bool closed_loop = false;
-  std::string doc() const;  // its row in docs/checks.md ("docs/checks.md#c1")
+  std::string paper = "h2o";   // the paper the claim is from (paper_catalogue()'s key)
+  std::string statement = "";  // other papers: the authors' own sentence the check reads, quoted
+  std::string doc() const;     // its row in docs/checks.md ("docs/checks.md#c1")
 };
 const std::vector<ClaimInfo>& claim_catalogue();
 const ClaimInfo& claim_info(const std::string& id);  // kvo::Error for an unknown id
-// The ids verify's pass over a trace runs, for messages and help: "C1..C27, D1..D11 and E1..E3".
+// The ids verify's pass over a trace runs, for messages and help: "C1..C27, D1..D11, E1..E3, ...".
 std::string trace_check_ids();
+
+// The papers whose claims verify checks (`verify --claims KEY,...`): H2O's (C, D, E) and the
+// others', each claim of claim_catalogue() naming its paper by key.
+struct PaperInfo {
+  std::string key;        // "h2o", "adakv", "snapkv", "streamingllm", "scissorhands", "tova"
+  std::string name;       // "Ada-KV"
+  std::string reference;  // authors, venue, arXiv id
+};
+const std::vector<PaperInfo>& paper_catalogue();
+const PaperInfo& paper_info(const std::string& key);  // kvo::Error naming the keys for an unknown one
+std::string paper_keys();                             // "h2o, adakv, snapkv, ..." for messages and help
 
 struct CheckRecord {
   std::string id;       // claim id

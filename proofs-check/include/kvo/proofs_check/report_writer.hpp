@@ -11,6 +11,9 @@
 namespace kvo {
 
 std::string report_markdown(const TraceChecksResult& result, const nlohmann::json& meta);
+// Other papers' claims beside the authors' words: per claim with records, its paper, the quoted
+// statement, what kvoracle checks and, per instance, the verdict and the metric's median and worst.
+std::vector<std::string> other_papers_lines(const std::vector<ClaimSummary>& summaries);
 // The plots by file name.
 std::vector<std::pair<std::string, std::string>> report_plots(const TraceChecksResult& result);
 // Returns the paths written.

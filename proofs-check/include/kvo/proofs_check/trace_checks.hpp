@@ -1,6 +1,7 @@
-// The claim checks on a trace (docs/theory.md §4, C1-C27, and the defects D1-D11): per (layer, head)
-// the policies are replayed and every check runs on the dense attention and the realised caches;
-// the loss/Hessian checks run on key matrices of the trace and on random data. Output: a Report
+// The claim checks on a trace (docs/theory.md §4, C1-C27, the defects D1-D11 and other papers'
+// claims): per (layer, head) the policies are replayed and every check runs on the dense attention
+// and the realised caches; the loss/Hessian checks run on key matrices of the trace and on random
+// data; Ada-KV's claims on the heads of each layer together. Output: a Report
 // plus the series the report's plots are drawn from.
 #pragma once
 #include <memory>
@@ -48,16 +49,17 @@ class TraceChecksPlan final : public WorkPlan<TraceChecksResult> {
   // whose memory estimate exceeds the limit (kvo/core/memory_limit.hpp).
   TraceChecksPlan(const Trace& trace, TraceChecksOptions o);
   int size() const override;
-  std::string name(int unit) const override;  // "layer 3 head 5", "sweep layer 0 head 0 budget 0.1", ...
-  double cost(int unit) const override;       // relative cost, for largest-first scheduling
-  std::string run(int unit) const;            // thread-safe; the trace must outlive the plan
+  std::string name(
+      int unit) const override;          // "layer 3 head 5", "sweep layer 0 head 0 budget 0.1", "Ada-KV layer 2", ...
+  double cost(int unit) const override;  // relative cost, for largest-first scheduling
+  std::string run(int unit) const;       // thread-safe; the trace must outlive the plan
   TraceChecksResult assemble(const std::vector<std::string>& results) const;
   std::string run_bytes(int unit) const override { return run(unit); }
   TraceChecksResult assemble_bytes(const std::vector<std::string>& units) const override { return assemble(units); }
   const TraceChecksOptions& options() const { return o_; }
 
  private:
-  enum class UnitKind { Head, Sweep, Loss };
+  enum class UnitKind { Head, Sweep, Loss, Layer };
   struct Unit {
     UnitKind kind;
     int index;
