@@ -15,6 +15,8 @@
 #include "kvo/core/unit_bytes.hpp"
 #include "kvo/proofs_check/power_law.hpp"
 #include "kvo/proofs_check/trace_checks.hpp"
+#include "kvo/studies/hypothesis_search.hpp"
+#include "kvo/studies/worst_case.hpp"
 
 using namespace kvo;
 
@@ -123,6 +125,40 @@ void BM_VerifyOtherPapers(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * n);
 }
 
+// One evaluation of `search attention` (studies/worst_case.hpp): a random n-token instance (d = 64,
+// norms <= 8) made a trace, h2o replayed at k = n/4 and OPT_dyn solved. Its floor is the
+// instance's attention pass (attention/prefix-pass-blocked at the same n).
+void BM_SearchEvaluation(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0)), d = 64;
+  std::mt19937_64 g(1);
+  std::normal_distribution<float> N(0.f, 1.f);
+  std::vector<float> q(static_cast<size_t>(n) * d), k(q.size());
+  for (auto* m : {&q, &k})
+    for (float& x : *m) x = N(g);
+  RunOptions run;
+  run.budget = std::to_string(n / 4);
+  const Trace t = studies::attention_instance(q, k, n, d);
+  for (auto _ : st) benchmark::DoNotOptimize(studies::instance_ratios(t, PolicyId::H2O, run).opt_dyn);
+  st.SetItemsProcessed(st.iterations());
+}
+
+// One evaluation of `search hypotheses` (studies/hypothesis_search.hpp): random causal logits in
+// [-8, 8] made a trace, verify's C15 run for greedy on dense-acc (k = n/4, prompt n/2) and the
+// hypotheses read from it.
+void BM_HypothesisEvaluation(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  std::mt19937_64 g(1);
+  std::uniform_real_distribution<double> U(-8.0, 8.0);
+  std::vector<double> logits(static_cast<size_t>(n) * n);
+  for (double& x : logits) x = U(g);
+  RunOptions run = studies::HypothesisSearchRequest::default_run();
+  run.budget = std::to_string(n / 4);
+  run.prompt_len = n / 2;
+  const Trace t = studies::logit_instance(logits, n);
+  for (auto _ : st) benchmark::DoNotOptimize(studies::measure_hypotheses(t, PolicyId::Greedy, run).alpha);
+  st.SetItemsProcessed(st.iterations());
+}
+
 // What E2 adds to a head of verify/head/n: the power-law fit of its n accumulated-attention values
 // with verify's default 100 bootstrap samples (log-normal values here: the cost depends on n, the
 // candidates and the bootstrap, not on the law).
@@ -200,6 +236,8 @@ BENCHMARK(BM_PrefixPassBlocked)->Name("attention/prefix-pass-blocked")->Apply([]
   b->Arg(16384)->Arg(32768);
 });
 BENCHMARK(BM_VerifyHead)->Name("verify/head")->Apply(long_context_sizes);
+BENCHMARK(BM_SearchEvaluation)->Name("search/attention-evaluation")->Arg(32)->Arg(64);
+BENCHMARK(BM_HypothesisEvaluation)->Name("search/hypothesis-evaluation")->Arg(16)->Arg(32);
 BENCHMARK(BM_VerifyOtherPapers)->Name("verify/other-papers")->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PowerLawFit)->Name("checks/power-law-fit")->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_UnitAssemble)->Name("gather/assemble")->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond);

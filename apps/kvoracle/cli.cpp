@@ -37,6 +37,7 @@ Cli::Cli() {
   reg(add_eval);
   reg(add_tasks);
   reg(add_conformance);
+  reg(add_search);
   reg(add_options_markdown);
 }
 

@@ -24,6 +24,7 @@ Runner add_perplexity(CLI::App& app, const Global& g);
 Runner add_eval(CLI::App& app, const Global& g);
 Runner add_tasks(CLI::App& app, const Global& g);
 Runner add_conformance(CLI::App& app, const Global& g);
+Runner add_search(CLI::App& app, const Global& g);
 Runner add_options_markdown(CLI::App& app, const Global& g);  // hidden: docs/cli.md's tables
 
 }  // namespace kvo::cli

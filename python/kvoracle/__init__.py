@@ -59,6 +59,8 @@ from ._core import (  # noqa: F401
     run_press,
     score,
     score_answer,
+    search_attention,
+    search_hypotheses,
     static_oracle,
     synthesize,
     task_report,

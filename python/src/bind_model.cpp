@@ -12,10 +12,12 @@
 #include "kvo/studies/ceiling_share.hpp"
 #include "kvo/studies/diversity.hpp"
 #include "kvo/studies/eval_run.hpp"
+#include "kvo/studies/hypothesis_search.hpp"
 #include "kvo/studies/paired_power.hpp"
 #include "kvo/studies/press_eval_run.hpp"
 #include "kvo/studies/task_io.hpp"
 #include "kvo/studies/task_options.hpp"
+#include "kvo/studies/worst_case.hpp"
 #include "schema_kwargs.hpp"
 
 namespace kvo::python {
@@ -30,6 +32,27 @@ py::object without_text(nlohmann::json j) {
 
 // generate_tasks takes the suite's options alone; run_tasks every task option.
 bool suite_option(const Field<studies::TaskOptions>& f) { return f.info.use == studies::kSuiteUse; }
+
+// A worst-case search (kvoracle search ...): keyword arguments from the request's schema, the
+// search run without the GIL, the result's JSON with its report.
+template <class Request, class Search>
+void bind_search(py::module_& m, const char* name, const std::string& command, Search search, const std::string& doc) {
+  m.def(
+      name,
+      [name, search](const py::kwargs& kwargs) {
+        Request req;
+        apply_kwargs(Request::schema(), req, kwargs, name);
+        decltype(search(req)) r;
+        {
+          py::gil_scoped_release release;
+          r = search(req);
+        }
+        return with_report(json_to_python(r.to_json()), r.report());
+      },
+      (doc + "\n" +
+       kwargs_doc(Request::schema(), Request{}, "Options (keyword arguments, the CLI's `" + command + "` flags)"))
+          .c_str());
+}
 
 }  // namespace
 
@@ -81,6 +104,18 @@ void bind_model(py::module_& m) {
        kwargs_doc(studies::PairedPowerRequest::schema(), studies::PairedPowerRequest{},
                   "Options (keyword arguments, the CLI's `tasks power` flags; docs/tasks.md)"))
           .c_str());
+  bind_search<studies::AttentionSearchRequest>(
+      m, "search_attention", "search attention",
+      [](const studies::AttentionSearchRequest& r) { return studies::search_attention(r); },
+      "a seeded search over softmax(q.k/sqrt(d)) with bounded norms for the instance on which each policy keeps "
+      "the least of the exact offline optimum (kvoracle search attention; docs/worst-cases.md): per policy the "
+      "worst ratio, its curve against evaluations and, with out=, the saved instance re-verified.");
+  bind_search<studies::HypothesisSearchRequest>(
+      m, "search_hypotheses", "search hypotheses",
+      [](const studies::HypothesisSearchRequest& r) { return studies::search_hypotheses(r); },
+      "a seeded search over causal attention with bounded logits, kept to the traces on which H2O's Theorem 4.4 "
+      "has its hypotheses, for the one on which each policy comes closest to the bound (1 - alpha)(1 - 1/e) "
+      "(kvoracle search hypotheses; docs/worst-cases.md).");
   m.def(
       "score_answer",
       [](const py::dict& instance, const std::string& answer) {

@@ -69,6 +69,9 @@ expect_error "keeps every token" eval prefill --text /usr/share/common-licenses/
 expect_error "unknown check id" verify "$dir/ok.safetensors" --checks C99
 expect_error "unknown paper 'h2o3' (expected h2o, adakv, snapkv, streamingllm, scissorhands, tova or all)" verify "$dir/ok.safetensors" --claims h2o3
 expect_error "check SNAP1 is SnapKV's claim, which --claims leaves out (add snapkv)" verify "$dir/ok.safetensors" --claims h2o --checks SNAP1
+expect_error "against: 'x' is neither opt_dyn nor per_step" search attention --against x
+expect_error "budget: 32 keeps all 32 tokens of h2o: nothing is evicted" search attention --budget 32 --policies h2o
+expect_error "logit_range: -1 is not a positive number" search hypotheses --logit-range -1
 # budgets shared across cache units: refused where a check assumes each head's own budget, for a
 # policy without a score to compare, and for the allocation-only scope
 expect_error "budget scope 'layer' is refused here" verify "$dir/ok.safetensors" --budget-scope layer --report "$dir/out.jsonl"

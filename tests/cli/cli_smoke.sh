@@ -96,13 +96,40 @@ grep -q "| \*\*C27\*\*" "$dir/rep/report.md"
 "$K" -q verify "$dir/t.safetensors" --budget 0.25 --checks C1,D1 --sweep none --json "$dir/v2.json"
 # other papers' claims: the command of docs/checks.md; each paper's sentence printed beside its verdict
 root=$(cd "$(dirname "$0")/../.." && pwd)
-(cd "$root" && "$K" -q verify tests/data/golden-gpl3-128.safetensors --claims all --budget 20%) >"$dir/claims.txt"
+(cd "$root" && "$K" -q verify tests/data/golden-gpl3-128.safetensors --claims adakv,snapkv,streamingllm,scissorhands,tova --budget 20%) >"$dir/claims.txt"
 for id in "ADA1 · Ada-KV" "ADA3 · Ada-KV" "SNAP1 · SnapKV" "SINK1 · StreamingLLM" "SCIS1 · Scissorhands" "TOVA1 · TOVA"; do
   grep -q "^$id (" "$dir/claims.txt"
 done
-grep -q "^ *C27 " "$dir/claims.txt"
 grep -q "Theorem checks: all hold" "$dir/claims.txt"
 "$K" -q verify "$dir/t.safetensors" --claims snapkv --json "$dir/v3.json" >/dev/null
+# worst cases: the commands of docs/worst-cases.md; the saved instance reads back and the oracle reruns it
+"$K" -q search attention --tokens 16 --head-dim 8 --evaluations 400 --budget 4 \
+  --out "$dir/wc" --json "$dir/wc/search.json" --plot "$dir/wc/search.svg" >"$dir/wc.txt"
+grep -q "h2o: read back from .*worst-h2o.safetensors, ratio .* (the same); verify's C1 and C19 hold on it" "$dir/wc.txt"
+grep -q "<polyline" "$dir/wc/search.svg"
+"$K" -q oracle offline "$dir/wc/worst-h2o.safetensors" --budget 4 --policies h2o --json "$dir/wco.json" >/dev/null
+python3 -c "
+import json, sys
+s = json.load(open(sys.argv[1]))['policies'][0]
+o = json.load(open(sys.argv[2]))
+r = o['heads'][0]['policies']['h2o']['ratio']
+assert s['policy'] == 'h2o' and s['worst'] <= s['random_worst'], s
+assert abs(r - s['opt_dyn_ratio']) < 1e-12, (r, s)
+" "$dir/wc/search.json" "$dir/wco.json"
+"$K" -q search hypotheses --tokens 12 --logit-range 12 --prompt-len 8 --budget 4 --evaluations 1000 --restarts 2 \
+  --out "$dir/hs" --json "$dir/hs/search.json" --plot "$dir/hs/search.svg" >"$dir/hs.txt"
+grep -q "h2o-paper: read back from .*hypotheses-h2o-paper.safetensors, .* (the same); verify's C1, C10 and C11 hold on it" "$dir/hs.txt"
+grep -q "<polyline" "$dir/hs/search.svg"
+"$K" -q verify "$dir/hs/hypotheses-h2o-paper.safetensors" --budget 4 --prompt-len 8 --checks C15 --sweep none \
+  --policies h2o-paper --json "$dir/hsv.json" >/dev/null
+python3 -c "
+import json, sys
+s = {p['policy']: p for p in json.load(open(sys.argv[1]))['policies']}['h2o-paper']
+v = {r['variant']: r for r in json.load(open(sys.argv[2]))['records']}
+assert abs(v['h2o-paper']['detail']['rho_min'] - s['rho_min']) < 1e-12, (v, s)
+assert abs(v['hypotheses (theta, gamma <= 1/(10n))']['metric'] - s['gamma_proof']) < 1e-15, (v, s)
+assert s['alpha'] < 1 and s['worst'] < 1, s
+" "$dir/hs/search.json" "$dir/hsv.json"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert {x['id'] for x in r['records']} == {'SNAP1'}, r['summary']; assert [c['id'] for c in r['claims'] if 'paper' in c] == ['SNAP1']" "$dir/v3.json"
 "$K" -q eval --text /usr/share/common-licenses/GPL-3 --tokens 12 --policies h2o,oracle --budgets 4,100% \
   --json "$dir/e.json" --plot "$dir/e.svg" >/dev/null

@@ -23,9 +23,11 @@
 #include "kvo/proofs_check/verify_run.hpp"
 #include "kvo/studies/diversity.hpp"
 #include "kvo/studies/eval_run.hpp"
+#include "kvo/studies/hypothesis_search.hpp"
 #include "kvo/studies/paired_power.hpp"
 #include "kvo/studies/press_eval_run.hpp"
 #include "kvo/studies/task_options.hpp"
+#include "kvo/studies/worst_case.hpp"
 
 using namespace kvo;
 
@@ -90,6 +92,8 @@ std::vector<SchemaCase> every_schema() {
       {"tasks", [] { check_schema(studies::task_options_schema()); }},
       {"diversity", [] { check_schema(studies::DiversityRequest::schema()); }},
       {"tasks power", [] { check_schema(studies::PairedPowerRequest::schema()); }},
+      {"search attention", [] { check_schema(studies::AttentionSearchRequest::schema()); }},
+      {"search hypotheses", [] { check_schema(studies::HypothesisSearchRequest::schema()); }},
       {"generate", [] { check_schema(model::GenerateRequest::schema()); }},
       {"record", [] { check_schema(model::RecordOptions::schema()); }},
   };

@@ -133,6 +133,33 @@ def test_verify_reports_no_theorem_failure():
     assert {r["id"] for r in rep["records"]} == {"C1", "C10", "C19", "D1"}
 
 
+def test_search_attention_is_the_cli_search():
+    rep = kvoracle.search_attention(tokens=16, head_dim=8, budget="4", evaluations=60, policies=["h2o"])
+    (p,) = rep["policies"]
+    assert p["policy"] == "h2o" and p["worst"] <= p["random_worst"] and p["curve"][-1]["evaluation"] == 60
+    assert (
+        p["worst"]
+        == kvoracle.search_attention(tokens=16, head_dim=8, budget="4", evaluations=60, policies=["h2o"])["policies"][
+            0
+        ]["worst"]
+    )
+    with pytest.raises(ValueError, match="against: 'x' is neither opt_dyn nor per_step"):
+        kvoracle.search_attention(against="x")
+
+
+def test_search_hypotheses_is_the_cli_search():
+    args = dict(
+        tokens=12, logit_range=12.0, budget="4", prompt_len=8, evaluations=400, restarts=2, policies=["h2o-paper"]
+    )
+    rep = kvoracle.search_hypotheses(**args)
+    (p,) = rep["policies"]
+    assert p["policy"] == "h2o-paper" and p["found"] and p["curve"][-1]["evaluation"] == 400
+    assert p["alpha"] < 1 and p["worst"] == kvoracle.search_hypotheses(**args)["policies"][0]["worst"]
+    assert rep["request"]["run"]["objective"] == "dense-acc"
+    with pytest.raises(ValueError, match="logit_range: -1 is not a positive number"):
+        kvoracle.search_hypotheses(logit_range=-1.0)
+
+
 def test_verify_checks_other_papers_claims_by_paper():
     t, *_ = random_trace(layers=1, heads=2, kv_heads=1, n=40)
     rep = kvoracle.verify(t, budget="25%", claims=["adakv", "tova"])

@@ -327,6 +327,30 @@ def test_engines_md_examples(tmp_path, kvoracle):
     assert [r["budget"] for r in scope["res"]["rows"]] == [25, 51]
 
 
+def test_worst_cases_md_examples(tmp_path, kvoracle):
+    """Both searches' command lines of docs/worst-cases.md as written, and the Python calls its text names:
+    each saved instance is read back by verify and the oracle."""
+    commands = blocks("worst-cases.md", "sh")
+    assert len(commands) == 2
+    for command in commands:
+        for out in ("build/worst-cases", "build/hypotheses"):
+            command = command.replace(out, f"{tmp_path}/{out[len('build/') :]}")
+        command = command.replace("build/apps/kvoracle/kvoracle ", f"{kvoracle} -q ")
+        subprocess.run(["bash", "-c", command], cwd=tmp_path, check=True, stdout=subprocess.DEVNULL)
+    attention = json.load(open(tmp_path / "worst-cases" / "search.json"))["policies"]
+    assert [p["policy"] for p in attention] == ["h2o", "tova", "scissorhands", "streaming"]
+    assert all(p["verified"] == p["worst"] and p["theorem_failures"] == 0 for p in attention)
+    hypotheses = json.load(open(tmp_path / "hypotheses" / "search.json"))["policies"]
+    assert [p["policy"] for p in hypotheses] == ["greedy", "h2o-paper", "h2o"]
+    assert all(p["found"] and p["alpha"] < 1 and p["verified"] == p["worst"] for p in hypotheses)
+    text = open(os.path.join(ROOT, "docs", "worst-cases.md"), encoding="utf-8").read()
+    calls = re.findall(r"`(kvoracle\.search_\w+\(.*?\))`", text)
+    assert len(calls) == 2
+    for call in calls:
+        rep = eval(call, {"kvoracle": __import__("kvoracle")})  # noqa: S307 (the module; the fixture is the CLI)
+        assert rep["policies"] and "worst" in rep["policies"][0]
+
+
 def test_every_python_block_of_docs_is_run_here():
     """A new ```python block anywhere in docs/ must get a test above (and this count updated)."""
     pages = sorted(p for p in os.listdir(os.path.join(ROOT, "docs")) if p.endswith(".md"))

@@ -426,3 +426,24 @@ def test_contract_oracle_same_rows_from_cli_and_python(kvoracle, trace_file, tmp
         kvo.contract_oracle(t, contract={"engine": "vllm"})
     with pytest.raises(ValueError, match="contract_oracle: unknown option 'budget'"):
         kvo.contract_oracle(t, contract=doc, budget=8)
+
+
+def test_searches_same_results_from_cli_and_python(kvoracle, tmp_path, same_build):
+    """search attention and search hypotheses: the same request and, in like builds, the same search
+    (a trajectory of accepted moves, which a last bit can turn at a near tie, so it is compared
+    exactly only between builds for one instruction set)."""
+    run(kvoracle, "search", "attention", "--tokens", 12, "--head-dim", 4, "--budget", 3, "--evaluations", 80,
+        "--policies", "h2o,tova", "--json", tmp_path / "a.json")  # fmt: skip
+    cli = json.load(open(tmp_path / "a.json"))
+    py = kvo.search_attention(tokens=12, head_dim=4, budget="3", evaluations=80, policies=["h2o", "tova"])
+    assert py["request"] == cli["request"] and [p["policy"] for p in py["policies"]] == ["h2o", "tova"]
+    if same_build:
+        assert same_records(py["policies"], cli["policies"])
+    run(kvoracle, "search", "hypotheses", "--tokens", 12, "--logit-range", 12, "--evaluations", 400,
+        "--policies", "greedy,h2o", "--json", tmp_path / "h.json")  # fmt: skip
+    cli = json.load(open(tmp_path / "h.json"))
+    py = kvo.search_hypotheses(tokens=12, logit_range=12.0, evaluations=400, policies=["greedy", "h2o"])
+    assert py["request"] == cli["request"] and py["request"]["run"]["prompt_len"] == 8
+    if same_build:
+        assert same_records(py["policies"], cli["policies"])
+    assert "search hypotheses" in kvo.search_hypotheses.__doc__ and "logit_range" in kvo.search_hypotheses.__doc__
