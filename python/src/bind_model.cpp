@@ -17,6 +17,7 @@
 #include "kvo/studies/press_eval_run.hpp"
 #include "kvo/studies/task_io.hpp"
 #include "kvo/studies/task_options.hpp"
+#include "kvo/studies/text_search.hpp"
 #include "kvo/studies/worst_case.hpp"
 #include "schema_kwargs.hpp"
 
@@ -329,6 +330,25 @@ void bind_model(py::module_& m) {
            "distinct2, distinct3, repetition4, continuations}], paper_experiments: [E10 records]}.\n" +
            kwargs_doc(studies::DiversityRequest::schema(), studies::DiversityRequest{},
                       "Options (keyword arguments, the CLI's flags)"))
+              .c_str())
+      .def(
+          "search_text",
+          [](const model::Llama& self, const py::kwargs& kwargs) {
+            studies::TextSearchRequest req;
+            apply_kwargs(studies::TextSearchRequest::schema(), req, kwargs, "search_text");
+            studies::TextSearchResult r;
+            {
+              py::gil_scoped_release release;
+              r = studies::search_text(self, req);
+            }
+            return with_report(json_to_python(r.to_json()), r.report());
+          },
+          ("a seeded search over the words of a task instance's haystack (replacements and insertions of its own "
+           "words, the needle's sentence kept) for the text on which a policy keeps the least of OPT_dyn or loses "
+           "the most task score (kvoracle search text; docs/worst-cases.md): the unaltered and the worst text "
+           "measured both ways, the edits, the curve and, with out=, the saved instance and trace re-verified.\n" +
+           kwargs_doc(studies::TextSearchRequest::schema(), studies::TextSearchRequest{},
+                      "Options (keyword arguments, the CLI's `search text` flags)"))
               .c_str())
       .def(
           "eval_prefill",

@@ -191,8 +191,7 @@ Report HypothesisSearchResult::report() const {
     if (!p.found) rep.line(p.policy + ": no evaluated trace satisfied the hypotheses; raise evaluations");
     if (p.theorem_failures > 0) rep.line(p.policy + ": verify FAILS on the saved instance (a bug in kvoracle)");
     if (!p.instance.empty())
-      rep.line(p.policy + ": read back from " + p.instance + ", " + fmt(p.verified) +
-               (p.verified == p.worst ? " (the same)" : " (DIFFERS from the search's " + fmt(p.worst) + ")") +
+      rep.line(p.policy + ": read back from " + p.instance + ", " + reread_verdict(p.verified, p.worst) +
                "; verify's C1, C10 and C11 " + (p.theorem_failures == 0 ? "hold" : "FAIL") + " on it");
   }
   return rep;

@@ -169,6 +169,10 @@ AttentionSearchResult search_attention(const AttentionSearchRequest& req, const 
   return res;
 }
 
+std::string reread_verdict(double verified, double found) {
+  return fmt(verified) + (verified == found ? " (the same)" : " (DIFFERS from the search's " + fmt(found) + ")");
+}
+
 nlohmann::json search_curve_json(const std::vector<SearchPoint>& curve) {
   nlohmann::json out = nlohmann::json::array();
   for (const SearchPoint& c : curve) out.push_back({{"evaluation", c.evaluation}, {"worst", c.worst}});
@@ -208,8 +212,7 @@ Report AttentionSearchResult::report() const {
     if (p.theorem_failures > 0) rep.line(p.policy + ": verify FAILS on the saved instance (a bug in kvoracle)");
   for (const PolicySearch& p : policies)
     if (!p.instance.empty())
-      rep.line(p.policy + ": read back from " + p.instance + ", ratio " + fmt(p.verified) +
-               (p.verified == p.worst ? " (the same)" : " (DIFFERS from the search's " + fmt(p.worst) + ")") +
+      rep.line(p.policy + ": read back from " + p.instance + ", ratio " + reread_verdict(p.verified, p.worst) +
                "; verify's C1 and C19 " + (p.theorem_failures == 0 ? "hold" : "FAIL") + " on it");
   return rep;
 }

@@ -72,6 +72,8 @@ expect_error "check SNAP1 is SnapKV's claim, which --claims leaves out (add snap
 expect_error "against: 'x' is neither opt_dyn nor per_step" search attention --against x
 expect_error "budget: 32 keeps all 32 tokens of h2o: nothing is evicted" search attention --budget 32 --policies h2o
 expect_error "logit_range: -1 is not a positive number" search hypotheses --logit-range -1
+expect_error "target: 'x' is neither ratio nor task" search text --target x
+expect_error "policy: lookahead is not a policy a decoder can drive step by step" search text --policy lookahead
 # budgets shared across cache units: refused where a check assumes each head's own budget, for a
 # policy without a score to compare, and for the allocation-only scope
 expect_error "budget scope 'layer' is refused here" verify "$dir/ok.safetensors" --budget-scope layer --report "$dir/out.jsonl"

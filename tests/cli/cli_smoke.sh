@@ -130,6 +130,19 @@ assert abs(v['h2o-paper']['detail']['rho_min'] - s['rho_min']) < 1e-12, (v, s)
 assert abs(v['hypotheses (theta, gamma <= 1/(10n))']['metric'] - s['gamma_proof']) < 1e-15, (v, s)
 assert s['alpha'] < 1 and s['worst'] < 1, s
 " "$dir/hs/search.json" "$dir/hsv.json"
+# the text search on the tiny model: the saved worst text is an instance `tasks run` answers as the search measured it
+"$K" -q search text --model "$KVO_TINY_MODEL" --evaluations 6 --restarts 1 --budget 20% \
+  --out "$dir/ts" --json "$dir/ts/search.json" --plot "$dir/ts/search.svg" >"$dir/ts.txt"
+grep -q "read back from .*worst-text.jsonl: .* (the same); trace .*worst-text.safetensors, verify's C1 and C19 hold on it" "$dir/ts.txt"
+"$K" -q tasks run -i "$dir/ts/worst-text.jsonl" --model "$KVO_TINY_MODEL" --policies h2o --budgets 0.2 \
+  --json "$dir/ts/run.json" >/dev/null
+python3 -c "
+import json, sys
+s = json.load(open(sys.argv[1]))
+rows = {o['row']: o for o in json.load(open(sys.argv[2]))['outcomes']}
+assert rows['full-cache']['score'] == s['worst']['full_score'] and rows['h2o']['score'] == s['worst']['score'], (rows, s['worst'])
+assert rows['h2o']['answer'] == s['worst']['answer'], (rows['h2o'], s['worst'])
+" "$dir/ts/search.json" "$dir/ts/run.json"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert {x['id'] for x in r['records']} == {'SNAP1'}, r['summary']; assert [c['id'] for c in r['claims'] if 'paper' in c] == ['SNAP1']" "$dir/v3.json"
 "$K" -q eval --text /usr/share/common-licenses/GPL-3 --tokens 12 --policies h2o,oracle --budgets 4,100% \
   --json "$dir/e.json" --plot "$dir/e.svg" >/dev/null

@@ -5,7 +5,7 @@ tests/python/test_bindings.py, docs/oracle.md, scripts/bench), and for Markdown 
 is looked up relative to the repository root, the page's own folder, or, for a component's header
 written short (core/press.hpp, scaleout/unit_runner.hpp), that component's include folder. The
 kvpress suite's files name kvpress's own tests, looked up in its unpacked source release.
-Globs and placeholders are skipped; words without a file extension (benchmark names such as
+Globs, placeholders and paths a .gitignore names (outputs a study writes) are skipped; words without a file extension (benchmark names such as
 model/prefill/640) are not paths, except under scripts/ and .ci/.
 User docs (README.md, docs/*.md, */README.md) cite no "issue N" of a tracker their reader lacks.
 Usage: check_paths.py REPO_ROOT"""
@@ -57,7 +57,13 @@ def exists(path, f, base):
             if not tree.is_dir():
                 return True  # the unpacked release is absent (scripts/setup-deps brings it)
             bases.append(tree)
-    return any((b / path).exists() for b in bases)
+    return any((b / path).exists() for b in bases) or ignored(path)
+
+
+def ignored(path):
+    """A path a .gitignore of the repository names: a study's output written where it ran (the text
+    search's traces, which the instances beside them regenerate), not a shipped file."""
+    return subprocess.run(["git", "check-ignore", "-q", path], cwd=root).returncode == 0
 
 
 missing = []

@@ -327,15 +327,16 @@ def test_engines_md_examples(tmp_path, kvoracle):
     assert [r["budget"] for r in scope["res"]["rows"]] == [25, 51]
 
 
-def test_worst_cases_md_examples(tmp_path, kvoracle):
-    """Both searches' command lines of docs/worst-cases.md as written, and the Python calls its text names:
-    each saved instance is read back by verify and the oracle."""
+def test_worst_cases_md_examples(tmp_path, kvoracle, tiny_model_path):
+    """The three searches' command lines of docs/worst-cases.md as written (the text search on the tiny
+    model instead of SmolLM2), and the Python calls its text names: each saved instance is read back."""
     commands = blocks("worst-cases.md", "sh")
-    assert len(commands) == 2
+    assert len(commands) == 3
     for command in commands:
-        for out in ("build/worst-cases", "build/hypotheses"):
+        for out in ("build/worst-cases", "build/hypotheses", "build/text-search"):
             command = command.replace(out, f"{tmp_path}/{out[len('build/') :]}")
         command = command.replace("build/apps/kvoracle/kvoracle ", f"{kvoracle} -q ")
+        command = re.sub(r"(search text|tasks run) ", rf"\1 --model {tiny_model_path} ", command)
         subprocess.run(["bash", "-c", command], cwd=tmp_path, check=True, stdout=subprocess.DEVNULL)
     attention = json.load(open(tmp_path / "worst-cases" / "search.json"))["policies"]
     assert [p["policy"] for p in attention] == ["h2o", "tova", "scissorhands", "streaming"]
@@ -343,12 +344,17 @@ def test_worst_cases_md_examples(tmp_path, kvoracle):
     hypotheses = json.load(open(tmp_path / "hypotheses" / "search.json"))["policies"]
     assert [p["policy"] for p in hypotheses] == ["greedy", "h2o-paper", "h2o"]
     assert all(p["found"] and p["alpha"] < 1 and p["verified"] == p["worst"] for p in hypotheses)
-    text = open(os.path.join(ROOT, "docs", "worst-cases.md"), encoding="utf-8").read()
-    calls = re.findall(r"`(kvoracle\.search_\w+\(.*?\))`", text)
+    text = json.load(open(tmp_path / "text-search" / "search.json"))
+    assert text["verified"] == text["worst_value"] <= text["unaltered_value"] and text["theorem_failures"] == 0
+    page = open(os.path.join(ROOT, "docs", "worst-cases.md"), encoding="utf-8").read()
+    calls = re.findall(r"`(kvoracle\.search_\w+\(.*?\))`", page)
     assert len(calls) == 2
     for call in calls:
         rep = eval(call, {"kvoracle": __import__("kvoracle")})  # noqa: S307 (the module; the fixture is the CLI)
         assert rep["policies"] and "worst" in rep["policies"][0]
+    (call,) = re.findall(r"`kvoracle\.Model\(path\)\.(search_text\(.*?\))`", page)
+    rep = eval("model." + call, {"model": __import__("kvoracle").Model(tiny_model_path)})  # noqa: S307
+    assert rep["worst_value"] <= rep["unaltered_value"] and rep["found_at"] >= 1
 
 
 def test_every_python_block_of_docs_is_run_here():

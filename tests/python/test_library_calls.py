@@ -447,3 +447,17 @@ def test_searches_same_results_from_cli_and_python(kvoracle, tmp_path, same_buil
     if same_build:
         assert same_records(py["policies"], cli["policies"])
     assert "search hypotheses" in kvo.search_hypotheses.__doc__ and "logit_range" in kvo.search_hypotheses.__doc__
+
+
+def test_search_text_from_python_is_the_clis(kvoracle, tiny_model_path, tmp_path, same_build):
+    """search text on the tiny model: the same request, and in like builds the same worst text."""
+    run(kvoracle, "search", "text", "--model", tiny_model_path, "--evaluations", 4, "--restarts", 1,
+        "--words", "sky,green", "--json", tmp_path / "t.json")  # fmt: skip
+    cli = json.load(open(tmp_path / "t.json"))
+    py = kvo.Model(tiny_model_path).search_text(evaluations=4, restarts=1, words=["sky", "green"])
+    assert py["request"] == cli["request"] and py["pool_words"] == cli["pool_words"] == 2
+    assert py["unaltered"]["tokens"] == cli["unaltered"]["tokens"]
+    if same_build:
+        assert same_records(py, cli)
+    with pytest.raises(ValueError, match="target: 'x' is neither ratio nor task"):
+        kvo.Model(tiny_model_path).search_text(target="x")

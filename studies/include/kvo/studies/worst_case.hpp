@@ -41,6 +41,10 @@ struct SearchPoint {
   double worst = 0.0;   // the lowest ratio found so far
 };
 
+// How a saved instance's value, read back, compares with the search's: "0.3279 (the same)" or
+// "0.3300 (DIFFERS from the search's 0.3279)".
+std::string reread_verdict(double verified, double found);
+
 // A search's curve as JSON: [{"evaluation": e, "worst": v}, ...].
 nlohmann::json search_curve_json(const std::vector<SearchPoint>& curve);
 
