@@ -4,14 +4,18 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
 #include "bench_inputs.hpp"
+#include "kvo/core/engine_contracts.hpp"
 #include "kvo/core/facility_location.hpp"
 #include "kvo/core/greedy.hpp"
 #include "kvo/core/policy_registry.hpp"
 #include "kvo/core/replay.hpp"
+#include "kvo/core/replay_lockstep.hpp"
 #include "kvo/core/synth.hpp"
 #include "kvo/core/trace_io.hpp"
 
@@ -138,8 +142,91 @@ void BM_ReadTrace(benchmark::State& st) {
   st.SetBytesProcessed(st.iterations() * bytes);
 }
 
+// `oracle contract`'s policies under engines' contracts: the eight contract documents of
+// bench/contract-study (SIZES=short) at k = 20%, h2o, tova and scissorhands under each (one
+// first-come run under DMS's admission): 22 replays of a synthetic 4-layer trace (9 query heads in
+// 3 KV groups, d = 64, no prompt), each replay() on its own (separate, the baseline) or all in one
+// lockstep pass (replay_end_steps), on all cores. The lockstep end steps are checked against the
+// separate replays' once per size.
+std::vector<ReplayOptions> contract_study_replays(int n) {
+  const char* documents[] = {
+      R"({"engine": "kvoracle", "budget": 1})",
+      R"({"engine": "tensorrt-llm", "eviction_mode": "union", "budget": 1, "beta": 64})",
+      R"({"engine": "tensorrt-llm", "eviction_mode": "per_head", "budget": 1, "beta": 64})",
+      R"({"engine": "tensorrt-llm", "eviction_mode": "per_layer_perhead", "budget": 1, "beta": 64})",
+      R"({"engine": "openvino", "start_size": 16, "recent_size": 16, "max_cache_size": 48, "block_size": 16})",
+      R"({"engine": "llama.cpp", "n_ctx": 20, "kv_evict_sink": 4, "kv_evict_window": 16})",
+      R"({"engine": "dms", "window_size": 16, "budget": 16})",
+      R"({"engine": "kvpress", "compression_interval": 64, "target_size": 1, "adakv": true})"};
+  std::vector<ReplayOptions> out;
+  for (const char* d : documents) {
+    const EngineContract e = read_engine_contract(nlohmann::json::parse(d), n, 0, n / 5);
+    for (PolicyId id : {PolicyId::H2O, PolicyId::Tova, PolicyId::Scissorhands}) {
+      ReplayOptions o;
+      o.run.policy.id = id;
+      o.run.gqa = GqaMode::KvMean;
+      o.contract = e.contract;
+      o.record_sets = false;
+      out.push_back(o);
+      if (e.contract.admission_only) break;  // policy-blind
+    }
+  }
+  return out;
+}
+
+const Trace& contract_trace(int n) {
+  static std::map<int, Trace> traces;
+  auto it = traces.find(n);
+  if (it == traces.end()) {
+    SynthOptions o;
+    o.layers = 4;
+    o.heads = 9;
+    o.kv_heads = 3;
+    o.tokens = n;
+    o.head_dim = 64;
+    o.prompt_len = 0;
+    it = traces.emplace(n, synthesize(o)).first;
+  }
+  return it->second;
+}
+
+UnitEndSteps separate_end_steps(const Trace& tr, const std::vector<ReplayOptions>& options) {
+  UnitEndSteps out;
+  for (const ReplayOptions& o : options) out.push_back(end_steps_of(tr, replay(tr, o)));
+  return out;
+}
+
+template <bool lockstep>
+void BM_ContractReplays(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const Trace& tr = contract_trace(n);
+  const std::vector<ReplayOptions> options = contract_study_replays(n);
+  static std::map<int, bool> checked;
+  if (!checked[n]) {
+    checked[n] = true;
+    if (replay_end_steps(tr, options) != separate_end_steps(tr, options)) {
+      st.SkipWithError("the lockstep pass departs from the separate replays");
+      return;
+    }
+  }
+  for (auto _ : st)
+    benchmark::DoNotOptimize(lockstep ? replay_end_steps(tr, options).size() : separate_end_steps(tr, options).size());
+  st.counters["replays"] = static_cast<double>(options.size());
+  st.SetItemsProcessed(st.iterations() * static_cast<long>(options.size()) * n);  // replay-steps
+}
+
 }  // namespace
 
+BENCHMARK(BM_ContractReplays<false>)
+    ->Name("contract/replays-separate")
+    ->Arg(256)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ContractReplays<true>)
+    ->Name("contract/replays-lockstep")
+    ->Arg(256)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReplayLong)
     ->Name("replay/h2o-long")
     ->Args({8192, 64})

@@ -167,14 +167,26 @@ void prefix_attention(const HeadView& head, int i, std::vector<int>& keys, std::
   softmax(logits, probs);
 }
 
-Eigen::MatrixXd dense_attention(const HeadView& head) {
+Eigen::MatrixXd dense_attention(const HeadView& given) {
+  // Blocks of queries over a view with key tiles (prefix_logits): the same bits as each query's
+  // prefix_attention, several times faster.
+  const HeadView head = given.with_key_tiles();
   const int n = head.n();
+  constexpr int kBlock = 4;
   Eigen::MatrixXd a = Eigen::MatrixXd::Zero(n, n);
-  std::vector<int> keys;
-  std::vector<double> logits, p;
-  for (int i = 0; i < n; ++i) {
-    prefix_attention(head, i, keys, logits, p);
-    for (int j = 0; j <= i; ++j) a(i, j) = p[static_cast<size_t>(j)];
+  std::vector<double> logits(static_cast<size_t>(kBlock) * static_cast<size_t>(n)), p(static_cast<size_t>(n));
+  std::vector<int> queries;
+  for (int first = 0; first < n; first += kBlock) {
+    queries.clear();
+    for (int i = first; i < std::min(n, first + kBlock); ++i) queries.push_back(i);
+    head.prefix_logits(queries, logits.data(), static_cast<size_t>(n));
+    for (size_t b = 0; b < queries.size(); ++b) {
+      const int i = queries[b];
+      const auto len = static_cast<size_t>(i) + 1;
+      softmax(std::span<const double>(logits.data() + b * static_cast<size_t>(n), len),
+              std::span<double>(p.data(), len));
+      for (int j = 0; j <= i; ++j) a(i, j) = p[static_cast<size_t>(j)];
+    }
   }
   return a;
 }

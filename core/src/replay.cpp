@@ -17,25 +17,33 @@
 #include "kvo/core/shared_budget.hpp"
 #include "kvo/core/unit_bytes.hpp"
 #include "kvo/core/unit_stepper.hpp"
+#include "replay_units.hpp"
 
 namespace kvo {
-namespace {
+namespace replay_detail {
 
-// One cache: a query head, or a KV head whose query heads share it.
-struct CacheUnit {
-  int layer;
-  int budget_head;         // index used for per-head budget overrides
-  std::vector<int> heads;  // query heads sharing the cache
-  std::uint64_t index;     // its place among all units: the seed offset
-};
+BudgetScope grouping(const ReplayOptions& o) { return o.contract ? o.contract->grouping() : o.run.budget_scope; }
 
-// The units replayed together: one unit, or the units that share a budget (budget_scope), which
-// step in lockstep.
-struct Unit {
-  std::vector<CacheUnit> members;
-};
+bool settles_together(const ReplayOptions& o) {
+  return o.run.budget_scope != BudgetScope::Head || o.contract.has_value();
+}
 
-std::vector<Unit> make_units(const Trace& tr, const RunConfig& o, BudgetScope scope) {
+ReplayOptions prepared(const Trace& trace, ReplayOptions o) {
+  if (o.contract) {
+    const EvictionContract& c = *o.contract;
+    c.validate(trace.n_tokens);
+    require(o.run.gqa != GqaMode::PerQueryHead,
+            "a contract's units are (layer, KV head): run it with --gqa kv-mean or kv-max, not query");
+    o.run = run_under_contract(o.run, c);
+  }
+  // A bad prompt, layer, head or budget fails here, before any work; so do bad policy parameters.
+  o.run.validate(trace, SharedBudgets::Allowed);
+  return o;
+}
+
+std::vector<Unit> make_units(const Trace& tr, const ReplayOptions& options) {
+  const RunConfig& o = options.run;
+  const BudgetScope scope = grouping(options);
   std::vector<CacheUnit> units;
   const std::vector<int> heads = o.chosen_heads(o.gqa == GqaMode::PerQueryHead ? tr.n_heads : tr.n_kv_heads);
   for (int l : o.chosen_layers(tr.n_layers)) {
@@ -61,6 +69,38 @@ std::vector<Unit> make_units(const Trace& tr, const RunConfig& o, BudgetScope sc
   return groups;
 }
 
+std::unique_ptr<UnitStepper> make_stepper(const ReplayOptions& o, const CacheUnit& u,
+                                          const std::vector<HeadView>& heads, int n, const Eigen::MatrixXd* dense,
+                                          ResolvedBudget* budget) {
+  PolicySetup setup = unit_setup(o.run, n, u.layer, u.budget_head, o.run.seed + u.index, heads.front());
+  setup.group_evicts = settles_together(o);
+  setup.dense = dense;
+  *budget = setup.budget;
+  return std::make_unique<UnitStepper>(o.run, setup, static_cast<int>(heads.size()), o.record_sets, o.record_probs);
+}
+
+GroupSettler::GroupSettler(const ReplayOptions& o, const Unit& g, std::vector<EvictionPolicy*> policies, int n) {
+  if (!settles_together(o)) return;
+  if (o.contract) {
+    std::vector<ContractUnit> keys;
+    for (const CacheUnit& u : g.members) keys.push_back({u.layer, u.budget_head});
+    contract_ = std::make_unique<ContractGroup>(std::move(policies), keys, *o.contract, n);
+  } else {
+    group_ = std::make_unique<SharedBudgetGroup>(std::move(policies), o.run.prompt_len);
+  }
+}
+
+void GroupSettler::settle(int i) {
+  if (group_) group_->settle(i);
+  if (contract_) contract_->settle(i);
+}
+
+}  // namespace replay_detail
+
+namespace {
+
+using namespace replay_detail;
+
 // One cache unit's state while its group replays.
 struct Member {
   std::vector<HeadView> views;
@@ -71,21 +111,16 @@ struct Member {
   std::vector<StepRecord> recs;
 };
 
-// Who replays together: the contract's budget groups, or the units sharing run.budget_scope.
-BudgetScope grouping(const ReplayOptions& o) { return o.contract ? o.contract->grouping() : o.run.budget_scope; }
-
 void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& g, std::vector<HeadReplay>& out) {
   const int n = tr.n_tokens;
   const RunConfig& run = o.run;
-  const bool shared = run.budget_scope != BudgetScope::Head || o.contract.has_value();
   std::vector<Member> ms(g.members.size());
+  std::vector<EvictionPolicy*> policies;
   size_t first = 0;  // the member's first head in `out`
   for (size_t m = 0; m < ms.size(); ++m) {
     const CacheUnit& u = g.members[m];
     Member& M = ms[m];
     for (int h : u.heads) M.views.emplace_back(tr, u.layer, h);
-    PolicySetup setup = unit_setup(run, n, u.layer, u.budget_head, run.seed + u.index, M.views.front());
-    setup.group_evicts = shared;
     if (needs_dense(run.policy)) {
       // The averaged matrix and one head's dense_attention result, n x n doubles each.
       require_memory(static_cast<std::uint64_t>(n) * n * 8 * 2,
@@ -93,16 +128,16 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& g, std::vecto
       M.dense = dense_attention(M.views.front());
       for (size_t x = 1; x < M.views.size(); ++x) M.dense += dense_attention(M.views[x]);
       M.dense /= static_cast<double>(M.views.size());
-      setup.dense = &M.dense;
     }
-    M.stepper =
-        std::make_unique<UnitStepper>(run, setup, static_cast<int>(M.views.size()), o.record_sets, o.record_probs);
+    ResolvedBudget budget;
+    M.stepper = make_stepper(o, u, M.views, n, M.dense.size() ? &M.dense : nullptr, &budget);
+    policies.push_back(&M.stepper->policy());
     const size_t hs = u.heads.size();
     for (size_t x = 0; x < hs; ++x) {
       HeadReplay& hr = out[first + x];
       hr.layer = u.layer;
       hr.head = u.heads[x];
-      hr.budget = setup.budget;
+      hr.budget = budget;
       hr.steps.resize(static_cast<size_t>(n));
     }
     first += hs;
@@ -112,18 +147,7 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& g, std::vecto
     M.rows.resize(hs);
     M.recs.resize(hs);
   }
-  std::unique_ptr<SharedBudgetGroup> group;
-  std::unique_ptr<ContractGroup> contract;
-  if (shared) {
-    std::vector<EvictionPolicy*> policies;
-    for (Member& M : ms) policies.push_back(&M.stepper->policy());
-    if (o.contract) {
-      std::vector<ContractUnit> keys;
-      for (const CacheUnit& u : g.members) keys.push_back({u.layer, u.budget_head});
-      contract = std::make_unique<ContractGroup>(std::move(policies), keys, *o.contract, n);
-    } else
-      group = std::make_unique<SharedBudgetGroup>(std::move(policies), run.prompt_len);
-  }
+  GroupSettler settler(o, g, std::move(policies), n);
   std::vector<int> keys;
   for (int i = 0; i < n; ++i) {
     for (Member& M : ms) {
@@ -134,8 +158,7 @@ void run_unit(const Trace& tr, const ReplayOptions& o, const Unit& g, std::vecto
       }
       M.stepper->observe(i, M.rows);
     }
-    if (group) group->settle(i);
-    if (contract) contract->settle(i);
+    settler.settle(i);
     first = 0;
     for (size_t m = 0; m < ms.size(); ++m) {
       Member& M = ms[m];
@@ -167,28 +190,19 @@ size_t unit_heads(const Unit& g) {
 }  // namespace
 
 int replay_units(const Trace& trace, const ReplayOptions& options) {
-  return static_cast<int>(make_units(trace, options.run, grouping(options)).size());
+  return static_cast<int>(make_units(trace, options).size());
 }
 
 struct ReplayPlan::Units {
   std::vector<Unit> list;
 };
 
-ReplayPlan::ReplayPlan(const Trace& trace, ReplayOptions o) : trace_(trace), o_(std::move(o)) {
-  if (o_.contract) {
-    const EvictionContract& c = *o_.contract;
-    c.validate(trace.n_tokens);
-    require(o_.run.gqa != GqaMode::PerQueryHead,
-            "a contract's units are (layer, KV head): run it with --gqa kv-mean or kv-max, not query");
-    o_.run = run_under_contract(o_.run, c);
-  }
-  // A bad prompt, layer, head or budget fails here, before any work; so do bad policy parameters.
-  o_.run.validate(trace, SharedBudgets::Allowed);
+ReplayPlan::ReplayPlan(const Trace& trace, ReplayOptions o) : trace_(trace), o_(prepared(trace, std::move(o))) {
   auto probe = make_policy(o_.run.policy);
   name_ = probe->name();
   nested_ = probe->nested();
   auto units = std::make_shared<Units>();
-  units->list = make_units(trace, o_.run, grouping(o_));
+  units->list = make_units(trace, o_);
   units_ = std::move(units);
 }
 

@@ -14,6 +14,7 @@
 #include "kvo/core/parallel.hpp"
 #include "kvo/core/progress.hpp"
 #include "kvo/core/replay.hpp"
+#include "kvo/core/replay_lockstep.hpp"
 #include "kvo/core/request_json.hpp"
 #include "kvo/core/text_file.hpp"
 #include "kvo/oracle/contract_optimum.hpp"
@@ -23,20 +24,6 @@
 
 namespace kvo {
 namespace {
-
-// Each (layer, KV head)'s last kept step per token, from replay records without sets.
-std::vector<std::vector<int>> unit_ends(const Trace& tr, const ReplayResult& res) {
-  const int n = tr.n_tokens, g = tr.group_size();
-  std::vector<std::vector<int>> ends(static_cast<size_t>(tr.n_layers * tr.n_kv_heads));
-  for (const HeadReplay& h : res.heads) {
-    if (h.head % g != 0) continue;  // one query head per KV head: they share the cache
-    std::vector<int>& end = ends[static_cast<size_t>(h.layer * tr.n_kv_heads + h.head / g)];
-    end.assign(static_cast<size_t>(n), n - 1);
-    for (int i = 0; i < n; ++i)
-      for (int j : h.steps[static_cast<size_t>(i)].evicted) end[static_cast<size_t>(j)] = i - 1;
-  }
-  return ends;
-}
 
 std::string describe(const EvictionContract& c) {
   std::string s = kept_sets_name(c.kept_sets) + " kept sets, budgets per " +
@@ -141,7 +128,24 @@ ContractResult run_contract(const Trace& tr, const ContractRequest& req, const s
   std::vector<int> ks;
   for (const ContractRow& r : rows)
     if (std::find(ks.begin(), ks.end(), r.contract.budget) == ks.end()) ks.push_back(r.contract.budget);
-  Progress bar("contract", static_cast<long>(rows.size() + ks.size()) * static_cast<long>(U));
+  // The policies' schedules under every row's contract, in one lockstep pass over the trace
+  // (policy-blind under admission only: the first tokens are admitted).
+  const auto row_policies = [&](const ContractRow& row) {
+    return row.contract.admission_only ? std::vector<PolicyId>{PolicyId::H2O} : req.policies;
+  };
+  std::vector<ReplayOptions> replays;
+  for (const ContractRow& row : rows)
+    for (PolicyId id : row_policies(row)) {
+      ReplayOptions o;
+      o.run.policy.id = id;
+      o.run.gqa = GqaMode::KvMean;
+      o.contract = row.contract;
+      o.record_sets = false;
+      replays.push_back(std::move(o));
+    }
+  Progress bar("contract", static_cast<long>(rows.size() + ks.size()) * static_cast<long>(U) + n);
+  const UnitEndSteps all_ends = replay_end_steps(tr, replays, req.threads, [&](int) { bar.tick(); });
+  size_t next_replay = 0;
   for (ContractRow& row : rows) {
     const int k = row.contract.budget;
     if (!per_head.count(k)) {  // the per-head reference, once per budget, on every unit in parallel
@@ -163,18 +167,9 @@ ContractResult run_contract(const Trace& tr, const ContractRequest& req, const s
     row.per_head = per_head[k].first;
     row.per_head_upper = per_head[k].second;
     row.total = total[k];
-    // The policies' schedules (policy-blind under admission only: the first tokens are admitted).
-    const std::vector<PolicyId> ids = row.contract.admission_only ? std::vector<PolicyId>{PolicyId::H2O} : req.policies;
-    std::vector<std::vector<std::vector<int>>> ends;
-    for (PolicyId id : ids) {
-      ReplayOptions o;
-      o.run.policy.id = id;
-      o.run.gqa = GqaMode::KvMean;
-      o.contract = row.contract;
-      o.record_sets = false;
-      o.threads = req.threads;
-      ends.push_back(unit_ends(tr, replay(tr, o)));
-    }
+    const std::vector<PolicyId> ids = row_policies(row);
+    const auto ends = all_ends.begin() + static_cast<long>(next_replay);
+    next_replay += ids.size();
     std::vector<std::vector<double>> values(ids.size(), std::vector<double>(U, 0.0));
     const ContractOptimum opt = solve_contract(
         [&](size_t u) {
