@@ -59,10 +59,11 @@ UnitEndSteps replay_end_steps(const Trace& tr, const std::vector<ReplayOptions>&
     ReplayOptions o = prepared(tr, given);
     require(o.run.gqa != GqaMode::PerQueryHead, "internal: a lockstep replay's units are (layer, KV head)");
     require(o.run.layers.empty() && o.run.heads.empty(), "internal: a lockstep replay runs every layer and head");
+    const auto probe = make_policy(o.run.policy);
     require(!needs_dense(o.run.policy),
-            "internal: a lockstep replay has no dense attention for policy " + make_policy(o.run.policy)->name());
-    require(make_policy(o.run.policy)->nested(), "internal: a lockstep replay records end steps, which policy " +
-                                                     make_policy(o.run.policy)->name() + " (re-admitting) has not");
+            "internal: a lockstep replay has no dense attention for policy " + probe->name());
+    require(probe->nested(),
+            "internal: a lockstep replay records end steps, which policy " + probe->name() + " (re-admitting) has not");
     runs_options.push_back(std::move(o));
   }
   std::vector<LockstepUnit> units(U);
@@ -143,19 +144,18 @@ UnitEndSteps replay_end_steps(const Trace& tr, const std::vector<ReplayOptions>&
       for (int j : recs[u].front().evicted) run.ends[u][static_cast<size_t>(j)] = i - 1;
     }
   };
+  const int counts[3] = {static_cast<int>(U), static_cast<int>(groups.size()), static_cast<int>(U)};
+  const auto run_phase = [&](int p, int i, size_t t) {
+    if (p == 0) observe(i, t);
+    if (p == 1) runs[groups[t].first].settlers[groups[t].second].settle(i);
+    if (p == 2) record(i, t);
+  };
   const auto worker = [&] {
     for (int i = 0; i < n; ++i) {
-      const std::function<void(int)> phases[3] = {
-          [&](int u) { observe(i, static_cast<size_t>(u)); },
-          [&](int x) {
-            runs[groups[static_cast<size_t>(x)].first].settlers[groups[static_cast<size_t>(x)].second].settle(i);
-          },
-          [&](int u) { record(i, static_cast<size_t>(u)); }};
-      const int counts[3] = {static_cast<int>(U), static_cast<int>(groups.size()), static_cast<int>(U)};
       for (int p = 0; p < 3; ++p) {
         for (int t = next++; t < counts[p] && !failed; t = next++) {
           try {
-            phases[p](t);
+            run_phase(p, i, static_cast<size_t>(t));
           } catch (...) {
             fail();
           }
