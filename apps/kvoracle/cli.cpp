@@ -128,8 +128,8 @@ bool distributed_command(const CLI::App* sub) {
   const std::string name = sub->get_name();
   if (name == "verify") return true;
   if (name == "replay") return sub->count("--device") == 0;  // the greedy scorer runs on one process
-  if (name == "oracle")  // the offline oracle; the static and prefill oracles run on one process
-    return sub->get_subcommand("offline")->parsed();
+  if (name == "oracle")  // the offline and contract oracles; static, prefill and allocation: one process
+    return sub->get_subcommand("offline")->parsed() || sub->get_subcommand("contract")->parsed();
   if (name == "tasks") return sub->get_subcommand("run")->parsed();  // generate and report: one process
   return false;
 }

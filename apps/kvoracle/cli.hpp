@@ -22,7 +22,8 @@ struct Cli {
 // prints errors, tables and progress; commands that do not spread work over ranks run on rank 0.
 int run_cli(int argc, const char* const* argv);
 // Whether the parsed subcommand spreads work units over every MPI rank (scaleout/plan_runner.hpp):
-// verify, replay (not with --device) and the offline oracle; the others run on rank 0 alone.
+// verify, replay (not with --device), tasks run and the offline and contract oracles; the others
+// run on rank 0 alone.
 bool distributed_command(const CLI::App* sub);
 
 }  // namespace kvo::cli

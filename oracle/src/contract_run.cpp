@@ -1,13 +1,16 @@
-// `oracle contract`: the policies obey the contract in replay (their schedules as end steps, O(n)
-// per unit), then one pass over the units computes each unit's rewards once and from them the
-// per-head optimum, every policy's value and, through solve_contract, the contract's optimum.
+// `oracle contract`: a work plan of one unit per (contract, budget) row and per budget's per-head
+// optimum (shared with a row that is that optimum). A unit computes each (layer, KV head)'s rewards
+// once and from them the optimum under its contract (solve_contract) and the row's policies'
+// values; the policies obey the contracts in one lockstep replay (their schedules as end steps).
 #include "kvo/oracle/contract_run.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <numeric>
+#include <optional>
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/memory_limit.hpp"
@@ -17,6 +20,8 @@
 #include "kvo/core/replay_lockstep.hpp"
 #include "kvo/core/request_json.hpp"
 #include "kvo/core/text_file.hpp"
+#include "kvo/core/unit_bytes.hpp"
+#include "kvo/core/work_plan.hpp"
 #include "kvo/oracle/contract_optimum.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
 #include "kvo/oracle/shared_decoding.hpp"
@@ -85,10 +90,120 @@ std::vector<nlohmann::json> ContractRequest::documents() const {
   return out;
 }
 
+namespace {
+
+// Whether a contract is the per-head reference itself: every unit its own set and budget, evicting
+// at every step, nothing protected (its optimum is OPT_dyn at its k; the prompt's length matters
+// only to compressions).
+bool is_per_head(const EvictionContract& c) {
+  return c.kept_sets == KeptSets::Head && c.budget_scope == BudgetScope::Head && c.recent == 0 && c.sinks == 0 &&
+         c.page_size == 1 && !c.compresses() && c.delay == 0 && !c.admission_only;
+}
+
+// One unit of work: the optimum under one contract (a row's, or the per-head reference of a budget
+// no row is), with the values of the row's policies under it and, for the reference, the mass of
+// keeping every token.
+struct ContractJob {
+  EvictionContract contract;
+  int row = -1;         // the row it answers, or -1
+  bool reference;       // whether it is its budget's per-head reference
+  size_t replay = 0;    // the row's first replay in the lockstep pass
+  size_t policies = 0;  // how many replays the row has
+};
+
+// `oracle contract` as a work plan: one unit per job, largest first; the policies' schedules come
+// from one lockstep pass over the trace, run by the first unit of this process that needs them (a
+// unit stored in a checkpoint needs none).
+class ContractPlan final : public WorkPlan<std::vector<nlohmann::json>> {
+ public:
+  ContractPlan(const Trace& tr, std::vector<ContractJob> jobs, std::vector<ReplayOptions> replays, int threads,
+               bool progress)
+      : tr_(tr), jobs_(std::move(jobs)), replays_(std::move(replays)), threads_(threads), progress_(progress) {
+    inner_threads_ = std::max(1, worker_count(threads, 1 << 20) / std::max(1, static_cast<int>(jobs_.size())));
+  }
+  int size() const override { return static_cast<int>(jobs_.size()); }
+  std::string name(int unit) const override {
+    const ContractJob& j = jobs_[static_cast<size_t>(unit)];
+    return (j.row >= 0 ? "contract row " + std::to_string(j.row + 1) : std::string("the per-head optimum")) +
+           " at k = " + std::to_string(j.contract.budget);
+  }
+  double cost(int unit) const override {  // every unit's rewards, and one solve per kept set
+    const ContractJob& j = jobs_[static_cast<size_t>(unit)];
+    std::vector<ContractUnit> units;
+    for (int l = 0; l < tr_.n_layers; ++l)
+      for (int h = 0; h < tr_.n_kv_heads; ++h) units.push_back({l, h});
+    return 0.2 * static_cast<double>(units.size()) + static_cast<double>(j.contract.sets_of(units).size());
+  }
+  std::string run_bytes(int unit) const override;
+  std::vector<nlohmann::json> assemble_bytes(const std::vector<std::string>& units) const override {
+    std::vector<nlohmann::json> out;
+    for (size_t u = 0; u < units.size(); ++u) {
+      nlohmann::json j = from_unit_bytes(units[u], name(static_cast<int>(u)));
+      // A checkpoint's unit answers the same contract (its documents are files that may have changed).
+      require(j.value("contract", nlohmann::json()) == eviction_contract_schema().to_json(jobs_[u].contract),
+              "checkpoint: " + name(static_cast<int>(u)) +
+                  " was computed under another contract (a contract file changed): give a new checkpoint folder");
+      out.push_back(std::move(j));
+    }
+    return out;
+  }
+
+ private:
+  const UnitEndSteps& replays() const {
+    std::call_once(replayed_, [&] {
+      Progress bar("contract replays", tr_.n_tokens, progress_);
+      ends_ = replay_end_steps(tr_, replays_, threads_, [&](int) { bar.tick(); });
+      bar.finish();
+    });
+    return ends_;
+  }
+  const Trace& tr_;
+  std::vector<ContractJob> jobs_;
+  std::vector<ReplayOptions> replays_;
+  int threads_, inner_threads_ = 1;
+  bool progress_;
+  mutable std::once_flag replayed_;
+  mutable UnitEndSteps ends_;
+};
+
+std::string ContractPlan::run_bytes(int unit) const {
+  const ContractJob& job = jobs_[static_cast<size_t>(unit)];
+  const int n = tr_.n_tokens, L = tr_.n_layers, H = tr_.n_kv_heads;
+  const size_t U = static_cast<size_t>(L) * static_cast<size_t>(H);
+  const UnitEndSteps* ends = job.policies > 0 ? &replays() : nullptr;
+  std::vector<std::vector<double>> values(job.policies, std::vector<double>(U, 0.0));
+  std::vector<double> mass(U, 0.0);
+  const ContractOptimum opt = solve_contract(
+      [&](size_t u) {
+        Eigen::MatrixXd w = decoding_unit(tr_, static_cast<int>(u) / H, static_cast<int>(u) % H, 1, 0).w;
+        for (size_t x = 0; x < job.policies; ++x)
+          values[x][u] = contract_schedule_value(w, (*ends)[job.replay + x][u], job.contract);
+        if (job.reference)
+          for (int i = 0; i < n; ++i) mass[u] += w.row(i).head(i + 1).sum();
+        return w;
+      },
+      n, L, H, job.contract, inner_threads_);
+  nlohmann::json out = {{"contract", eviction_contract_schema().to_json(job.contract)},
+                        {"optimum", opt.value},
+                        {"upper", opt.upper},
+                        {"certified", opt.certified()}};
+  nlohmann::json policy_values = nlohmann::json::array();
+  for (const std::vector<double>& v : values) policy_values.push_back(std::accumulate(v.begin(), v.end(), 0.0));
+  out["policies"] = policy_values;
+  if (job.reference) out["total"] = std::accumulate(mass.begin(), mass.end(), 0.0);
+  return to_unit_bytes(out);
+}
+
+}  // namespace
+
 ContractResult run_contract(const Trace& tr, const ContractRequest& req, const std::string& name) {
+  return *run_contract(tr, req, WorkTeam(req.threads, true), name);
+}
+
+std::optional<ContractResult> run_contract(const Trace& tr, const ContractRequest& req, const WorkTeam& team,
+                                           const std::string& name) {
   req.validate();
   const int n = tr.n_tokens, L = tr.n_layers, H = tr.n_kv_heads;
-  const size_t U = static_cast<size_t>(L) * static_cast<size_t>(H);
   ContractResult out;
   out.trace = name;
   out.documents = req.documents();
@@ -116,82 +231,66 @@ ContractResult run_contract(const Trace& tr, const ContractRequest& req, const s
       for (const auto& g : row.contract.budget_groups_of(units, sets)) widest = std::max(widest, g.size());
       rows.push_back(std::move(row));
     }
-  // The sets of the widest budget group and, on each thread, a unit's rewards and the solver's.
+  // On each thread: the sets of a budget group, a unit's rewards and the solver's.
   const std::uint64_t n2 = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(n);
-  require_memory(n2 * 8 * (widest + 2 * static_cast<std::uint64_t>(worker_count(req.threads, static_cast<int>(U)))),
+  require_memory(n2 * 8 * (widest + 2) * static_cast<std::uint64_t>(worker_count(team.threads(), 1 << 20)),
                  "oracle contract (the n x n rewards of a budget group's kept sets, a unit's and the solver's)");
-  const auto rewards = [&](size_t u) {
-    return decoding_unit(tr, static_cast<int>(u) / H, static_cast<int>(u) % H, 1, 0).w;
-  };
-  std::map<int, std::pair<double, double>> per_head;  // by k: OPT_dyn summed over units, and its bound
-  std::map<int, double> total;
-  std::vector<int> ks;
-  for (const ContractRow& r : rows)
-    if (std::find(ks.begin(), ks.end(), r.contract.budget) == ks.end()) ks.push_back(r.contract.budget);
-  // The policies' schedules under every row's contract, in one lockstep pass over the trace
-  // (policy-blind under admission only: the first tokens are admitted).
+  // The jobs: each row, and each budget's per-head reference unless a row is that reference. The
+  // policies' schedules under every row's contract come from one lockstep pass (policy-blind under
+  // admission only: the first tokens are admitted).
   const auto row_policies = [&](const ContractRow& row) {
     return row.contract.admission_only ? std::vector<PolicyId>{PolicyId::H2O} : req.policies;
   };
+  std::vector<ContractJob> jobs;
   std::vector<ReplayOptions> replays;
-  for (const ContractRow& row : rows)
-    for (PolicyId id : row_policies(row)) {
+  std::map<int, size_t> reference;  // by k: the job that is the per-head optimum
+  for (size_t r = 0; r < rows.size(); ++r) {
+    ContractJob job{rows[r].contract, static_cast<int>(r), false, replays.size(), 0};
+    for (PolicyId id : row_policies(rows[r])) {
       ReplayOptions o;
       o.run.policy.id = id;
       o.run.gqa = GqaMode::KvMean;
-      o.contract = row.contract;
+      o.contract = rows[r].contract;
       o.record_sets = false;
       replays.push_back(std::move(o));
+      ++job.policies;
     }
-  Progress bar("contract", static_cast<long>(rows.size() + ks.size()) * static_cast<long>(U) + n);
-  const UnitEndSteps all_ends = replay_end_steps(tr, replays, req.threads, [&](int) { bar.tick(); });
-  size_t next_replay = 0;
-  for (ContractRow& row : rows) {
-    const int k = row.contract.budget;
-    if (!per_head.count(k)) {  // the per-head reference, once per budget, on every unit in parallel
-      std::vector<double> value(U), upper(U), mass(U);
-      parallel_for(static_cast<int>(U), req.threads, [&](int u) {
-        OfflineProblem p;
-        p.w = rewards(static_cast<size_t>(u));
-        p.budget = k;
-        const OfflineSolution alone = solve_offline(p);
-        value[static_cast<size_t>(u)] = alone.value;
-        upper[static_cast<size_t>(u)] = alone.upper;
-        for (int i = 0; i < n; ++i) mass[static_cast<size_t>(u)] += p.w.row(i).head(i + 1).sum();
-        bar.tick();
-      });
-      per_head[k] = {std::accumulate(value.begin(), value.end(), 0.0),
-                     std::accumulate(upper.begin(), upper.end(), 0.0)};
-      total[k] = std::accumulate(mass.begin(), mass.end(), 0.0);
+    if (is_per_head(job.contract) && !reference.count(job.contract.budget)) {
+      job.reference = true;
+      reference[job.contract.budget] = jobs.size();
     }
-    row.per_head = per_head[k].first;
-    row.per_head_upper = per_head[k].second;
-    row.total = total[k];
-    const std::vector<PolicyId> ids = row_policies(row);
-    const auto ends = all_ends.begin() + static_cast<long>(next_replay);
-    next_replay += ids.size();
-    std::vector<std::vector<double>> values(ids.size(), std::vector<double>(U, 0.0));
-    const ContractOptimum opt = solve_contract(
-        [&](size_t u) {
-          Eigen::MatrixXd w = rewards(u);
-          for (size_t x = 0; x < ids.size(); ++x) values[x][u] = contract_schedule_value(w, ends[x][u], row.contract);
-          bar.tick();
-          return w;
-        },
-        n, L, H, row.contract, req.threads);
-    row.optimum = opt.value;
-    row.upper = opt.upper;
-    row.certified = opt.certified();
+    jobs.push_back(job);
+  }
+  for (const ContractRow& row : rows)
+    if (!reference.count(row.contract.budget)) {
+      EvictionContract plain;
+      plain.budget = row.contract.budget;
+      reference[plain.budget] = jobs.size();
+      jobs.push_back({plain, -1, true, 0, 0});
+    }
+  const ContractPlan plan(tr, jobs, std::move(replays), team.threads(), team.progress());
+  const std::optional<std::vector<nlohmann::json>> done = team.run(plan, "contract", "oracle contract");
+  if (!done) return std::nullopt;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    ContractRow& row = rows[r];
+    const nlohmann::json& own = (*done)[r];  // the rows' jobs come first, in order
+    const nlohmann::json& ref = (*done)[reference.at(row.contract.budget)];
+    row.per_head = json_number(ref.at("optimum"));
+    row.per_head_upper = json_number(ref.at("upper"));
+    row.total = json_number(ref.at("total"));
+    row.optimum = json_number(own.at("optimum"));
+    row.upper = json_number(own.at("upper"));
+    row.certified = own.at("certified").get<bool>();
     row.price = row.per_head > 0 ? row.optimum / row.per_head : 1.0;
+    const std::vector<PolicyId> ids = row_policies(row);
     for (size_t x = 0; x < ids.size(); ++x) {
-      const double v = std::accumulate(values[x].begin(), values[x].end(), 0.0);
+      const double v = json_number(own.at("policies").at(x));
       if (row.contract.admission_only)
         row.first_come = v;
       else
         row.policies.push_back({policy_name(ids[x]), v, row.optimum > 0 ? v / row.optimum : 1.0});
     }
   }
-  bar.finish();
   out.rows = std::move(rows);
   return out;
 }

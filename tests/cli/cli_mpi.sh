@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # verify across MPI ranks (docs/scale-out.md): the report of `mpirun -n 3` equals one process's,
 # record for record; a run killed mid-way (rank 0, a worker rank, or the whole job by SIGTERM)
-# resumes from its checkpoint to the same report; a checkpoint of other arguments is refused; a
+# resumes from its checkpoint to the same report (oracle offline, oracle contract and tasks run
+# too); a checkpoint of other arguments is refused; a
 # bad option, a bad trace or a failing unit ends the job non-zero with one kvoracle line and no
 # report.
 # Usage: cli_mpi.sh KVORACLE MPIEXEC
@@ -50,6 +51,27 @@ KVO_TEST_KILL_AFTER=5 run 2 "$k" -q oracle offline "$w/b.safetensors" --checkpoi
 [ "$(ls "$w/cko/t0" | wc -l)" -eq 5 ] || fail "the oracle's checkpoint holds $(ls "$w/cko/t0" | wc -l) units, not 5"
 run 3 "$k" -q oracle offline "$w/b.safetensors" --checkpoint "$w/cko" --json "$w/ok.json" >/dev/null
 cmp -s "$w/o1.json" "$w/ok.json" || fail "the resumed oracle's results differ"
+
+# oracle contract: one process against 3 ranks; killed after storing 2 of its 4 units (2 rows, and
+# the per-head optimum at each budget), resumed on 2 ranks to the same JSON; a contract file
+# edited under the same checkpoint is refused in one line.
+echo '{"engine": "llama.cpp", "n_ctx": 24, "kv_evict_sink": 2, "kv_evict_window": 4}' >"$w/llama.json"
+# shellcheck disable=SC2054 # the budgets' comma is inside one argument
+cargs=(oracle contract "$w/b.safetensors" --contract "$w/llama.json" --budgets 20%,40%)
+"$k" -q "${cargs[@]}" --json "$w/ct1.json" >/dev/null || fail "oracle contract on one process: exit $?"
+run 3 "$k" -q "${cargs[@]}" --json "$w/ct3.json" >/dev/null || fail "oracle contract on 3 ranks: exit $?"
+cmp -s "$w/ct1.json" "$w/ct3.json" || fail "oracle contract --json of 3 ranks differs from one process's"
+KVO_TEST_KILL_AFTER=2 run 2 "$k" -q "${cargs[@]}" --checkpoint "$w/ckc" --json "$w/ctk.json" >/dev/null 2>&1 &&
+  fail "the killed contract job exited 0"
+[ -e "$w/ctk.json" ] && fail "the killed contract job left its JSON"
+[ "$(ls "$w/ckc/contract" | wc -l)" -eq 2 ] ||
+  fail "the contract checkpoint holds $(ls "$w/ckc/contract" | wc -l) units, not 2"
+run 2 "$k" -q "${cargs[@]}" --checkpoint "$w/ckc" --json "$w/ctk.json" >/dev/null || fail "contract resume: exit $?"
+cmp -s "$w/ct1.json" "$w/ctk.json" || fail "the resumed contract JSON differs from the uninterrupted one"
+echo '{"engine": "llama.cpp", "n_ctx": 24, "kv_evict_sink": 2, "kv_evict_window": 6}' >"$w/llama.json"
+"$k" -q "${cargs[@]}" --checkpoint "$w/ckc" >/dev/null 2>"$w/ctk.err" && fail "an edited contract file was accepted"
+[ "$(grep -c '^kvoracle' "$w/ctk.err")" -eq 1 ] && grep -q "belongs to another run (traces_sha256.1" "$w/ctk.err" ||
+  fail "refusal of an edited contract file: $(cat "$w/ctk.err")"
 
 # tasks run (docs/tasks.md's example): instances across 2 ranks give one process's JSON; killed
 # after one instance, the run resumes from its checkpoint to the same JSON; the checkpoint of other

@@ -75,6 +75,32 @@ TEST(ContractRun, PerHeadSetsAtEveryStepCostNothing) {
   for (const ContractRow& row : res.rows) EXPECT_NEAR(row.price, 1.0, 1e-12);
 }
 
+TEST(ContractRun, PerHeadOptimumIsEveryUnitsOfflineOptimumSummedBitForBit) {
+  const Trace tr = small_trace();
+  for (const char* doc :
+       {R"({"engine": "kvoracle", "budget": 10})", R"({"engine": "dms", "window_size": 4, "budget": 14})"}) {
+    const ContractResult res = run(tr, doc, {"10", "30%"});
+    for (const ContractRow& row : res.rows) {
+      double value = 0.0, upper = 0.0, total = 0.0;
+      for (int l = 0; l < tr.n_layers; ++l)
+        for (int h = 0; h < tr.n_kv_heads; ++h) {
+          OfflineProblem p;
+          p.w = decoding_unit(tr, l, h, 1, 0).w;
+          p.budget = row.contract.budget;
+          const OfflineSolution alone = solve_offline(p);
+          value += alone.value;
+          upper += alone.upper;
+          double mass = 0.0;
+          for (int i = 0; i < tr.n_tokens; ++i) mass += p.w.row(i).head(i + 1).sum();
+          total += mass;
+        }
+      EXPECT_EQ(row.per_head, value) << doc;
+      EXPECT_EQ(row.per_head_upper, upper) << doc;
+      EXPECT_EQ(row.total, total) << doc;
+    }
+  }
+}
+
 TEST(ContractRun, ValuesFromEndStepsEqualTheRecordedKeptSets) {
   const Trace tr = small_trace();
   for (const bool compress : {false, true}) {

@@ -19,6 +19,7 @@ class WorkTeam {
   virtual ~WorkTeam() = default;
 
   int threads() const { return threads_; }
+  bool progress() const { return progress_; }  // whether its plans show bars (a plan's own passes may too)
   // Whether this process assembles the results and writes the outputs (one process: always).
   virtual bool leader() const { return true; }
   // Runs `step` on every member. When it throws kvo::Error on any member, every member throws: the

@@ -5,6 +5,7 @@
 // Rewards are the retained dense attention mass of each KV head (the mean over its query group).
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "kvo/core/field_schema.hpp"
 #include "kvo/core/policy_registry.hpp"
 #include "kvo/core/trace.hpp"
+#include "kvo/core/work_team.hpp"
 #include "kvo/report/report.hpp"
 
 namespace kvo {
@@ -64,9 +66,14 @@ struct ContractResult {
   Report report() const;
 };
 
-// `name` labels the trace (its file, for the CLI). The per-head optimum is computed once per
-// budget for every contract. kvo::Error from the request, a contract document
-// (read_engine_contract) or a budget that does not fit a contract, before any work.
+// `name` labels the trace (its file, for the CLI). The work runs through `team` as one unit per
+// (contract, budget) row and one per budget's per-head optimum, unless a row is that optimum
+// itself (a plain per-head contract): under MPI every rank holds the trace and the leader alone
+// gets the result; a checkpoint keeps each finished unit. kvo::Error from the request, a contract
+// document (read_engine_contract) or a budget that does not fit a contract, before any work.
+std::optional<ContractResult> run_contract(const Trace& trace, const ContractRequest& request, const WorkTeam& team,
+                                           const std::string& name = "the trace");
+// The same in this process on request.threads threads, with a progress bar.
 ContractResult run_contract(const Trace& trace, const ContractRequest& request, const std::string& name = "the trace");
 
 // The reward of one unit's schedule under a contract, from each token's last kept step (`end`, j - 1:
