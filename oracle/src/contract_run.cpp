@@ -105,10 +105,10 @@ bool is_per_head(const EvictionContract& c) {
 // keeping every token.
 struct ContractJob {
   EvictionContract contract;
-  int row = -1;         // the row it answers, or -1
-  bool reference;       // whether it is its budget's per-head reference
-  size_t replay = 0;    // the row's first replay in the lockstep pass
-  size_t policies = 0;  // how many replays the row has
+  int row = -1;            // the row it answers, or -1
+  bool reference = false;  // whether it is its budget's per-head reference
+  size_t replay = 0;       // the row's first replay in the lockstep pass
+  size_t policies = 0;     // how many replays the row has
 };
 
 // `oracle contract` as a work plan: one unit per job, largest first; the policies' schedules come
