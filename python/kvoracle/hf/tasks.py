@@ -286,11 +286,13 @@ class _Runner:
                 kept.append(set(where.tolist()))
         return kept
 
-    def compressed(self, inst, row, share, press, full_keys, mass):
+    def compressed(self, inst, row, share, press, full_keys, mass, cache=None):
+        """A press's row: its own prefill of the context, or `cache`, what a shared prefill left it."""
         from transformers import DynamicCache
 
-        cache = DynamicCache()
-        self.prefill(inst, cache, press)
+        if cache is None:
+            cache = DynamicCache()
+            self.prefill(inst, cache, press)
         kept = getattr(press, "kept_units", None) or self._kept_by_keys(cache, full_keys, row)
         k = max(1, int(len(inst.context) * (1 - (1.0 - share))))  # the press's n_kept at ratio 1 - share
         o = _measured(inst, row, share, kept, mass, k)
@@ -307,6 +309,24 @@ class _Runner:
         else:
             self.answer(inst, cache, o)
         return o
+
+    def compressed_rows(self, inst, rows, budgets, run, profile, bar):
+        """Every press row at every budget from one prefill of the context (shared_prefill=True;
+        kvoracle.hf.shared_prefill): the same outcomes as a prefill per row. A press that cannot share
+        the pass runs its own prefill."""
+        from .shared_prefill import prefill_with_presses
+
+        jobs = [(label, b, how, how(1.0 - b, run)) for label, how in rows for b in budgets]
+        with _out_of_memory(inst, "shared-prefill", 1.0), profile.measure("shared-prefill", 1.0):
+            caches = prefill_with_presses(self.model, self._ids(inst.context), [job[3] for job in jobs])
+        outcomes = []
+        for (label, b, how, press), cache in zip(jobs, caches):
+            with _out_of_memory(inst, label, b), profile.measure(label, b):
+                if cache is None:  # its own prefill, with a fresh press
+                    press = how(1.0 - b, run)
+                outcomes.append(self.compressed(inst, label, b, press, run.keys, run.mass, cache))
+            bar.update()
+        return outcomes
 
 
 class _Profile:
@@ -477,7 +497,16 @@ class _Checkpoint:
 
 
 def run_tasks(
-    model, tokenizer, instances, *, token_ids=None, policy_options=None, progress=False, checkpoint=None, **options
+    model,
+    tokenizer,
+    instances,
+    *,
+    token_ids=None,
+    policy_options=None,
+    progress=False,
+    checkpoint=None,
+    shared_prefill=False,
+    **options,
 ):
     """Answers every instance with the full cache and under every row at every budget.
 
@@ -487,7 +516,10 @@ def run_tasks(
     question_first, press_seed, optimum, optimum_scopes, topk), validated by kvoracle's library, with tasks run's
     defaults (its policies; under the prefill protocol those that can be presses). policy_options: EvictingCache's options for the
     streaming rows. checkpoint: a folder keeping each answered instance's outcomes; a rerun with the
-    same arguments resumes from it. Returns ``kvoracle.task_report``'s result: outcomes, cells with
+    same arguments resumes from it. shared_prefill: under the prefill protocol, every press row of an
+    instance from one prefill of its context instead of one each (kvoracle.hf.shared_prefill): the
+    same outcomes, bit for bit, and the checkpoint's, in a fraction of the time; the profile then
+    times that pass as "shared-prefill" and each row without it. Returns ``kvoracle.task_report``'s result: outcomes, cells with
     Wilson intervals, and the report; ``notes``: a line (also a warning) per press and budget whose
     kept count falls below the press's window (SnapKV, PyramidKV at small budgets); ``profile``: per
     row and budget, the seconds summed over the instances answered here and the peak memory
@@ -564,19 +596,24 @@ def run_tasks(
                 full, run = runner.full_cache(inst, folder, profile)
             outcomes.append(full)
             bar.update()
-            for label, how in rows:
-                for b in budgets:
-                    with _out_of_memory(inst, label, b), profile.measure(label, b):
-                        if protocol == "dynamic" and label == "topk":
-                            outcomes.append(runner.topk(inst, b))
-                        elif protocol == "dynamic":
-                            options = dict(policy_options or {})
-                            if how in req["offline"]:  # oracle, lookahead: the schedule of the full cache's trace
-                                options["schedule_trace"] = run.trace
-                            outcomes.append(runner.streaming(inst, label, how, b, options, run.mass))
-                        else:
-                            outcomes.append(runner.compressed(inst, label, b, how(1.0 - b, run), run.keys, run.mass))
-                    bar.update()
+            if protocol == "prefill" and shared_prefill:
+                outcomes += runner.compressed_rows(inst, rows, budgets, run, profile, bar)
+            else:
+                for label, how in rows:
+                    for b in budgets:
+                        with _out_of_memory(inst, label, b), profile.measure(label, b):
+                            if protocol == "dynamic" and label == "topk":
+                                outcomes.append(runner.topk(inst, b))
+                            elif protocol == "dynamic":
+                                options = dict(policy_options or {})
+                                if how in req["offline"]:  # oracle, lookahead: the schedule of the full cache's trace
+                                    options["schedule_trace"] = run.trace
+                                outcomes.append(runner.streaming(inst, label, how, b, options, run.mass))
+                            else:
+                                outcomes.append(
+                                    runner.compressed(inst, label, b, how(1.0 - b, run), run.keys, run.mass)
+                                )
+                        bar.update()
         if store:
             store.save(inst, outcomes[first:])
     bar.close()
@@ -673,6 +710,11 @@ def main(argv=None):
     parser.add_argument("--json", help="write the result (outcomes, cells) to this file")
     parser.add_argument("--plots", help="write the report's SVG plots into this folder")
     parser.add_argument("--checkpoint", help="keep each answered instance in this folder; a rerun resumes from it")
+    parser.add_argument(
+        "--shared-prefill",
+        action="store_true",
+        help="prefill protocol: every press row of an instance from one prefill of its context (the same outcomes)",
+    )
     fields = [f for f in _core.task_request_fields() if f["name"] in OPTIONS]
     for f in fields:  # the C++ CLI's flags: a switch (--no-optimum) sets its text, the rest take a value
         shown = f" (default: {f['default']})" if f["default"] and not f["switch"] else ""
@@ -697,7 +739,14 @@ def main(argv=None):
             raise _core.KvoError(f"tasks: cannot read '{args.instances}': {e.strerror}") from None
         model, tokenizer, token_ids = _load(args.model, args.device, args.dtype, args.attn_implementation)
         result = run_tasks(
-            model, tokenizer, instances, token_ids=token_ids, progress=True, checkpoint=args.checkpoint, **options
+            model,
+            tokenizer,
+            instances,
+            token_ids=token_ids,
+            progress=True,
+            checkpoint=args.checkpoint,
+            shared_prefill=args.shared_prefill,
+            **options,
         )
     except _core.KvoError as e:
         print(str(e), file=sys.stderr)
