@@ -120,6 +120,12 @@ class ContractPlan final : public WorkPlan<std::vector<nlohmann::json>> {
                bool progress)
       : tr_(tr), jobs_(std::move(jobs)), replays_(std::move(replays)), threads_(threads), progress_(progress) {
     inner_threads_ = std::max(1, worker_count(threads, 1 << 20) / std::max(1, static_cast<int>(jobs_.size())));
+    // A unit's cost: every unit's rewards, and one solve per kept set.
+    std::vector<ContractUnit> units;
+    for (int l = 0; l < tr_.n_layers; ++l)
+      for (int h = 0; h < tr_.n_kv_heads; ++h) units.push_back({l, h});
+    for (const ContractJob& j : jobs_)
+      costs_.push_back(0.2 * static_cast<double>(units.size()) + static_cast<double>(j.contract.sets_of(units).size()));
   }
   int size() const override { return static_cast<int>(jobs_.size()); }
   std::string name(int unit) const override {
@@ -127,13 +133,7 @@ class ContractPlan final : public WorkPlan<std::vector<nlohmann::json>> {
     return (j.row >= 0 ? "contract row " + std::to_string(j.row + 1) : std::string("the per-head optimum")) +
            " at k = " + std::to_string(j.contract.budget);
   }
-  double cost(int unit) const override {  // every unit's rewards, and one solve per kept set
-    const ContractJob& j = jobs_[static_cast<size_t>(unit)];
-    std::vector<ContractUnit> units;
-    for (int l = 0; l < tr_.n_layers; ++l)
-      for (int h = 0; h < tr_.n_kv_heads; ++h) units.push_back({l, h});
-    return 0.2 * static_cast<double>(units.size()) + static_cast<double>(j.contract.sets_of(units).size());
-  }
+  double cost(int unit) const override { return costs_[static_cast<size_t>(unit)]; }
   std::string run_bytes(int unit) const override;
   std::vector<nlohmann::json> assemble_bytes(const std::vector<std::string>& units) const override {
     std::vector<nlohmann::json> out;
@@ -160,6 +160,7 @@ class ContractPlan final : public WorkPlan<std::vector<nlohmann::json>> {
   const Trace& tr_;
   std::vector<ContractJob> jobs_;
   std::vector<ReplayOptions> replays_;
+  std::vector<double> costs_;
   int threads_, inner_threads_ = 1;
   bool progress_;
   mutable std::once_flag replayed_;

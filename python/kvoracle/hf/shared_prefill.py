@@ -14,7 +14,8 @@ from transformers import DynamicCache
 
 
 def _attention_modules(model):
-    """The decoder's attention modules, by layer."""
+    """The decoder's attention modules, by layer: the modules kvpress's BasePress hooks (it looks up the
+    decoder the same way, so a press's hooks are found on exactly these)."""
     inner = model.model.language_model if hasattr(model.model, "language_model") else model.model
     return [layer.self_attn for layer in inner.layers]
 
