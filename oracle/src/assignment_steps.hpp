@@ -1,7 +1,6 @@
-// Internal: what the two shortest-augmenting-path assignment solvers share (the dense one of
-// docs/oracle.md §3b and column generation's restricted one, §3c): the potential update and path
-// flip that end each augmentation, and how the matching and row potentials become a schedule and
-// its dual prices.
+// Internal: the dense shortest-augmenting-path assignment of eviction steps to tokens (docs/oracle.md
+// §3b) that solve_offline, solve_offline_shared and the periodic solver share, and how its matching
+// and row potentials become a schedule and its dual prices.
 #pragma once
 #include <span>
 #include <vector>
@@ -9,15 +8,6 @@
 #include "kvo/oracle/offline_oracle.hpp"
 
 namespace kvo::detail {
-
-// After Dijkstra from row `cur` settled the unmatched column `sink` at distance `reach`: the new
-// row's potential grows by the path length, every other row reached by how much shorter its path
-// was, each settled column's falls by the same; then the path (pred: the row a column was reached
-// from) is flipped into the matching.
-void settle_augmentation(int cur, int sink, double reach, std::span<const int> rows_seen,
-                         std::span<const int> cols_seen, std::span<const double> dist, std::span<const int> pred,
-                         std::vector<double>& u, std::vector<double>& v, std::vector<int>& col_of,
-                         std::vector<int>& row_of);
 
 // The min-cost assignment of eviction rows to tokens by shortest augmenting paths, rows added in
 // time order (docs/oracle.md §3b). Eviction step s has step_rows[s] rows with the same costs:

@@ -2,8 +2,9 @@
 // every kept set's rewards are its units' summed (one set for all of them, so each token is held
 // or not in all at once); the sinks leave the problem on tokens s.. with s fewer slots and their
 // reward as a constant; a delay d forces the newest max(r, d) tokens; pages fold the problem
-// (offline_pages.hpp); then the group is one problem for solve_offline, solve_offline_shared,
-// solve_offline_compressions or solve_offline_admission, whose ends map back to tokens.
+// (offline_pages.hpp); then the group is one problem for solve_offline_streaming,
+// solve_offline_shared_streaming (column generation on the dense rows), solve_offline_compressions
+// or solve_offline_admission, whose ends map back to tokens.
 #include "kvo/oracle/contract_optimum.hpp"
 
 #include <algorithm>
@@ -18,6 +19,8 @@
 #include "kvo/oracle/offline_pages.hpp"
 #include "kvo/oracle/offline_periodic.hpp"
 #include "kvo/oracle/offline_shared.hpp"
+#include "kvo/oracle/offline_streaming.hpp"
+#include "kvo/oracle/weight_rows.hpp"
 
 namespace kvo {
 namespace {
@@ -99,13 +102,21 @@ ContractOptimum solve_contract(const std::function<Eigen::MatrixXd(size_t unit)>
       upper = sol.upper;
       work += sol.work;
     } else if (problems.size() == 1) {
-      OfflineSolution sol = solve_offline(problems.front());
+      // Column generation: the dense assignment's Dijkstra steps scan every arrived column, which
+      // at 8 192 tokens took hours per set where this takes seconds (docs/engines.md, "Measured").
+      const OfflineProblem& p = problems.front();
+      OfflineSolution sol = solve_offline_streaming(DenseWeightRows(p.w), p.budget, p.recent);
       ends = {std::move(sol.end)};
       values = {sol.value};
       upper = sol.upper;
       work += sol.work;
     } else {
-      SharedOfflineSolution sol = solve_offline_shared(problems);
+      std::vector<DenseWeightRows> rows;
+      rows.reserve(problems.size());
+      std::vector<const WeightRows*> sources;
+      for (const OfflineProblem& p : problems) sources.push_back(&rows.emplace_back(p.w));
+      SharedOfflineSolution sol =
+          solve_offline_shared_streaming(sources, problems.front().budget, problems.front().recent);
       ends = std::move(sol.end);
       values = std::move(sol.unit_value);
       upper = sol.upper;

@@ -129,20 +129,18 @@ SharedOfflineSolution solve_offline_compressions(std::span<const OfflineProblem>
   std::vector<size_t> offset(steps.size() + 1, 0);
   for (size_t s = 0; s < steps.size(); ++s) offset[s + 1] = offset[s] + width(steps[s]);
   std::vector<double> L(offset.back());
-  if (!steps.empty()) {
-    const int last = steps.back() - r;  // the newest token any compression may evict
-    std::vector<double> suffix(width(steps.back()), 0.0);
-    size_t next = steps.size();  // the compressions, walked backwards in time
-    for (int t = n - 1; t >= steps.front(); --t) {
-      if (next > 0 && steps[next - 1] == t) {
-        --next;
-        std::copy(suffix.begin(), suffix.begin() + static_cast<long>(width(t)),
-                  L.begin() + static_cast<long>(offset[next]));
+  // L_s(j) = sum over t > steps[s] of w(t, j), summed from t = n - 1 down, one column at a time
+  // (w is column-major); column j enters the compressions s with j <= steps[s] - r.
+  for (int u = 0; u < H; ++u) {
+    const Eigen::MatrixXd& w = units[static_cast<size_t>(u)].w;
+    for (int j = 0; !steps.empty() && j <= steps.back() - r; ++j) {
+      const double* col = w.col(j).data();
+      double suffix = 0.0;
+      int t = n - 1;
+      for (size_t s = steps.size(); s-- > 0 && j <= steps[s] - r;) {
+        for (; t > steps[s]; --t) suffix += col[t];
+        L[offset[s] + static_cast<size_t>(j) * static_cast<size_t>(H) + static_cast<size_t>(u)] = suffix;
       }
-      for (int j = 0; j <= std::min(t, last); ++j)
-        for (int u = 0; u < H; ++u)
-          suffix[static_cast<size_t>(j) * static_cast<size_t>(H) + static_cast<size_t>(u)] +=
-              units[static_cast<size_t>(u)].w(t, j);
     }
   }
 

@@ -13,7 +13,9 @@
 #include "kvo/core/error.hpp"
 #include "kvo/core/replay.hpp"
 #include "kvo/oracle/offline_oracle.hpp"
+#include "kvo/oracle/offline_streaming.hpp"
 #include "kvo/oracle/shared_decoding.hpp"
+#include "kvo/oracle/weight_rows.hpp"
 #include "test_support.hpp"
 
 using namespace kvo;
@@ -87,7 +89,7 @@ TEST(ContractRun, PerHeadOptimumIsEveryUnitsOfflineOptimumSummedBitForBit) {
           OfflineProblem p;
           p.w = decoding_unit(tr, l, h, 1, 0).w;
           p.budget = row.contract.budget;
-          const OfflineSolution alone = solve_offline(p);
+          const OfflineSolution alone = solve_offline_streaming(DenseWeightRows(p.w), p.budget, p.recent);
           value += alone.value;
           upper += alone.upper;
           double mass = 0.0;
