@@ -21,6 +21,8 @@ threads=()
 # shellcheck disable=SC2034
 if [[ -n ${THREADS:-} ]]; then threads=(-j "$THREADS"); fi
 
+# kvoracle's progress as one line per tenth of the work on stderr, even when it is a log file.
+export KVO_PROGRESS_LINES=1
 measure() {  # measure NAME CMD...: the command's output in $out/NAME.txt, one row "| NAME | seconds | peak MiB |"
   local name=$1
   shift

@@ -1,7 +1,9 @@
 #include "cli.hpp"
 
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
@@ -77,6 +79,9 @@ int run_cli(int argc, const char* const* argv) {
   }
   CLI::App* sub = cli.app.get_subcommands().front();
   const bool spread = team.distributed() && distributed_command(sub);
+  // A run in the background (nohup, a study script's log) asks for progress lines by name.
+  if (const char* lines = std::getenv("KVO_PROGRESS_LINES"); lines != nullptr && std::string_view(lines) == "1")
+    Progress::log_lines_when_piped(true);
   if (team.distributed()) {
     // Commands that spread their units over the ranks run on every rank; the others on rank 0 alone,
     // so no command asks which rank it is on before it prints.

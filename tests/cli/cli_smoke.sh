@@ -7,6 +7,13 @@ trap 'rm -rf "$dir"' EXIT
 "$K" -q synth --out "$dir/t.safetensors" --tokens 96 --layers 1 --dtype f16
 "$K" -q replay "$dir/t.safetensors" --policy h2o-mask --budget 20% --out "$dir/r.jsonl" --probs
 "$K" -q oracle static "$dir/t.safetensors" --budget 16 --out "$dir/o.jsonl"
+# a piped stderr gets no progress bar, and one line per tenth of the work with KVO_PROGRESS_LINES=1
+"$K" oracle static "$dir/t.safetensors" --budget 16 2>"$dir/bar.txt" >/dev/null
+test ! -s "$dir/bar.txt"
+KVO_PROGRESS_LINES=1 "$K" oracle static "$dir/t.safetensors" --budget 16 2>"$dir/bar.txt" >/dev/null
+grep -q "^oracle: 4/4 (100%) " "$dir/bar.txt"
+KVO_PROGRESS_LINES=1 "$K" -q oracle static "$dir/t.safetensors" --budget 16 2>"$dir/bar.txt" >/dev/null
+test ! -s "$dir/bar.txt"
 # tasks power: 8 disagreements all one way are the least the sign test needs at p < 0.01
 "$K" -q tasks power --discordance 0.1,0.2 --instances 240 --json "$dir/power.json" | grep -q "power at 240"
 python3 - "$dir/power.json" <<'PY'
