@@ -262,9 +262,7 @@ GoldenFile make_golden(const Trace& tr, const GoldenRequest& req, const std::str
   const std::vector<std::string> budgets = !req.budgets.empty()   ? req.budgets
                                            : g.contract.is_null() ? std::vector<std::string>{"8", "16"}
                                                                   : std::vector<std::string>{""};
-  std::vector<ContractUnit> all_units;  // (layer, KV head), in replay's order
-  for (int l = 0; l < tr.n_layers; ++l)
-    for (int h = 0; h < tr.n_kv_heads; ++h) all_units.push_back({l, h});
+  const std::vector<ContractUnit> all_units = model_units(tr.n_layers, tr.n_kv_heads);  // in replay's order
   const int group = tr.group_size();
   const std::vector<PolicyId> policies =
       req.policies.empty() && req.presses.empty()

@@ -38,6 +38,13 @@ BudgetScope EvictionContract::grouping() const {
   return BudgetScope::Head;
 }
 
+std::vector<ContractUnit> model_units(int layers, int kv_heads) {
+  std::vector<ContractUnit> units;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < kv_heads; ++h) units.push_back({l, h});
+  return units;
+}
+
 std::vector<std::vector<size_t>> EvictionContract::sets_of(std::span<const ContractUnit> units) const {
   std::map<std::tuple<int, int>, size_t> index;
   std::vector<std::vector<size_t>> sets;

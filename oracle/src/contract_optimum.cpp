@@ -54,9 +54,7 @@ ContractOptimum solve_contract(const std::function<Eigen::MatrixXd(size_t unit)>
   require(layers >= 1 && kv_heads >= 1, "a contract needs at least one unit");
   const int s = c.sinks, b = c.page_size;
   ContractOptimum out;
-  std::vector<ContractUnit> units;
-  for (int l = 0; l < layers; ++l)
-    for (int h = 0; h < kv_heads; ++h) units.push_back({l, h});
+  const std::vector<ContractUnit> units = model_units(layers, kv_heads);
   out.sets = c.sets_of(units);
   const std::vector<std::vector<size_t>> groups = c.budget_groups_of(units, out.sets);
   out.end.resize(out.sets.size());

@@ -121,9 +121,7 @@ class ContractPlan final : public WorkPlan<std::vector<nlohmann::json>> {
       : tr_(tr), jobs_(std::move(jobs)), replays_(std::move(replays)), threads_(threads), progress_(progress) {
     inner_threads_ = std::max(1, worker_count(threads, 1 << 20) / std::max(1, static_cast<int>(jobs_.size())));
     // A unit's cost: every unit's rewards, and one solve per kept set.
-    std::vector<ContractUnit> units;
-    for (int l = 0; l < tr_.n_layers; ++l)
-      for (int h = 0; h < tr_.n_kv_heads; ++h) units.push_back({l, h});
+    const std::vector<ContractUnit> units = model_units(tr_.n_layers, tr_.n_kv_heads);
     for (const ContractJob& j : jobs_)
       costs_.push_back(0.2 * static_cast<double>(units.size()) + static_cast<double>(j.contract.sets_of(units).size()));
   }
@@ -215,9 +213,7 @@ std::optional<ContractResult> run_contract(const Trace& tr, const ContractReques
   for (const std::string& b : req.budgets) budgets.push_back(Amount::parse(b).resolve(n));
   // Every (contract, budget) row read and checked before any work.
   std::vector<ContractRow> rows;
-  std::vector<ContractUnit> units;
-  for (int l = 0; l < L; ++l)
-    for (int h = 0; h < H; ++h) units.push_back({l, h});
+  const std::vector<ContractUnit> units = model_units(L, H);
   size_t widest = 1;
   for (size_t b = 0; b < std::max<size_t>(1, budgets.size()); ++b)
     for (size_t d = 0; d < out.documents.size(); ++d) {

@@ -30,6 +30,9 @@ struct ContractUnit {
   int layer = 0, kv_head = 0;
 };
 
+// Every (layer, KV head) of a model, layer by layer: the order in which contracts list their units.
+std::vector<ContractUnit> model_units(int layers, int kv_heads);
+
 struct EvictionContract {
   KeptSets kept_sets = KeptSets::Head;           // units holding one kept set between them
   BudgetScope budget_scope = BudgetScope::Head;  // kept sets sharing one budget: each alone (head), a layer's, all
