@@ -44,7 +44,7 @@ void validate(const OfflineProblem& p) {
   require(n >= 1 && p.w.cols() == n, "offline problem: w must be a non-empty square matrix");
   validate_offline_sizes(n, p.budget, p.recent);
   // Column by column (w is column-major), the message built only for a bad entry: this check runs
-  // on every n x n problem, and building it per entry cost more than the periodic solve itself.
+  // on every n x n problem, and building it per entry cost nearly as much as a periodic solve.
   for (int j = 0; j < n; ++j)
     for (int i = j; i < n; ++i)
       if (const double x = p.w(i, j); !(std::isfinite(x) && x >= 0.0))
