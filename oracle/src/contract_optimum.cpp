@@ -109,12 +109,7 @@ ContractOptimum solve_contract(const std::function<Eigen::MatrixXd(size_t unit)>
       upper = sol.upper;
       work += sol.work;
     } else {
-      std::vector<DenseWeightRows> rows;
-      rows.reserve(problems.size());
-      std::vector<const WeightRows*> sources;
-      for (const OfflineProblem& p : problems) sources.push_back(&rows.emplace_back(p.w));
-      SharedOfflineSolution sol =
-          solve_offline_shared_streaming(sources, problems.front().budget, problems.front().recent);
+      SharedOfflineSolution sol = solve_offline_shared_streaming(problems);
       ends = std::move(sol.end);
       values = std::move(sol.unit_value);
       upper = sol.upper;

@@ -30,15 +30,31 @@ void validate_shared_units(std::span<const OfflineProblem> units) {
   }
 }
 
+namespace {
+
+// Validated dense units as row sources (the matrices must outlive it).
+struct DenseUnits {
+  explicit DenseUnits(std::span<const OfflineProblem> units) {
+    validate_shared_units(units);
+    rows.reserve(units.size());
+    for (const OfflineProblem& u : units) sources.push_back(&rows.emplace_back(u.w));
+  }
+  std::vector<DenseWeightRows> rows;
+  std::vector<const WeightRows*> sources;
+};
+
+}  // namespace
+
 ScheduleCheck evaluate_shared_schedule(std::span<const OfflineProblem> units, const std::vector<std::vector<int>>& end,
                                        const std::vector<double>& price, std::vector<double>* unit_values) {
-  validate_shared_units(units);
-  std::vector<DenseWeightRows> rows;
-  rows.reserve(units.size());
-  for (const OfflineProblem& u : units) rows.emplace_back(u.w);
-  std::vector<const WeightRows*> sources;
-  for (const DenseWeightRows& r : rows) sources.push_back(&r);
-  return evaluate_shared_schedule(sources, units[0].budget, units[0].recent, end, price, 1, unit_values);
+  const DenseUnits dense(units);
+  return evaluate_shared_schedule(dense.sources, units[0].budget, units[0].recent, end, price, 1, unit_values);
+}
+
+SharedOfflineSolution solve_offline_shared_streaming(std::span<const OfflineProblem> units,
+                                                     const StreamingOfflineOptions& options) {
+  const DenseUnits dense(units);
+  return solve_offline_shared_streaming(dense.sources, units[0].budget, units[0].recent, options);
 }
 
 ScheduleCheck evaluate_shared_schedule(std::span<const WeightRows* const> units, int budget, int recent,

@@ -45,5 +45,8 @@ ScheduleCheck evaluate_shared_schedule(std::span<const WeightRows* const> units,
 // unit must have the same n; kvo::Error for sizes outside 0 <= r <= k <= n.
 SharedOfflineSolution solve_offline_shared_streaming(std::span<const WeightRows* const> units, int budget, int recent,
                                                      const StreamingOfflineOptions& options = {});
+// The same on dense units (checked as solve_offline_shared checks them), their rows read from w.
+SharedOfflineSolution solve_offline_shared_streaming(std::span<const OfflineProblem> units,
+                                                     const StreamingOfflineOptions& options = {});
 
 }  // namespace kvo
