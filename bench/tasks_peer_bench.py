@@ -11,7 +11,10 @@ fed kvoracle's token ids) on SmolLM2 in transformers (eager attention, fp32), on
 and once with the full cache: the same two answers kvoracle gives. Both answers are compared.
 
 Usage: tasks_peer_bench.py [--length 4096] [--press snapkv] [--budget 0.2] [--reps 3] [--threads 2]
-       [--cli build-native/apps/kvoracle/kvoracle] [--smoke]   (--smoke: a 256-token instance, one repetition: what CI runs)
+       [--cli build-native/apps/kvoracle/kvoracle] [--model GGUF] [--smoke]
+--smoke: a 256-token instance, one repetition (what CI runs, on the tiny test model: the same two
+answers on both sides is a check of the mechanics). --model: SmolLM2 where kvoracle looks for it by
+default.
 Prints a Markdown table of medians, and the ratios kvoracle / kvpress."""
 
 import argparse
@@ -48,6 +51,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--cli", default=os.path.join(ROOT, "build-native", "apps", "kvoracle", "kvoracle"))
+    ap.add_argument("--model", default=MODEL, help="a Llama GGUF file (default: SmolLM2)")
     ap.add_argument("--smoke", action="store_true")
     a = ap.parse_args()
     if a.smoke:
@@ -66,14 +70,15 @@ def main():
     torch.set_num_threads(a.threads)
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+    where, name = os.path.split(os.path.abspath(a.model))
     hf = transformers.AutoModelForCausalLM.from_pretrained(
-        os.path.dirname(MODEL), gguf_file=os.path.basename(MODEL), attn_implementation="eager", dtype=torch.float32
+        where, gguf_file=name, attn_implementation="eager", dtype=torch.float32
     ).eval()
-    tok = AutoTokenizer.from_pretrained(os.path.dirname(MODEL), gguf_file=os.path.basename(MODEL))
+    tok = AutoTokenizer.from_pretrained(where, gguf_file=name)
     pipe = pipeline("kv-press-text-generation", model=hf, tokenizer=tok)
     press_class = dict(kvo.press_names())[a.press]
 
-    m = kvo.Model(MODEL)
+    m = kvo.Model(a.model)
     inst = m.generate_tasks(tasks=["niah"], lengths=[a.length], depths=[0.5], per_cell=1)[0]
     t = m.task_tokens(inst)
     ids = {"context_ids": torch.tensor([t["context"]]), "questions_ids": [torch.tensor([t["question"]])]}
@@ -83,7 +88,7 @@ def main():
     suite, result = os.path.join(work, "suite.jsonl"), os.path.join(work, "r.json")
     with open(suite, "w") as f:
         f.write(json.dumps(inst) + "\n")
-    command = [a.cli, "-q", "tasks", "run", "-i", suite, "--protocol", "prefill", "--policies", "none"]
+    command = [a.cli, "-q", "tasks", "run", "-m", a.model, "-i", suite, "--protocol", "prefill", "--policies", "none"]
     command += ["--presses", a.press, "--budgets", str(a.budget), "--no-optimum", "--json", result]
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
 

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Bad input exits non-zero with one clear line on stderr naming the problem, and leaves no output
 # file behind. Usage: cli_errors.sh path/to/kvoracle
+# The commands that load a model load the tiny test model (KVO_MODEL, the default of every --model):
+# its refusals are the real model's, in a fraction of the time.
 set -u
 K="$1"
+export KVO_MODEL=${KVO_TINY_MODEL:?cli_errors.sh needs KVO_TINY_MODEL (the ctest fixture tiny_model)}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$K" -q synth --out "$dir/ok.safetensors" --tokens 64 >/dev/null || { echo "synth failed"; exit 1; }

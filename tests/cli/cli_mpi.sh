@@ -73,13 +73,16 @@ echo '{"engine": "llama.cpp", "n_ctx": 24, "kv_evict_sink": 2, "kv_evict_window"
 [ "$(grep -c '^kvoracle' "$w/ctk.err")" -eq 1 ] && grep -q "belongs to another run (traces_sha256.1" "$w/ctk.err" ||
   fail "refusal of an edited contract file: $(cat "$w/ctk.err")"
 
-# tasks run (docs/tasks.md's example): instances across 2 ranks give one process's JSON; killed
-# after one instance, the run resumes from its checkpoint to the same JSON; the checkpoint of other
-# options is refused. One OpenMP thread per process throughout: the model's float32 products round
-# differently with another thread count (mass_of_optimum moves in the 8th digit).
+# tasks run (docs/tasks.md's example, on the tiny test model: the ranks' mechanics, not the model's
+# answers): instances across 2 ranks give one process's JSON; killed after one instance, the run
+# resumes from its checkpoint to the same JSON; the checkpoint of other options is refused. One
+# OpenMP thread per process throughout: the model's float32 products round differently with another
+# thread count (mass_of_optimum moves in the 8th digit).
 export OMP_NUM_THREADS=1
-"$k" -q tasks generate --tasks passkey --lengths 256 --depths 0.25,0.75 --per-cell 1 -o "$w/suite.jsonl" >/dev/null || exit 1
-targs=(tasks run -i "$w/suite.jsonl" --policies h2o --no-topk --budgets 0.5)
+tiny=${KVO_TINY_MODEL:?cli_mpi.sh needs KVO_TINY_MODEL (the ctest fixture tiny_model)}
+"$k" -q tasks generate -m "$tiny" --tasks passkey --lengths 256 --depths 0.25,0.75 --per-cell 1 -o "$w/suite.jsonl" \
+  >/dev/null || exit 1
+targs=(tasks run -m "$tiny" -i "$w/suite.jsonl" --policies h2o --no-topk --budgets 0.5)
 "$k" -q "${targs[@]}" --json "$w/t1.json" >"$w/t1.out" || fail "tasks on one process: exit $?"
 run 2 "$k" -q "${targs[@]}" --json "$w/t2.json" >"$w/t2.out" || fail "tasks on 2 ranks: exit $?"
 cmp -s "$w/t1.json" "$w/t2.json" || fail "tasks run --json of 2 ranks differs from one process's"

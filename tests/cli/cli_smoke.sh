@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Every subcommand runs on a small synthetic trace and writes well-formed output.
+# Every subcommand runs on a small synthetic trace and writes well-formed output. The commands that
+# load a model load the tiny test model (KVO_MODEL, the default of every --model; cli_smoke_model.sh
+# runs the larger closed loops on SmolLM2).
 set -eu
 K="$1"
+export KVO_MODEL=${KVO_TINY_MODEL:?cli_smoke.sh needs KVO_TINY_MODEL (the ctest fixture tiny_model)}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$K" -q synth --out "$dir/t.safetensors" --tokens 96 --layers 1 --dtype f16

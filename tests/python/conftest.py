@@ -99,6 +99,10 @@ def hf_tiny(tiny_model_path):
 
 
 def pytest_configure(config):
+    # A GGUF file's tokenizer is converted once per test run, not once per load (gguf_tokenizer_cache.py).
+    import gguf_tokenizer_cache
+
+    gguf_tokenizer_cache.install()
     # ctest runs two tests at a time on CI's two cores: each Python test then keeps torch to the
     # threads ctest gives it (KVO_TORCH_THREADS), instead of two busy pools fighting over two cores.
     threads = os.environ.get("KVO_TORCH_THREADS")

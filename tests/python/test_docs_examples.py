@@ -1,6 +1,8 @@
 """The runnable examples of docs/ outside C++ (those are tests/docs/check_snippets.py's), each run
 on a small trace written where the example reads one; the Hugging Face examples run on SmolLM2
-loaded by transformers from our GGUF file instead of the hub name they show."""
+loaded by transformers from our GGUF file instead of the hub name they show: SmolLM2 where the
+example's output is the point, the tiny test model where its mechanics are (the same lines, the
+same tokenizer, a fraction of the time)."""
 
 import json
 import os
@@ -40,13 +42,14 @@ def test_python_md_module_example(tmp_path):
     assert scope["report"]["format"] == "kvoracle-report"
 
 
-def test_python_md_whole_commands_example(tmp_path, model_path):
+def test_python_md_whole_commands_example(tmp_path, tiny_model_path):
+    """The whole commands from Python, on the tiny model: the calls and the results' shape."""
     block = blocks("python.md", "python")[1]
     path = str(tmp_path / "t.safetensors")
     small_trace(path)
     block = block.replace("build/traces/smollm2-gpl3-1024.safetensors", path)
     block = block.replace("build/report-py", str(tmp_path / "report")).replace(
-        "kvoracle.Model()", f"kvoracle.Model({model_path!r})"
+        "kvoracle.Model()", f"kvoracle.Model({tiny_model_path!r})"
     )
     scope = {}
     exec(block, scope)  # noqa: S102
@@ -89,19 +92,25 @@ def test_findings_md_analysis_script(tmp_path, kvoracle):
 
 
 @pytest.fixture
-def as_written(monkeypatch, tmp_path, hf_smollm2, model_path):
-    """Runs the Hugging Face examples as the page shows them, in an empty working folder. Their
-    from_pretrained(dir, gguf_file=...) of kvoracle's GGUF file is answered by the session's copy
-    of that same model (loading it again takes longer than most examples), with the attention
-    implementation the call asks for; a call for anything else fails the test."""
+def as_written(monkeypatch, tmp_path, hf_tiny, tiny_model_path):
+    """Runs the Hugging Face examples as the page shows them, in an empty working folder, on the tiny
+    test model: their point is the mechanics (kvpress's hooks, the evicting cache, the task rows), and
+    kvoracle.default_model_path() and kvoracle.Model() name the tiny model's file, so the page's own
+    lines load it and its tokenizer (SmolLM2's, the same ids). Their from_pretrained(dir,
+    gguf_file=...) of that file is answered by the session's copy of the model (loading it again
+    takes longer than most examples), with the attention implementation the call asks for; a call
+    for anything else fails the test. Yields run(page, *indices), then puts the model back as the
+    other tests expect it: eager attention (an example may have switched it to SDPA, or
+    EvictingCache to kvoracle's)."""
     import transformers
 
-    where, gguf = os.path.split(model_path)
+    monkeypatch.setenv("KVO_MODEL", tiny_model_path)
+    where, gguf = os.path.split(tiny_model_path)
 
     def from_pretrained(name, *args, **kwargs):
         assert (name, kwargs.get("gguf_file")) == (where, gguf), "a docs example loads a model kvoracle does not ship"
-        hf_smollm2.set_attn_implementation(kwargs.get("attn_implementation", "sdpa"))
-        return hf_smollm2
+        hf_tiny.set_attn_implementation(kwargs.get("attn_implementation", "sdpa"))
+        return hf_tiny
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", from_pretrained)
     monkeypatch.chdir(tmp_path)
@@ -113,30 +122,31 @@ def as_written(monkeypatch, tmp_path, hf_smollm2, model_path):
         return scope
 
     yield run
-    # The session's model goes back as the other tests expect it: eager attention (an example may
-    # have switched it to SDPA, or EvictingCache to kvoracle's).
-    hf_smollm2.set_attn_implementation("eager")
+    hf_tiny.set_attn_implementation("eager")
 
 
 @pytest.mark.transformers
 def test_python_md_transformers_example(as_written, tmp_path):
+    """On the tiny model: 12 rows per KV head ([1, 3, 12, 64] on SmolLM2, as the page prints)."""
     scope = as_written("python.md", 2)
     assert scope["meta"]["model_type"] == "llama" and (tmp_path / "hf-trace.safetensors").exists()
     assert scope["report"]["theorem_failures"] == 0
-    assert tuple(scope["cache"].layers[0].keys.shape) == (1, 3, 12, 64)
+    cfg = scope["model"].config
+    assert tuple(scope["cache"].layers[0].keys.shape) == (1, cfg.num_key_value_heads, 12, cfg.head_dim)
     assert scope["out"].shape == (1, 96)
 
 
 @pytest.mark.transformers
-def test_python_md_hand_written_loop(as_written, hf_smollm2):
-    """The loop generates what EvictingCache generates with the same policy and budget."""
+def test_python_md_hand_written_loop(as_written, hf_tiny):
+    """The loop generates what EvictingCache generates with the same policy and budget (on the tiny
+    model)."""
     import torch
     from kvoracle.hf import EvictingCache
 
     scope = as_written("python.md", 3)
     ids = scope["ids"]
-    cache = EvictingCache(hf_smollm2, "h2o", "6")
-    out = hf_smollm2.generate(
+    cache = EvictingCache(hf_tiny, "h2o", "6")
+    out = hf_tiny.generate(
         ids, past_key_values=cache, max_new_tokens=24, do_sample=False, attention_mask=torch.ones_like(ids)
     )
     assert scope["out_ids"] == out[0, ids.shape[1] :].tolist()
@@ -146,7 +156,7 @@ def test_python_md_hand_written_loop(as_written, hf_smollm2):
 def test_trace_format_md_transformers_example(as_written, tmp_path):
     scope = as_written("trace-format.md", 1)
     trace = kvoracle.read_trace(str(tmp_path / "hf-trace.safetensors"))
-    assert (trace.n_layers, trace.n_tokens) == (30, 10)
+    assert (trace.n_layers, trace.n_tokens) == (scope["model"].config.num_hidden_layers, 10)
     assert scope["meta"]["rope_layout"] == "half-split"
 
 
@@ -154,8 +164,8 @@ def test_trace_format_md_transformers_example(as_written, tmp_path):
 @pytest.mark.kvpress
 def test_presses_md_kvpress_examples(as_written):
     """docs/presses.md's KvoraclePress inside kvpress's hook and compare_presses, then its wrappers
-    around a KvoraclePress of a press: on SmolLM2 (under SDPA, as the page says) AdaKV masks half
-    the prompt's keys over the layer's KV heads; on a random small GQA Llama it masks half over
+    around a KvoraclePress of a press: on the tiny model (under SDPA, as the page says) AdaKV masks
+    half the prompt's keys over the layer's KV heads; on a random small GQA Llama it masks half over
     both KV heads, and DecodingPress compresses to its target."""
     import torch
     import transformers
@@ -167,7 +177,8 @@ def test_presses_md_kvpress_examples(as_written):
     rows = scope["result"]["rows"]
     assert {r["press"] for r in rows} >= {"snapkv", read_policies()[0]["name"], "optimum"}
     masked = scope["model"].model.layers[0].self_attn.masked_key_indices
-    assert masked is not None and len(masked[0]) == 3 * 128  # (1 - 0.5) of 256 keys, over 3 KV heads
+    kv_heads = scope["model"].config.num_key_value_heads
+    assert masked is not None and len(masked[0]) == kv_heads * 128  # (1 - 0.5) of 256 keys, per KV head
     for layer in scope["model"].model.layers:
         layer.self_attn.masked_key_indices = None
 
@@ -203,17 +214,11 @@ def test_tasks_md_example(model_path, capsys):
 
 @pytest.mark.transformers
 @pytest.mark.kvpress
-def test_tasks_md_your_model_example(as_written, model_path):
-    """docs/tasks.md's kvoracle.hf.run_tasks example on SmolLM2 in transformers: the rows of both
-    protocols, scored and reported by the library."""
-    import kvoracle as kvo
-
-    real = kvo.Model
-    kvo.Model = lambda path=None: real(path or model_path)  # the page's kvoracle.Model(): the test's file
-    try:
-        scope = as_written("tasks.md", 1)
-    finally:
-        kvo.Model = real
+def test_tasks_md_your_model_example(as_written):
+    """docs/tasks.md's kvoracle.hf.run_tasks example in transformers, on the tiny model (the page's
+    kvoracle.Model() and default_model_path() name its file): the rows of both protocols, scored
+    and reported by the library."""
+    scope = as_written("tasks.md", 1)
     assert [o["row"] for o in scope["res"]["outcomes"]] == ["full-cache", "h2o", "tova", "topk"]
     assert [o["row"] for o in scope["pre"]["outcomes"]] == ["full-cache", "snapkv", "knorm", "optimum"]
     assert scope["res"]["outcomes"][0]["needles_held"] == 1.0 and "tova" in scope["res"].report.text
@@ -245,9 +250,9 @@ def test_tasks_md_power_example(tmp_path, capsys):
         assert line in table, line
 
 
-def test_tasks_md_full_cache_recipe(tmp_path, kvoracle):
-    """docs/tasks.md's full-cache recipe, its flags as written on a one-instance suite: the full
-    cache is the only row (no oracle top-k at the default budgets)."""
+def test_tasks_md_full_cache_recipe(tmp_path, kvoracle, tiny_model_path):
+    """docs/tasks.md's full-cache recipe, its flags as written on a one-instance suite and the tiny
+    model: the full cache is the only row (no oracle top-k at the default budgets)."""
     recipe = [c for c in blocks("tasks.md", "sh") if "--policies none" in c]
     assert len(recipe) == 1
     lines = recipe[0].strip().splitlines()
@@ -255,7 +260,8 @@ def test_tasks_md_full_cache_recipe(tmp_path, kvoracle):
     generate = lines[0].replace("--tasks all", "--tasks passkey").replace("--lengths 512,1024,2048", "--lengths 256")
     generate = generate.replace("--depths 0,0.5,1", "--depths 0.5").replace("--per-cell 2", "--per-cell 1")
     for command in [generate, *lines[1:]]:
-        subprocess.run(["bash", "-c", command.replace("kvoracle ", f"{kvoracle} -q ", 1)], cwd=tmp_path, check=True)
+        command = re.sub(r"^kvoracle (tasks \w+) ", rf"{kvoracle} -q \1 --model {tiny_model_path} ", command)
+        subprocess.run(["bash", "-c", command], cwd=tmp_path, check=True)
     for name in ("plain.json", "chat.json"):
         outcomes = json.load(open(tmp_path / name))["outcomes"]
         assert [o["row"] for o in outcomes] == ["full-cache"], name

@@ -22,7 +22,8 @@ import torch
 import transformers
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))  # kvoracle_press_configs
+sys.path.insert(0, str(HERE.parent))  # kvoracle_press_configs, gguf_tokenizer_cache
+import gguf_tokenizer_cache  # noqa: E402
 
 HUB_MODELS = {"MaxJeblick/llama2-0b-unit-test", "maxjeblick/llama2-0b-unit-test"}
 CONTROLS = {"KnormPress", "SnapKVPress", "StreamingLLMPress", "TOVAPress"}
@@ -44,7 +45,7 @@ def _model_path():
 def offline_tokenizer():
     if not _tokenizer:
         path = _model_path()
-        tok = _real_tokenizer(os.path.dirname(path), gguf_file=os.path.basename(path))
+        tok = gguf_tokenizer_cache.load(os.path.dirname(path), os.path.basename(path))
         tok.chat_template = None  # as the unit-test model's tokenizer: the pipeline adds "\n" instead
         _tokenizer.append(tok)
     return _tokenizer[0]
