@@ -1,8 +1,8 @@
 """The runnable examples of docs/ outside C++ (those are tests/docs/check_snippets.py's), each run
-on a small trace written where the example reads one; the Hugging Face examples run on SmolLM2
-loaded by transformers from our GGUF file instead of the hub name they show: SmolLM2 where the
-example's output is the point, the tiny test model where its mechanics are (the same lines, the
-same tokenizer, a fraction of the time)."""
+on a small trace written where the example reads one. The Hugging Face examples show mechanics
+(hooks, caches, rows), and run on the tiny test model loaded by transformers from its GGUF file
+instead of the hub name or SmolLM2 they show (the same lines, SmolLM2's tokenizer, a fraction of
+the time); the engine's tasks example, whose SmolLM2 answer is the point, runs on SmolLM2."""
 
 import json
 import os
