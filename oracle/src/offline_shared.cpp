@@ -32,8 +32,11 @@ void validate_shared_units(std::span<const OfflineProblem> units) {
 
 namespace {
 
-// Validated dense units as row sources (the matrices must outlive it).
+// Validated dense units as row sources (the matrices must outlive it). Not copyable: sources
+// point into rows.
 struct DenseUnits {
+  DenseUnits(const DenseUnits&) = delete;
+  DenseUnits& operator=(const DenseUnits&) = delete;
   explicit DenseUnits(std::span<const OfflineProblem> units) {
     validate_shared_units(units);
     rows.reserve(units.size());
