@@ -49,6 +49,14 @@ def tiny_model_path():
 
 
 @pytest.fixture(scope="session")
+def python_child_env():
+    """The environment for a Python process a test starts: the same, and its GGUF tokenizers from the
+    test run's cache (child_site/sitecustomize.py)."""
+    site = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_site")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")]))}
+
+
+@pytest.fixture(scope="session")
 def probe():
     exe = _env("KVO_PROBE")
 

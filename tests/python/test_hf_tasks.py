@@ -164,7 +164,7 @@ def test_running_out_of_memory_names_the_instance_and_row(hf_tiny, setup, monkey
         run_tasks(hf_tiny, tok, instances, policies=["h2o"], budgets=[0.5], token_ids=m)
 
 
-def test_the_shell_command_is_run_tasks(tiny_model_path, hf_tiny, setup, tmp_path):
+def test_the_shell_command_is_run_tasks(tiny_model_path, hf_tiny, setup, tmp_path, python_child_env):
     """python -m kvoracle.hf.tasks on the GGUF file (kvoracle's ids, as token_ids=Model does) gives
     run_tasks' outcomes; its flags are the C++ CLI's (--no-optimum), and bad input is one line with
     nothing written."""
@@ -178,7 +178,7 @@ def test_the_shell_command_is_run_tasks(tiny_model_path, hf_tiny, setup, tmp_pat
     out = tmp_path / "out.json"
     command = [sys.executable, "-m", "kvoracle.hf.tasks", "--model", tiny_model_path, "--instances", str(path)]
     flags = ["--protocol", "prefill", "--policies", "h2o", "--budgets", "0.5", "--no-optimum", "--dtype", "float32"]
-    done = subprocess.run([*command, *flags, "--json", str(out)], capture_output=True, text=True)
+    done = subprocess.run([*command, *flags, "--json", str(out)], capture_output=True, text=True, env=python_child_env)
     assert done.returncode == 0, done.stderr[-2000:]
     ours = run_tasks(
         hf_tiny, tok, instances, token_ids=m, protocol="prefill", policies=["h2o"], budgets=[0.5], optimum=False
@@ -190,12 +190,12 @@ def test_the_shell_command_is_run_tasks(tiny_model_path, hf_tiny, setup, tmp_pat
         (["--instances", str(tmp_path / "none.jsonl")], "cannot read"),
     ]:
         args = [*command, *bad, "--json", str(tmp_path / "bad.json")]
-        done = subprocess.run(args, capture_output=True, text=True)
+        done = subprocess.run(args, capture_output=True, text=True, env=python_child_env)
         assert done.returncode == 1 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1
         assert not (tmp_path / "bad.json").exists()
 
 
-def test_tasks_md_shell_example(tiny_model_path, kvoracle, tmp_path):
+def test_tasks_md_shell_example(tiny_model_path, kvoracle, tmp_path, python_child_env):
     """docs/tasks.md's shell commands for a transformers model, as written, on the tiny model."""
     import re
     import subprocess
@@ -207,7 +207,7 @@ def test_tasks_md_shell_example(tiny_model_path, kvoracle, tmp_path):
     block = block.replace("~/.cache/kvoracle/SmolLM2-135M-Instruct.Q4_1.gguf", tiny_model_path)
     block = block.replace("kvoracle tasks generate", f"{kvoracle} -q tasks generate -m {tiny_model_path}", 1)
     block = block.replace("python -m", f"{sys.executable} -m", 1)
-    done = subprocess.run(["bash", "-c", block], cwd=tmp_path, capture_output=True, text=True)
+    done = subprocess.run(["bash", "-c", block], cwd=tmp_path, capture_output=True, text=True, env=python_child_env)
     assert done.returncode == 0, done.stderr[-2000:]
     import json
 
