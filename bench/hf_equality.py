@@ -6,11 +6,17 @@ budget, and `mass_of_optimum` (each read from its own implementation's trace) wi
 tests/python/test_hf_tasks.py. Prints, per row and budget, how many outcomes are equal, then every
 outcome that differs with both sides' values, as Markdown.
 
-Usage: hf_equality.py ENGINE.json TRANSFORMERS.json"""
+The transformers side may also be a run's checkpoint folder (--checkpoint of kvoracle.hf.tasks, one
+instance-*.json per answered instance): while the run is unfinished, the instances it has answered
+are compared, and the first line says how many of the engine's instances that is.
+
+Usage: hf_equality.py ENGINE.json TRANSFORMERS.json|CHECKPOINT_DIR"""
 
 import collections
+import glob
 import json
 import math
+import os
 import sys
 
 COMPARED = ("answer", "score", "kept", "needles_held", "input_tokens", "budget")
@@ -21,8 +27,16 @@ MASS_TIES = {"knorm"}
 
 
 def outcomes(path):
-    with open(path) as f:
-        return {(o["instance"], o["row"], o["budget"]): o for o in json.load(f)["outcomes"]}
+    """(instance, row, budget) -> outcome, from a report's JSON or a checkpoint folder's instances."""
+    if os.path.isdir(path):
+        found = []
+        for name in sorted(glob.glob(os.path.join(path, "instance-*.json"))):
+            with open(name) as f:
+                found += json.load(f)
+    else:
+        with open(path) as f:
+            found = json.load(f)["outcomes"]
+    return {(o["instance"], o["row"], o["budget"]): o for o in found}
 
 
 def measured(x):
@@ -40,6 +54,11 @@ def differences(a, b):
 
 def main(engine_path, hf_path):
     engine, hf = outcomes(engine_path), outcomes(hf_path)
+    scope = ""
+    if os.path.isdir(hf_path):  # an unfinished run: the instances it has answered
+        answered = {k[0] for k in hf}
+        scope = f" (the {len(answered)} of {len({k[0] for k in engine})} instances the checkpoint holds)"
+        engine = {k: o for k, o in engine.items() if k[0] in answered}
     only = sorted(set(engine) ^ set(hf))
     if only:
         print(f"{len(only)} outcomes answered by one side only, first: {only[0]}", file=sys.stderr)
@@ -53,7 +72,7 @@ def main(engine_path, hf_path):
             cells[(key[1], key[2])][1] += 1
             differ.append((key, fields))
     total = sum(c[0] for c in cells.values())
-    print(f"{total} outcomes; {total - len(differ)} equal, {len(differ)} differ.\n")
+    print(f"{total} outcomes{scope}; {total - len(differ)} equal, {len(differ)} differ.\n")
     print("| row | budget | outcomes | equal | differ |")
     print("|---|---:|---:|---:|---:|")
     for (row, budget), (n, d) in cells.items():
