@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <random>
 #include <sstream>
 
 #include "kvo/core/cache_manager.hpp"
@@ -212,6 +213,41 @@ void BM_LongDecode(benchmark::State& st) {
   st.counters["positions"] = static_cast<double>(n);
 }
 
+// The evicting pools alone (EvictingDecoder over a PoolShape, no model), as kvoracle.hf's
+// EvictingCache drives them in one layer of Llama-3.2-1B's shape (8 KV heads, groups of 4 query
+// heads of 64): n tokens of seeded random q, k, v through attend_layer, h2o keeping 20% of n per
+// (layer, KV head). Counter `checksum`: the sum of the outputs, which a rewrite of the attention
+// must leave unchanged to the bit.
+void BM_EvictingPools(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0)), n_kv = 8, group = 4, hd = 64;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto random = [&](int cols) {
+    model::MatrixRM m(n, cols);
+    for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
+    return m;
+  };
+  const model::MatrixRM q = random(n_kv * group * hd), k = random(n_kv * hd), v = random(n_kv * hd);
+  model::MatrixRM out(n, n_kv * group * hd);
+  for (auto _ : st) {
+    CacheManagerOptions o;
+    o.run.policy.id = PolicyId::H2O;
+    o.run.budget = Budget(Amount{false, static_cast<double>(n / 5)});
+    o.n_layers = 1;
+    o.n_kv_heads = n_kv;
+    o.max_len = n;
+    KvEvictionManager mgr(o);
+    model::EvictingDecoder pools(
+        model::PoolShape{.n_layers = 1, .n_kv_heads = n_kv, .head_dim = hd, .group = group, .scale = 0.125f}, mgr,
+        model::decoder_slots(mgr));
+    pools.attend_layer(0, 0, q, k, v, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  st.counters["tokens_per_s"] =
+      benchmark::Counter(static_cast<double>(n) * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+  st.counters["checksum"] = static_cast<double>(out.cast<double>().sum());
+}
+
 }  // namespace
 
 BENCHMARK(BM_TaskPrefill)
@@ -243,6 +279,12 @@ BENCHMARK(BM_EvictingDecode<0>)
 BENCHMARK(BM_EvictingDecode<4>)
     ->Name("model/evicting-decode-int4")
     ->Arg(25)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_EvictingPools)
+    ->Name("model/evicting-pools")
+    ->Arg(2048)
+    ->Arg(8192)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_Prefill)

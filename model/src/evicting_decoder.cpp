@@ -148,6 +148,38 @@ std::vector<int> EvictingDecoder::held(int layer, int kv_head) const {
   return out;
 }
 
+void EvictingDecoder::weighted_values(const Pool& P, const float* w, size_t m, float* out) const {
+  // out[g] = sum over t of w[g][t] * value(t), each lane summed in the order of t from zero, one
+  // multiply then one add per term: the rounding of a plain loop over the rows, which is what the
+  // bits of every earlier run and of the engine's own decoder rest on. The lanes are independent, so
+  // they are summed 16 at a time in registers, over tiles of rows whose values stay in the cache.
+  constexpr size_t kLanes = 16, kTile = 64;
+  const size_t hd = static_cast<size_t>(hd_), G = static_cast<size_t>(group_);
+  std::fill(out, out + G * hd, 0.0f);
+  for (size_t t0 = 0; t0 < m; t0 += kTile) {
+    const size_t t1 = std::min(m, t0 + kTile);
+    for (size_t g = 0; g < G; ++g) {
+      const float* const wg = w + g * m;
+      float* const og = out + g * hd;
+      size_t c = 0;
+      for (; c + kLanes <= hd; c += kLanes) {
+        float acc[kLanes];
+        std::copy(og + c, og + c + kLanes, acc);
+        for (size_t t = t0; t < t1; ++t) {
+          const float* const v = P.v.row(P.rows[t]).data() + c;
+          const float wt = wg[t];
+          for (size_t i = 0; i < kLanes; ++i) acc[i] = acc[i] + wt * v[i];
+        }
+        std::copy(acc, acc + kLanes, og + c);
+      }
+      for (size_t t = t0; t < t1 && c < hd; ++t) {  // a head size that is no multiple of 16
+        const float* const v = P.v.row(P.rows[t]).data();
+        for (size_t i = c; i < hd; ++i) og[i] = og[i] + wg[t] * v[i];
+      }
+    }
+  }
+}
+
 void EvictingDecoder::attend_unit(int layer, int kv, int pos, const float* q, const float* k, const float* v,
                                   float* out, Scratch& s) {
   const float scale = scale_;
@@ -167,29 +199,40 @@ void EvictingDecoder::attend_unit(int layer, int kv, int pos, const float* q, co
   s.positions.resize(static_cast<size_t>(m));
   for (int t = 0; t < m; ++t)
     s.positions[static_cast<size_t>(t)] = P.pos[static_cast<size_t>(P.rows[static_cast<size_t>(t)])];
-  s.agg.assign(static_cast<size_t>(m), 0.0);
-  s.p.resize(static_cast<size_t>(m));
-  for (int hq = kv * group_; hq < (kv + 1) * group_; ++hq) {
-    const Eigen::Map<const Eigen::RowVectorXf> qh(q + hq * hd_, hd_);
-    float mx = -INFINITY;
-    for (int t = 0; t < m; ++t) {
-      const float sc = qh.dot(P.k.row(P.rows[static_cast<size_t>(t)])) * scale;
-      s.p[static_cast<size_t>(t)] = sc;
-      mx = std::max(mx, sc);
-    }
-    double sum = 0.0;
-    for (int t = 0; t < m; ++t) {
-      s.p[static_cast<size_t>(t)] = std::exp(static_cast<float>(s.p[static_cast<size_t>(t)]) - mx);
-      sum += s.p[static_cast<size_t>(t)];
-    }
-    Eigen::Map<Eigen::RowVectorXf> o(out + hq * hd_, hd_);
-    o.setZero();
-    for (int t = 0; t < m; ++t) {
-      s.p[static_cast<size_t>(t)] /= sum;
-      o += static_cast<float>(s.p[static_cast<size_t>(t)]) * P.v.row(P.rows[static_cast<size_t>(t)]);
-      s.agg[static_cast<size_t>(t)] += s.p[static_cast<size_t>(t)] / group_;
+  // Per query head g of the group, in the rounding of one plain loop per head: float logits, their
+  // largest, float exp, a double sum, the weights; agg, the group's mean weight per row, adds the
+  // heads in order. Each key is read once for the whole group.
+  const int G = group_;
+  const size_t M = static_cast<size_t>(m);
+  s.agg.assign(M, 0.0);
+  s.p.resize(static_cast<size_t>(G) * M);
+  s.w.resize(static_cast<size_t>(G) * M);
+  s.top.assign(static_cast<size_t>(G), -INFINITY);
+  const float* const q0 = q + static_cast<size_t>(kv) * G * hd_;
+  for (size_t t = 0; t < M; ++t) {
+    const auto key = P.k.row(P.rows[t]);
+    for (int g = 0; g < G; ++g) {
+      const float sc = Eigen::Map<const Eigen::RowVectorXf>(q0 + static_cast<size_t>(g) * hd_, hd_).dot(key) * scale;
+      s.p[g * M + t] = sc;
+      s.top[static_cast<size_t>(g)] = std::max(s.top[static_cast<size_t>(g)], sc);
     }
   }
+  for (int g = 0; g < G; ++g) {
+    double* const pg = s.p.data() + g * M;
+    const float mx = s.top[static_cast<size_t>(g)];
+    double sum = 0.0;
+    for (size_t t = 0; t < M; ++t) {
+      pg[t] = std::exp(static_cast<float>(pg[t]) - mx);
+      sum += pg[t];
+    }
+    float* const wg = s.w.data() + g * M;
+    for (size_t t = 0; t < M; ++t) {
+      pg[t] /= sum;
+      wg[t] = static_cast<float>(pg[t]);
+      s.agg[t] += pg[t] / G;
+    }
+  }
+  weighted_values(P, s.w.data(), M, out + static_cast<size_t>(kv) * G * hd_);
   // The manager decides; evicted rows are freed (their memory is reused by the next token). A
   // shared budget decides when its group's last unit steps (settle() collects the others').
   const std::vector<int> gone = manager_.step(seq_, layer, kv, pos, s.positions, s.agg);

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/eviction_contract.hpp"
@@ -274,4 +276,60 @@ TEST(EvictingDecoder, PoolsWithoutTheModelEvictAsTheDecoder) {
   model::PoolShape other = shape;
   other.n_kv_heads += 1;
   EXPECT_THROW(model::EvictingDecoder(other, alone, k + 1), kvo::Error);
+}
+
+// The pools' attention (the group's heads summed together, values in register tiles) rounds as a
+// plain loop per query head over the rows in position order: float logits, float exp, a double
+// sum, float weights times values added one row at a time. Bit for bit, at head sizes with and
+// without a tail past 16 lanes and a group of 3, over more rows than one tile.
+TEST(EvictingDecoder, PoolsRoundAsAPlainLoopPerHead) {
+  for (const int hd : {20, 48}) {
+    const int n = 150, n_kv = 2, group = 3, width = n_kv * group * hd;
+    std::mt19937 rng(static_cast<unsigned>(hd));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const auto random = [&](int cols) {
+      model::MatrixRM x(n, cols);
+      for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+      return x;
+    };
+    const model::MatrixRM q = random(width), k = random(n_kv * hd), v = random(n_kv * hd);
+    std::vector<model::MatrixRM> keys, values;  // per KV head, as a pool holds them: one row per position
+    for (int kv = 0; kv < n_kv; ++kv) {
+      keys.emplace_back(k.middleCols(kv * hd, hd));
+      values.emplace_back(v.middleCols(kv * hd, hd));
+    }
+    CacheManagerOptions o;
+    o.run.policy.id = PolicyId::H2O;
+    o.run.budget = Budget(Amount::parse(std::to_string(n)));
+    o.n_layers = 1;
+    o.n_kv_heads = n_kv;
+    o.max_len = n;
+    KvEvictionManager manager(o);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    model::EvictingDecoder pools({.n_layers = 1, .n_kv_heads = n_kv, .head_dim = hd, .group = group, .scale = scale},
+                                 manager, n + 1);
+    model::MatrixRM out(n, width);
+    pools.attend_layer(0, 0, q, k, v, out);
+    model::MatrixRM expected(n, width);
+    for (int t = 0; t < n; ++t)
+      for (int h = 0; h < n_kv * group; ++h) {
+        const int kv = h / group;
+        const Eigen::Map<const Eigen::RowVectorXf> qh(q.row(t).data() + h * hd, hd);
+        std::vector<double> p(static_cast<size_t>(t) + 1);
+        float top = -INFINITY;
+        for (int s = 0; s <= t; ++s) {
+          const float sc = qh.dot(keys[static_cast<size_t>(kv)].row(s)) * scale;
+          p[static_cast<size_t>(s)] = sc;
+          top = std::max(top, sc);
+        }
+        double sum = 0.0;
+        for (double& x : p) sum += (x = std::exp(static_cast<float>(x) - top));
+        Eigen::RowVectorXf acc = Eigen::RowVectorXf::Zero(hd);
+        for (int s = 0; s <= t; ++s)
+          acc += static_cast<float>(p[static_cast<size_t>(s)] / sum) * values[static_cast<size_t>(kv)].row(s);
+        expected.row(t).segment(h * hd, hd) = acc;
+      }
+    EXPECT_EQ(0, std::memcmp(out.data(), expected.data(), sizeof(float) * static_cast<size_t>(out.size())))
+        << "head size " << hd << ": largest difference " << (out - expected).cwiseAbs().maxCoeff();
+  }
 }

@@ -75,6 +75,7 @@ class EvictingDecoder final : public StepAttention, public LayerAttention {
   struct Scratch {
     std::vector<int> positions;
     std::vector<double> agg, p;
+    std::vector<float> w, top;  // the group's weights, head after head; each head's largest logit
   };
   Pool& pool(int layer, int kv_head) { return pools_[static_cast<size_t>(layer * n_kv_ + kv_head)]; }
   const Pool& pool(int layer, int kv_head) const { return pools_[static_cast<size_t>(layer * n_kv_ + kv_head)]; }
@@ -82,6 +83,8 @@ class EvictingDecoder final : public StepAttention, public LayerAttention {
   // (q: the token's [H*hd] row) over the rows held, writes their outputs to out, evicts.
   void attend_unit(int layer, int kv, int pos, const float* q, const float* k, const float* v, float* out, Scratch& s);
   size_t held_rows() const;
+  // The group's outputs out[g * head_dim ...] from its weights w[g * m + t] over the rows held.
+  void weighted_values(const Pool& P, const float* w, size_t m, float* out) const;
   // Frees the rows of `gone` (and removes them from `positions` when given).
   void drop(Pool& P, std::span<const int> gone, std::vector<int>* positions = nullptr);
   // A shared budget's evictions from the layer's pools that other units' steps decided; notes the most held.
