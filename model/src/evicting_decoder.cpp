@@ -172,10 +172,11 @@ void EvictingDecoder::weighted_values(const Pool& P, const float* w, size_t m, f
         }
         std::copy(acc, acc + kLanes, og + c);
       }
-      for (size_t t = t0; t < t1 && c < hd; ++t) {  // a head size that is no multiple of 16
-        const float* const v = P.v.row(P.rows[t]).data();
-        for (size_t i = c; i < hd; ++i) og[i] = og[i] + wg[t] * v[i];
-      }
+      if (c < hd)  // a head size that is no multiple of 16
+        for (size_t t = t0; t < t1; ++t) {
+          const float* const v = P.v.row(P.rows[t]).data();
+          for (size_t i = c; i < hd; ++i) og[i] = og[i] + wg[t] * v[i];
+        }
     }
   }
 }
