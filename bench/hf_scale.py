@@ -16,15 +16,19 @@ Measured, each with its wall time and peak resident memory (kvoracle.hf.meter.Me
   - kvoracle.hf.run_tasks under the prefill protocol with that press and the exact prefill optimum:
     every row of its profile (the full cache's row, the recording of its trace, the reference built
     on it, the press's row, the optimum's row);
-  - with --dynamic, the streaming rows too: h2o inside the model's forward passes, the oracle top-k,
-    and the offline rows of --offline: the offline optimum (oracle, OPT_dyn) and lookahead, where its
-    dense n x n schedule fits in half the available memory.
+  - with --dynamic, the streaming rows too: h2o inside the model's forward passes, the oracle top-k
+    (left out by --no-topk), and the offline rows of --offline: the offline optimum (oracle, OPT_dyn)
+    and lookahead, where its dense n x n schedule fits in half the available memory;
+  - with --streaming-only, the streaming run alone (kvpress and the prefill protocol left out).
 Ratios: each press row against kvpress alone with the same press (target <= 1.2); the ceiling's
-extra cost (its recording, reference and row, less kvpress's press alone) in prefills (target <= 1).
+extra cost (its recording, reference and row, less kvpress's press alone) in prefills (target <= 1);
+h2o's streaming row against the full cache's row of the same streaming run (EvictingCache's
+target <= 1.5). With --streaming-only that full-cache row is the baseline of every ratio.
 
 Usage: hf_scale.py [--shape 1b|8b] [--layers 2] [--length 8192] [--budget 0.2] [--press snapkv]
          [--threads N] [--device cpu|cuda] [--dtype float32|bfloat16] [--reps 3] [--dynamic]
-         [--offline oracle,lookahead|none] [--json FILE] [--smoke]   (--smoke: a tiny shape at 512 tokens: CI)
+         [--offline oracle,lookahead|none] [--no-topk] [--streaming-only] [--json FILE]
+         [--smoke]   (--smoke: a tiny shape at 512 tokens: CI)
        hf_scale.py --tables RUN.json...   (the docs' tables, from several runs' --json files)
 """
 
@@ -92,6 +96,7 @@ ROWS = [  # (measurement, what the docs' table calls it)
     ("prefill row full-cache/reference", "run_tasks: the reference on it"),
     ("prefill row {press}", "run_tasks: {press} row"),
     ("prefill row optimum", "run_tasks: optimum row"),
+    ("dynamic row full-cache", "run_tasks: full cache, streaming"),
     ("dynamic row h2o", "run_tasks: h2o, streaming"),
     ("dynamic row oracle", "run_tasks: oracle (OPT_dyn), streaming"),
     ("dynamic row lookahead", "run_tasks: lookahead, streaming"),
@@ -99,9 +104,16 @@ ROWS = [  # (measurement, what the docs' table calls it)
 ]
 
 
+def baseline_of(run):
+    """The row a run's ratios divide by: kvpress with the press, or in a --streaming-only run the
+    full cache's row of the streaming run."""
+    return "dynamic row full-cache" if run.get("streaming_only") else f"kvpress:{run['press']}"
+
+
 def tables(paths):
-    """docs' tables from several runs' --json files: seconds with the ratio to kvpress with the press,
-    then peak and added memory, one column per run."""
+    """docs' tables from several runs' --json files: seconds with the ratio to kvpress with the press
+    (to the streaming full cache's row in a --streaming-only run), then peak and added memory, one
+    column per run."""
     runs = []
     for path in paths:
         with open(path) as f:
@@ -114,14 +126,17 @@ def tables(paths):
         key, label = key.format(press=press), label.format(press=press)
         cells, mem = [], []
         for r in runs:
-            m, base = r["measured"].get(key), r["measured"][f"kvpress:{press}"]["seconds"]
+            m, base = r["measured"].get(key), r["measured"][baseline_of(r)]["seconds"]
             cells.append(f"{m['seconds']:.1f} s ({m['seconds'] / base:.2f}×)" if m else "–")
             mem.append(f"{m['peak_bytes'] / 2**30:.2f} / {m['extra_bytes'] / 2**30:.2f}" if m else "–")
         if any(c != "–" for c in cells):
             out.append(f"| {label} | " + " | ".join(cells) + " |")
             memory.append(f"| {label} | " + " | ".join(mem) + " |")
     reps = ", ".join(str(r["repetitions"]) for r in runs)
-    note = f"Seconds: medians of the repetitions of each column ({reps}), with the ratio to kvpress with {press}."
+    note = f"Seconds: medians of the repetitions of each column ({reps}), with the ratio to kvpress with {press}"
+    if any(r.get("streaming_only") for r in runs):
+        note += " (in a streaming-only column, to the streaming full cache's row)"
+    note += "."
     return "\n".join(out) + f"\n\n{note} Memory: peak resident GiB / GiB added by the work.\n\n" + "\n".join(memory)
 
 
@@ -146,11 +161,18 @@ def main():
         help="the offline rows under --dynamic: oracle, lookahead (left out where its dense schedule does not "
         "fit in half the available memory), both, or none",
     )
+    ap.add_argument("--no-topk", action="store_true", help="leave the oracle top-k's streaming row out")
+    ap.add_argument(
+        "--streaming-only",
+        action="store_true",
+        help="only the streaming run (implies --dynamic): its rows against its full cache's row",
+    )
     ap.add_argument("--json", help="write every measurement to this file")
     ap.add_argument("--smoke", action="store_true")
     a = ap.parse_args()
     if a.smoke:
         a.shape, a.layers, a.length, a.dynamic, a.reps = "smoke", 2, 512, True, 1
+    a.dynamic = a.dynamic or a.streaming_only
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import kvoracle as kvo
@@ -206,12 +228,13 @@ def main():
     if "lookahead" in offline and free is not None and lookahead_schedule_bytes(n + row["max_new_tokens"]) > 0.5 * free:
         offline.remove("lookahead")  # room for the rest
     for _ in range(a.reps):  # repetitions interleaved, so that a slow spell of the machine hits every row
-        measure("prefill", prefill)
-        measure("kvpress:" + a.press, lambda: kvpress_alone(press_class(compression_ratio=1.0 - a.budget)))
-        measure("kvpress:full-cache", lambda: kvpress_alone(None))
-        measure("run_tasks:prefill", lambda: ours("prefill", presses=[a.press], policies=[]))
+        if not a.streaming_only:
+            measure("prefill", prefill)
+            measure("kvpress:" + a.press, lambda: kvpress_alone(press_class(compression_ratio=1.0 - a.budget)))
+            measure("kvpress:full-cache", lambda: kvpress_alone(None))
+            measure("run_tasks:prefill", lambda: ours("prefill", presses=[a.press], policies=[]))
         if a.dynamic:
-            measure("run_tasks:dynamic", lambda: ours("dynamic", policies=["h2o"] + offline))
+            measure("run_tasks:dynamic", lambda: ours("dynamic", policies=["h2o"] + offline, topk=not a.no_topk))
     measured = {
         name: {
             "seconds": statistics.median(x["seconds"] for x in runs),
@@ -222,34 +245,41 @@ def main():
         for name, runs in samples.items()
     }
 
-    prefill_s, alone = measured["prefill"]["seconds"], measured["kvpress:" + a.press]["seconds"]
+    alone = measured[baseline_of({"streaming_only": a.streaming_only, "press": a.press})]["seconds"]
     print(
         f"{a.shape} shape, {a.layers} layers, {n} input tokens, budget {a.budget}, {a.device}, {a.dtype}, "
         f"{a.threads} threads, medians of {a.reps}"
     )
     print()
     memory = "peak device GiB" if a.device.startswith("cuda") else "peak RSS GiB"
-    print(f"| work | seconds | {memory} | added GiB | / kvpress with the press |")
+    over = "/ the streaming full cache" if a.streaming_only else "/ kvpress with the press"
+    print(f"| work | seconds | {memory} | added GiB | {over} |")
     print("|---|---:|---:|---:|---:|")
     for name, m in measured.items():
         print(
             f"| {name} | {m['seconds']:.2f} | {m['peak_bytes'] / 2**30:.2f} | {m['extra_bytes'] / 2**30:.2f} "
             f"| {m['seconds'] / alone:.2f} |"
         )
-    press_row = measured[f"prefill row {a.press}"]["seconds"]
-    ceiling = sum(
-        measured[f"prefill row {r}"]["seconds"] for r in ("full-cache/record", "full-cache/reference", "optimum")
-    )
-    summary = {
-        "press_row_over_kvpress": press_row / alone,
-        "ceiling_extra_prefills": (ceiling - alone) / prefill_s,
-        "offline_rows": offline,
-    }
+    summary = {"offline_rows": offline}
     print()
-    print(f"press row / kvpress alone: {summary['press_row_over_kvpress']:.2f} (target <= 1.2)")
-    print(
-        f"ceiling (record + reference + optimum row) - kvpress alone: {summary['ceiling_extra_prefills']:.2f} prefills (target <= 1)"
-    )
+    if not a.streaming_only:
+        press_row = measured[f"prefill row {a.press}"]["seconds"]
+        ceiling = sum(
+            measured[f"prefill row {r}"]["seconds"] for r in ("full-cache/record", "full-cache/reference", "optimum")
+        )
+        summary["press_row_over_kvpress"] = press_row / alone
+        summary["ceiling_extra_prefills"] = (ceiling - alone) / measured["prefill"]["seconds"]
+        print(f"press row / kvpress alone: {summary['press_row_over_kvpress']:.2f} (target <= 1.2)")
+        print(
+            f"ceiling (record + reference + optimum row) - kvpress alone: {summary['ceiling_extra_prefills']:.2f} prefills (target <= 1)"
+        )
+    if a.dynamic:
+        summary["h2o_over_streaming_full_cache"] = (
+            measured["dynamic row h2o"]["seconds"] / measured["dynamic row full-cache"]["seconds"]
+        )
+        print(
+            f"h2o streaming row / the streaming full cache's row: {summary['h2o_over_streaming_full_cache']:.2f} (target <= 1.5)"
+        )
     if a.dynamic and "lookahead" in a.offline and "lookahead" not in offline:
         print(f"lookahead left out: its schedule needs {lookahead_schedule_bytes(n + 8) / 2**30:.1f} GiB")
     record = {
@@ -262,6 +292,7 @@ def main():
         "device": a.device,
         "dtype": a.dtype,
         "repetitions": a.reps,
+        "streaming_only": a.streaming_only,
         "measured": measured,
         "summary": summary,
     }
