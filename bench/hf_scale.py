@@ -104,10 +104,10 @@ ROWS = [  # (measurement, what the docs' table calls it)
 ]
 
 
-def baseline_of(run):
+def baseline_of(streaming_only, press):
     """The row a run's ratios divide by: kvpress with the press, or in a --streaming-only run the
     full cache's row of the streaming run."""
-    return "dynamic row full-cache" if run.get("streaming_only") else f"kvpress:{run['press']}"
+    return "dynamic row full-cache" if streaming_only else f"kvpress:{press}"
 
 
 def tables(paths):
@@ -126,7 +126,7 @@ def tables(paths):
         key, label = key.format(press=press), label.format(press=press)
         cells, mem = [], []
         for r in runs:
-            m, base = r["measured"].get(key), r["measured"][baseline_of(r)]["seconds"]
+            m, base = r["measured"].get(key), r["measured"][baseline_of(r.get("streaming_only"), r["press"])]["seconds"]
             cells.append(f"{m['seconds']:.1f} s ({m['seconds'] / base:.2f}×)" if m else "–")
             mem.append(f"{m['peak_bytes'] / 2**30:.2f} / {m['extra_bytes'] / 2**30:.2f}" if m else "–")
         if any(c != "–" for c in cells):
@@ -245,7 +245,7 @@ def main():
         for name, runs in samples.items()
     }
 
-    alone = measured[baseline_of({"streaming_only": a.streaming_only, "press": a.press})]["seconds"]
+    alone = measured[baseline_of(a.streaming_only, a.press)]["seconds"]
     print(
         f"{a.shape} shape, {a.layers} layers, {n} input tokens, budget {a.budget}, {a.device}, {a.dtype}, "
         f"{a.threads} threads, medians of {a.reps}"
