@@ -41,6 +41,18 @@ def test_key_positions_finds_each_held_key(dtype, monkeypatch):
     assert tasks.key_positions(torch.cat([full[:2], stranger]), full) is None
 
 
+def fresh_block(size):
+    """`size` bytes of anonymous memory the process did not hold before, touched: a new mapping, not
+    malloc's, which may hand back pages an earlier test freed and still holds (a CI run saw 4 KiB
+    "added" by a 64 MiB torch tensor after the whole suite had run)."""
+    import mmap
+
+    block = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    for i in range(0, size, mmap.PAGESIZE):
+        block[i] = 1
+    return block
+
+
 def test_meter_sees_the_memory_the_work_adds():
     import gc
     import time
@@ -51,10 +63,9 @@ def test_meter_sees_the_memory_the_work_adds():
     gc.disable()
     try:
         with Meter("cpu") as m:
-            block = torch.ones(64 * 2**20 // 4)  # 64 MiB, touched
-            block += 1
+            block = fresh_block(64 * 2**20)
             time.sleep(0.05)
-        del block
+        block.close()
     finally:
         gc.enable()
     assert m.seconds >= 0.05
@@ -74,7 +85,6 @@ def test_meter_counts_the_work_while_mapped_file_pages_leave_the_resident_set(tm
         assert sum(mapped[i] for i in range(0, size, mmap.PAGESIZE)) == size // mmap.PAGESIZE  # resident now
         with Meter("cpu") as m:
             mapped.madvise(mmap.MADV_DONTNEED)  # the file's pages leave the resident set...
-            block = torch.ones(size // 4)  # ...and the work adds as much again, touched
-            block += 1
-        del block
+            block = fresh_block(size)  # ...and the work adds as much again
+        block.close()
     assert m.extra_bytes >= 48 * 2**20, m.extra_bytes
