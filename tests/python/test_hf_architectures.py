@@ -188,6 +188,38 @@ def test_layers_and_dtypes(tmp_path):
     assert list(one.tokens) == list(range(1, 33))
 
 
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "gpt2"])
+def test_recording_on_a_cache_gives_the_later_queries_and_every_key(arch, tmp_path):
+    """What tasks' full-cache row does: the context prefilled into a cache by the model's own attention,
+    then only the question and answer recorded on it. Keys, values and the later queries are the
+    whole recording's, the earlier queries zeros, and the reference built on it is the same."""
+    model = make(arch)
+    ids = torch.randint(0, 96, (1, 40), generator=torch.Generator().manual_seed(4))
+    context = 29
+    whole, tail = str(tmp_path / "whole.safetensors"), str(tmp_path / "tail.safetensors")
+    record_trace(model, ids, whole)
+    cache = transformers.DynamicCache()
+    with torch.no_grad():
+        model(ids[:, :context], past_key_values=cache)
+    meta = record_trace(model, ids, tail, cache=cache)
+    assert meta["queries_from"] == str(context) and cache.get_seq_length() == 40
+    a, b = kvoracle.read_trace(whole), kvoracle.read_trace(tail)
+    assert b.n_tokens == 40 and list(b.tokens) == ids[0].tolist()
+    for layer in range(2):
+        np.testing.assert_allclose(b.k(layer), a.k(layer), atol=1e-5, rtol=0)
+        np.testing.assert_allclose(b.v(layer), a.v(layer), atol=1e-5, rtol=0)
+        np.testing.assert_allclose(b.q(layer)[:, context:], a.q(layer)[:, context:], atol=1e-5, rtol=0)
+        assert not b.q(layer)[:, :context].any()
+    rng = np.random.default_rng(5)
+    kept = [sorted(rng.choice(context, 6, replace=False).tolist()) for _ in range(2 * a.n_kv_heads)]
+    reference, on_cache = kvoracle.MassOfOptimum(a, context), kvoracle.MassOfOptimum(b, context)
+    assert on_cache(kept, 6) == pytest.approx(reference(kept, 6), abs=1e-9)
+    assert on_cache.optimum_sets("head", 6) == reference.optimum_sets("head", 6)
+    cache.crop(context)
+    with pytest.raises(kvoracle.KvoError, match="the cache holds 29 tokens; it must hold 1 to 28 of the 29"):
+        record_trace(model, ids[:, :context], str(tmp_path / "bad.safetensors"), cache=cache)
+
+
 def test_refuses_models_outside_the_attention_interface(tmp_path):
     """BLOOM adds ALiBi biases in its own attention code: kvoracle cannot see q.k alone."""
     torch.manual_seed(7)

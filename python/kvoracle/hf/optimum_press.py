@@ -66,7 +66,8 @@ def greedy_answer(model, cache, question_ids, start, max_new_tokens):
 def full_cache_reference(model, context_ids, questions_ids, max_new_tokens):
     """The prefill optimum's reference for one context: the full cache answers each question greedily
     (as kvpress's pipeline does, the cache cut back to the context between questions), and each run
-    (context, question, answer) is recorded; returns kvoracle.MassOfOptimum over every run."""
+    (context, question, answer) is recorded, its question and answer run on the context's cache;
+    returns kvoracle.MassOfOptimum over every run."""
     from transformers import DynamicCache
 
     from .record import record_trace
@@ -84,7 +85,8 @@ def full_cache_reference(model, context_ids, questions_ids, max_new_tokens):
             cache.crop(P)
             ids = torch.cat([context_ids, question, torch.tensor([answer], device=context_ids.device)], dim=1)
             path = os.path.join(folder, f"run{x}.safetensors")
-            record_trace(model, ids, path, values=False)
+            record_trace(model, ids, path, values=False, cache=cache)  # the question and answer on the context
+            cache.crop(P)
             trace = _core.read_trace(path)
             if mass is None:
                 mass = _core.MassOfOptimum(trace, P)

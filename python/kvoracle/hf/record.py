@@ -60,6 +60,25 @@ class _StreamingSafetensors:
         }
         self.offset += len(raw)
 
+    def add_after_zeros(self, name, tensor, lead, tag):
+        """tensor [h, t, d] written as [h, lead + t, d]: each head's first `lead` rows zero."""
+        if not lead:
+            return self.add(name, tensor, tag)
+        data = tensor.detach().contiguous().cpu()
+        heads, t, d = data.shape
+        zeros = bytes(lead * d * data.element_size())
+        raw = (data.view(torch.int16) if tag == "BF16" else data).numpy()
+        for head in range(heads):
+            self.f.write(zeros)
+            self.f.write(raw[head].tobytes())
+        size = heads * (lead + t) * d * data.element_size()
+        self.entries[name] = {
+            "dtype": tag,
+            "shape": [heads, lead + t, d],
+            "data_offsets": [self.offset, self.offset + size],
+        }
+        self.offset += size
+
     def close(self, metadata):
         header = json.dumps({"__metadata__": metadata, **self.entries}, separators=(",", ":")).encode()
         if len(header) > self.reserve - 8:
@@ -79,31 +98,25 @@ class _StreamingSafetensors:
 class _Recorder:
     """Handler of the "kvoracle" attention function while record_trace runs."""
 
-    def __init__(self, out, layers, torch_dtype, tag, values, n):
-        self.out, self.layers, self.torch_dtype, self.tag, self.values, self.n = (
-            out,
-            layers,
-            torch_dtype,
-            tag,
-            values,
-            n,
-        )
+    def __init__(self, out, layers, torch_dtype, tag, values, lead=0):
+        self.out, self.layers, self.torch_dtype, self.tag, self.values = out, layers, torch_dtype, tag, values
+        self.lead = lead  # positions whose keys a cache already holds and whose queries are not recorded
         self.seen, self.scales, self.heads = [], {}, {}
 
     def attend(self, module, query, key, value, scale, kwargs):
         layer = module.layer_idx
         attention.refuse_unless_plain(module, kwargs, key.shape[2])
-        if query.shape[2] != key.shape[2]:
+        if query.shape[2] + self.lead != key.shape[2]:
             raise KvoError(
                 f"record_trace: layer {layer} saw {key.shape[2]} keys for {query.shape[2]} queries "
-                "(the model must run without a cache)"
+                + ("(the model must run without a cache)" if not self.lead else f"after a cache of {self.lead}")
             )
         self.seen.append(layer)
         if layer in self.layers:
             index = self.layers.index(layer)
             self.scales[index] = scale
             self.heads[index] = (query.shape[1], key.shape[1], query.shape[3])
-            self.out.add(f"layers.{index}.q", query[0].to(self.torch_dtype), self.tag)
+            self.out.add_after_zeros(f"layers.{index}.q", query[0].to(self.torch_dtype), self.lead, self.tag)
             self.out.add(f"layers.{index}.k", key[0].to(self.torch_dtype), self.tag)
             if self.values:
                 self.out.add(f"layers.{index}.v", value[0].to(self.torch_dtype), self.tag)
@@ -115,13 +128,21 @@ def _text_config(model):
     return config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
 
 
-def record_trace(model, input_ids, path, layers=None, dtype="f32", values=True, prompt_len=0, text_source=""):
+def record_trace(
+    model, input_ids, path, layers=None, dtype="f32", values=True, prompt_len=0, text_source="", cache=None
+):
     """Runs `model` once over `input_ids` ([n] or [1, n]) and writes a kvoracle trace to `path`.
 
     layers: model layers to record (default all; the trace numbers them 0..); dtype: f32, f16 or
     bf16 storage; values: also write v (the `fidelity` objective needs it). Returns the metadata.
     q and k are stored as transformers computes them (after RoPE, in its half-split dimension
     order; kvoracle record stores the GGUF's interleaved order: the dot products are the same).
+
+    cache: a transformers cache that holds the first m < n tokens of `input_ids`, from this model
+    (a prefill it has already run). Only the other n - m tokens run, attending the cache's keys, and
+    the trace's queries of the first m positions are zeros (metadata `queries_from` = m): enough for
+    what reads only the later queries (kvoracle.MassOfOptimum, the prefill optimum). The cache
+    grows by those tokens; crop it to reuse it.
     """
     torch_dtype, tag = _dtype(dtype)
     ids = torch.as_tensor(np.asarray(input_ids) if not torch.is_tensor(input_ids) else input_ids)
@@ -149,6 +170,9 @@ def record_trace(model, input_ids, path, layers=None, dtype="f32", values=True, 
         raise KvoError(f"record_trace: layers must be distinct model layers in 0..{n_layers - 1}, got {layers}")
     if os.path.isdir(path):
         raise KvoError(f"record_trace: output '{path}' is a directory")
+    lead = 0 if cache is None else int(cache.get_seq_length())
+    if cache is not None and not 1 <= lead < n:
+        raise KvoError(f"record_trace: the cache holds {lead} tokens; it must hold 1 to {n - 1} of the {n} input ids")
 
     name = getattr(config, "_name_or_path", "") or getattr(model, "name_or_path", "") or type(model).__name__
     import transformers
@@ -171,13 +195,19 @@ def record_trace(model, input_ids, path, layers=None, dtype="f32", values=True, 
     theta = (getattr(config, "rope_parameters", None) or {}).get("rope_theta", getattr(config, "rope_theta", None))
     if theta is not None:
         metadata["rope_theta"] = str(theta)
+    if lead:
+        metadata["queries_from"] = str(lead)
     budget = len(json.dumps(metadata)) + 256  # + attn_scale, gqa_group
     out = _StreamingSafetensors(path, len(layers) * 3 + 1, budget)
-    recorder = _Recorder(out, layers, torch_dtype, tag, values, n)
+    recorder = _Recorder(out, layers, torch_dtype, tag, values, lead)
     try:
         base = getattr(model, getattr(model, "base_model_prefix", ""), None) or model  # no n x vocab logits
         with attention.routed(model), attention.activate(recorder), torch.no_grad():
-            base(input_ids=ids[None].to(model.device), use_cache=False)
+            if cache is None:
+                base(input_ids=ids[None].to(model.device), use_cache=False)
+            else:
+                positions = torch.arange(lead, n, device=model.device)[None]
+                base(input_ids=ids[None, lead:].to(model.device), past_key_values=cache, position_ids=positions)
         missing = [l for l in layers if l not in recorder.seen]
         if missing:
             raise KvoError(

@@ -210,9 +210,12 @@ class _Runner:
         with press(self.model) if press is not None else contextlib.nullcontext(), torch.no_grad():
             self.model.model(input_ids=self._ids(inst.context), past_key_values=cache)
 
-    def full_cache(self, inst, folder, profile):
+    def full_cache(self, inst, folder, profile, all_queries=False):
         """The full cache's row, and its run (_FullRun); profiled in three parts: the row itself, the
-        recording of its trace (one more forward pass) and the reference built on it."""
+        recording of its trace and the reference built on it. The recording runs only the question
+        and the answer, on the row's own cache of the context: the reference reads only their
+        queries. `all_queries` (an offline schedule's rows read every query) records the whole
+        instance in one more forward pass instead."""
         from transformers import DynamicCache
 
         from .record import record_trace
@@ -226,10 +229,15 @@ class _Runner:
             o["needles_held"] = 1.0 if inst.needles else None
             o["mass_of_optimum"] = 1.0
             answer = self.answer(inst, cache, o)
-            del cache
         with profile.measure("full-cache/record", 1.0):
             path = os.path.join(folder, "full.safetensors")
-            record_trace(self.model, self._ids(inst.context + inst.question + answer), path, values=False)
+            if all_queries:
+                cache = None  # freed before the whole instance runs again
+            else:
+                cache.crop(len(inst.context))
+            ids = self._ids(inst.context + inst.question + answer)
+            record_trace(self.model, ids, path, values=False, cache=cache)
+            del cache
             trace = _core.read_trace(path)
         with profile.measure("full-cache/reference", 1.0):
             mass = _core.MassOfOptimum(trace, len(inst.context))
@@ -583,6 +591,7 @@ def run_tasks(
         _refuse_lookahead_beyond_memory(req, prepared)
     bar = tqdm(total=len(prepared) * (1 + len(rows) * len(budgets)), desc="tasks", disable=not progress)
     outcomes, profile = [], _Profile(runner.device)
+    offline_rows = protocol == "dynamic" and any(how in req["offline"] for _, how in rows)
     store = _Checkpoint(checkpoint, model, req, policy_options, token_ids is not None) if checkpoint else None
     for inst in prepared:
         done = store.load(inst) if store else None
@@ -593,7 +602,7 @@ def run_tasks(
         first = len(outcomes)
         with tempfile.TemporaryDirectory(prefix="kvoracle-tasks-") as folder:
             with _out_of_memory(inst, "full-cache", 1.0):
-                full, run = runner.full_cache(inst, folder, profile)
+                full, run = runner.full_cache(inst, folder, profile, all_queries=offline_rows)
             outcomes.append(full)
             bar.update()
             if protocol == "prefill" and shared_prefill:
