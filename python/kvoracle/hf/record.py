@@ -49,34 +49,22 @@ class _StreamingSafetensors:
         self.f.seek(self.reserve)
         self.entries, self.offset = {}, 0
 
-    def add(self, name, tensor, tag):
+    def add(self, name, tensor, tag, lead=0):
+        """Appends `tensor`; with `lead`, a [h, t, d] tensor is written as [h, lead + t, d] whose
+        first `lead` rows of each head are zeros (the queries a cache's positions did not record)."""
         data = tensor.detach().contiguous().cpu()
-        raw = (data.view(torch.int16) if tag == "BF16" else data).numpy().tobytes()
-        self.f.write(raw)
-        self.entries[name] = {
-            "dtype": tag,
-            "shape": list(data.shape),
-            "data_offsets": [self.offset, self.offset + len(raw)],
-        }
-        self.offset += len(raw)
-
-    def add_after_zeros(self, name, tensor, lead, tag):
-        """tensor [h, t, d] written as [h, lead + t, d]: each head's first `lead` rows zero."""
-        if not lead:
-            return self.add(name, tensor, tag)
-        data = tensor.detach().contiguous().cpu()
-        heads, t, d = data.shape
-        zeros = bytes(lead * d * data.element_size())
         raw = (data.view(torch.int16) if tag == "BF16" else data).numpy()
-        for head in range(heads):
-            self.f.write(zeros)
-            self.f.write(raw[head].tobytes())
-        size = heads * (lead + t) * d * data.element_size()
-        self.entries[name] = {
-            "dtype": tag,
-            "shape": [heads, lead + t, d],
-            "data_offsets": [self.offset, self.offset + size],
-        }
+        shape = list(data.shape)
+        if lead:
+            zeros = bytes(lead * shape[2] * data.element_size())
+            for head in raw:
+                self.f.write(zeros)
+                self.f.write(head.tobytes())
+            shape[1] += lead
+        else:
+            self.f.write(raw.tobytes())
+        size = int(np.prod(shape)) * data.element_size()
+        self.entries[name] = {"dtype": tag, "shape": shape, "data_offsets": [self.offset, self.offset + size]}
         self.offset += size
 
     def close(self, metadata):
@@ -116,7 +104,7 @@ class _Recorder:
             index = self.layers.index(layer)
             self.scales[index] = scale
             self.heads[index] = (query.shape[1], key.shape[1], query.shape[3])
-            self.out.add_after_zeros(f"layers.{index}.q", query[0].to(self.torch_dtype), self.lead, self.tag)
+            self.out.add(f"layers.{index}.q", query[0].to(self.torch_dtype), self.tag, lead=self.lead)
             self.out.add(f"layers.{index}.k", key[0].to(self.torch_dtype), self.tag)
             if self.values:
                 self.out.add(f"layers.{index}.v", value[0].to(self.torch_dtype), self.tag)
