@@ -47,13 +47,17 @@ def shares(row):
     return found
 
 
+def budgets_and_n(study):
+    """The study's budgets, ascending, and its n as the docs write it (8 192)."""
+    return sorted({row["budget"] for row in study["rows"]}), f"{study['n']:,}".replace(",", " ")
+
+
 def per_budget(study):
     lines = []
-    budgets = sorted({row["budget"] for row in study["rows"]})
+    budgets, n = budgets_and_n(study)
     for budget in budgets:
         rows = [row for row in study["rows"] if row["budget"] == budget]
         percent = round(100 * budget / study["n"])
-        n = f"{study['n']:,}".replace(",", " ")
         lines.append(
             f"| contract ({percent} %, n = {n}) | peak | optimum / all | price | "
             + " | ".join(POLICIES)
@@ -74,9 +78,8 @@ def per_budget(study):
 
 
 def side_by_side(study):
-    budgets = sorted({row["budget"] for row in study["rows"]})
+    budgets, n = budgets_and_n(study)
     percents = [f"{round(100 * b / study['n'])} %" for b in budgets]
-    n = f"{study['n']:,}".replace(",", " ")
     lines = [
         f"| contract (n = {n}) | price at {percents[0]} | "
         + " | ".join(percents[1:])
@@ -87,11 +90,11 @@ def side_by_side(study):
         rows = [
             row for b in budgets for row in study["rows"] if row["budget"] == b and row["document"] == document_index
         ]
+        found_per_row = [shares(row) for row in rows]
         columns = []
         for policy in POLICIES:
             values = []
-            for row in rows:
-                found = shares(row)
+            for found in found_per_row:
                 key = "first come" if policy == "h2o" and "first come" in found else policy
                 if key in found:
                     values.append(f"{found[key]:.3f}")
