@@ -29,7 +29,8 @@ Usage: hf_scale.py [--shape 1b|8b] [--layers 2] [--length 8192] [--budget 0.2] [
          [--threads N] [--device cpu|cuda] [--dtype float32|bfloat16] [--reps 3] [--dynamic]
          [--offline oracle,lookahead|none] [--no-topk] [--streaming-only] [--json FILE]
          [--smoke]   (--smoke: a tiny shape at 512 tokens: CI)
-       hf_scale.py --tables RUN.json...   (the docs' tables, from several runs' --json files)
+       hf_scale.py --tables RUN.json... [--check DOC]   (the docs' tables, from several runs' --json
+         files; --check prints nothing and fails when a row of them is not in DOC)
 """
 
 import argparse
@@ -97,6 +98,8 @@ ROWS = [  # (measurement, what the docs' table calls it)
     ("prefill row {press}", "run_tasks: {press} row"),
     ("prefill row optimum", "run_tasks: optimum row"),
     ("dynamic row full-cache", "run_tasks: full cache, streaming"),
+    ("dynamic row full-cache/record", "run_tasks: its recording, streaming"),
+    ("dynamic row full-cache/reference", "run_tasks: the reference on it, streaming"),
     ("dynamic row h2o", "run_tasks: h2o, streaming"),
     ("dynamic row oracle", "run_tasks: oracle (OPT_dyn), streaming"),
     ("dynamic row lookahead", "run_tasks: lookahead, streaming"),
@@ -110,6 +113,10 @@ def baseline_of(streaming_only, press):
     return "dynamic row full-cache" if streaming_only else f"kvpress:{press}"
 
 
+def plural(count, noun):
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def tables(paths):
     """docs' tables from several runs' --json files: seconds with the ratio to kvpress with the press
     (to the streaming full cache's row in a --streaming-only run), then peak and added memory, one
@@ -119,7 +126,11 @@ def tables(paths):
         with open(path) as f:
             runs.append(json.load(f))
     press = runs[0]["press"]
-    head = [f"{r['shape'].upper()}, {r['layers']} layers, {r['input_tokens']} tokens" for r in runs]
+    head = [
+        f"{r['shape'].upper()}, {plural(r['layers'], 'layer')}, {r['input_tokens']} tokens, "
+        f"{plural(r['threads'], 'thread')}"
+        for r in runs
+    ]
     out = ["| work | " + " | ".join(head) + " |", "|---|" + "---:|" * len(runs)]
     memory = ["| work | " + " | ".join(head) + " |", "|---|" + "---:|" * len(runs)]
     for key, label in ROWS:
@@ -140,10 +151,36 @@ def tables(paths):
     return "\n".join(out) + f"\n\n{note} Memory: peak resident GiB / GiB added by the work.\n\n" + "\n".join(memory)
 
 
+def tables_command(args):
+    """--tables RUN.json... [--check DOC]: print the tables, or check that DOC holds each of their rows."""
+    doc = None
+    if "--check" in args:
+        at = args.index("--check")
+        if at + 1 >= len(args):
+            sys.exit("hf_scale.py: --check needs a document")
+        doc, args = args[at + 1], args[:at] + args[at + 2 :]
+    if not args:
+        sys.exit("hf_scale.py: --tables needs one run's --json file or more")
+    try:
+        text = tables(args)
+        lines = open(doc).read().splitlines() if doc else None
+    except (OSError, ValueError, KeyError) as error:
+        sys.exit(f"hf_scale.py: cannot make the tables: {error}")
+    if lines is None:
+        print(text)
+        return 0
+    held = {line.strip() for line in lines}  # a table may sit indented in a list
+    # Every row but the header, which the document may label in its own words.
+    missing = [row for row in text.splitlines() if row.startswith("| ") and not row.startswith("| work |")]
+    missing = [row for row in missing if row not in held]
+    for row in missing:
+        print(f"{doc}: the row is missing or differs from the runs: {row}")
+    return 1 if missing else 0
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--tables":
-        print(tables(sys.argv[2:]))
-        return 0
+        return tables_command(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", default="1b", choices=sorted(SHAPES))
     ap.add_argument("--layers", type=int, default=2)
