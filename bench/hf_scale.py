@@ -36,6 +36,7 @@ Usage: hf_scale.py [--shape 1b|8b] [--layers 2] [--length 8192] [--budget 0.2] [
 import argparse
 import json
 import os
+import pathlib
 import statistics
 import sys
 
@@ -153,17 +154,13 @@ def tables(paths):
 
 def tables_command(args):
     """--tables RUN.json... [--check DOC]: print the tables, or check that DOC holds each of their rows."""
-    doc = None
-    if "--check" in args:
-        at = args.index("--check")
-        if at + 1 >= len(args):
-            sys.exit("hf_scale.py: --check needs a document")
-        doc, args = args[at + 1], args[:at] + args[at + 2 :]
-    if not args:
-        sys.exit("hf_scale.py: --tables needs one run's --json file or more")
+    ap = argparse.ArgumentParser(prog="hf_scale.py --tables", description="the docs' tables from runs' --json files")
+    ap.add_argument("runs", nargs="+", help="the runs' --json files, one column each")
+    ap.add_argument("--check", metavar="DOC", help="print nothing; fail when a row of the tables is not in DOC")
+    a = ap.parse_args(args)
     try:
-        text = tables(args)
-        lines = open(doc).read().splitlines() if doc else None
+        text = tables(a.runs)
+        lines = pathlib.Path(a.check).read_text().splitlines() if a.check else None
     except (OSError, ValueError, KeyError) as error:
         sys.exit(f"hf_scale.py: cannot make the tables: {error}")
     if lines is None:
@@ -171,10 +168,10 @@ def tables_command(args):
         return 0
     held = {line.strip() for line in lines}  # a table may sit indented in a list
     # Every row but the header, which the document may label in its own words.
-    missing = [row for row in text.splitlines() if row.startswith("| ") and not row.startswith("| work |")]
-    missing = [row for row in missing if row not in held]
+    rows = [row for row in text.splitlines() if row.startswith("| ") and not row.startswith("| work |")]
+    missing = [row for row in rows if row not in held]
     for row in missing:
-        print(f"{doc}: the row is missing or differs from the runs: {row}")
+        print(f"{a.check}: the row is missing or differs from the runs: {row}")
     return 1 if missing else 0
 
 
