@@ -9,6 +9,8 @@ import json
 import pathlib
 import sys
 
+from doc_rows import check_rows
+
 POLICIES = ("h2o", "tova", "scissorhands")
 
 
@@ -119,11 +121,7 @@ def main():
     if args.check is None:
         print("\n".join(lines))
         return
-    text = args.check.read_text()
-    missing = [line for line in lines if line.startswith("| ") and line not in text.splitlines()]
-    for line in missing:
-        print(f"{args.check}: the row is missing or differs from {args.study}: {line}")
-    sys.exit(1 if missing else 0)
+    sys.exit(check_rows([line for line in lines if line.startswith("| ")], args.check, args.study))
 
 
 if __name__ == "__main__":
