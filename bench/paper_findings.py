@@ -46,6 +46,23 @@ def reference_row(records):
     return None
 
 
+def print_sign_tests(records):
+    """The paired sign tests the claims' records carry (tasks run's outcomes), one row each."""
+    tests = [(r, t) for r in records for t in r["detail"].get("paired", [])]
+    if not tests:
+        return
+    print("\n| comparison | budget | instances | better | worse | p (sign test) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r, t in tests:
+        against = "full cache" if t["against"] == "full-cache" else f"`{t['against']}`"
+        shots = r["detail"].get("shots")
+        label = r["detail"]["budget_label"] + (f", {shots} shots" if shots else "")
+        print(
+            f"| `{t['row']}` against {against} | {label} | {t['instances']} | {t['better']} | {t['worse']} | "
+            f"{t['p_value']:.2g} |"
+        )
+
+
 def load(path):
     if not os.path.exists(path):
         return None
@@ -143,6 +160,7 @@ def main(out):
             if tr:
                 cells += [f"{t_values[(row, b)]:.3f}" if (row, b) in t_values else "–" for b in t_budgets]
             print("| " + " | ".join(cells) + " |")
+        print_sign_tests([r for r in records if r["id"] == claim])
     q = load(os.path.join(out, "eval-int4.json"))
     if q:
         values, budgets, full_ppl = eval_values(q)
@@ -155,7 +173,11 @@ def main(out):
         for row in record_rows(q.get("paper_experiments", []), "E8"):
             if all((row, b) in values for b in budgets):
                 print(f"| `{row}` | " + " | ".join(f"{values[(row, b)]:.2f}" for b in budgets) + " |")
-    shot_runs = [load(os.path.join(out, f)) for f in sorted(os.listdir(out)) if f.startswith("tasks-shots")]
+    shot_runs = [
+        load(os.path.join(out, f))
+        for f in sorted(os.listdir(out))
+        if f.startswith("tasks-shots") and f.endswith(".json")
+    ]
     shot_runs = sorted((r for r in shot_runs if r), key=lambda r: r["outcomes"][0].get("shots", 0))
     if shot_runs:
         print("\n**Table 4 (E7): few-shot inputs** (accuracy)\n")
@@ -168,6 +190,7 @@ def main(out):
             k = run["outcomes"][0].get("shots", 0)
             cells = [f"{values.get((row, b), float('nan')):.3f}" for b in budgets]
             print(f"| {k} | {n} | {full_acc:.3f} | " + " | ".join(cells) + " |")
+        print_sign_tests([r for run in shot_runs for r in run.get("paper_experiments", []) if r["id"] == "E7"])
     div = load(os.path.join(out, "diversity.json"))
     if div:
         print(

@@ -58,6 +58,25 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
       judge(budget, cell, has);
     }
   };
+  // With paired outcomes, the sign test of each comparison the claim makes: {row, against}, both at
+  // the budget except the full cache (at 1).
+  const auto paired = [&](CheckRecord& r, double budget,
+                          std::initializer_list<std::pair<std::string, std::string>> pairs) {
+    if (!m.paired) return;
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& [row, against] : pairs) {
+      const double against_budget = against == kLoopFullRow ? 1.0 : budget;
+      if (const std::optional<PairedTest> t = m.paired(row, budget, against, against_budget))
+        a.push_back({{"row", row},
+                     {"against", against},
+                     {"instances", t->instances},
+                     {"better", t->better},
+                     {"worse", t->worse},
+                     {"p_value", t->p_value}});
+    }
+    r.detail["paired"] = std::move(a);
+  };
+  const std::string full_row(kLoopFullRow);
   const auto base = [&](double budget, nlohmann::json detail) {
     detail["budget"] = budget;
     detail["budget_label"] = percent(budget);
@@ -74,6 +93,7 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
       const double l = loss(c.at(name(PolicyId::H2O)));
       auto r = finding("E7", metric + ", " + std::to_string(m.shots) + " shots", l <= tol, l);
       r.detail = base(b, {{name(PolicyId::H2O), c.at(name(PolicyId::H2O))}, {"shots", m.shots}});
+      paired(r, b, {{name(PolicyId::H2O), full_row}});
       out.push_back(std::move(r));
     });
     return out;
@@ -86,6 +106,7 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
     r.detail = base(b, {{name(PolicyId::AntiH2O), c.at(name(PolicyId::AntiH2O))},
                         {name(PolicyId::Random), c.at(name(PolicyId::Random))}});
     if (c.contains(name(PolicyId::Oldest))) r.detail[name(PolicyId::Oldest)] = c.at(name(PolicyId::Oldest));
+    paired(r, b, {{name(PolicyId::AntiH2O), name(PolicyId::Random)}});
     out.push_back(std::move(r));
   });
   // E5: local heavy hitters are as good as look-ahead ones (h2o no worse by more than tol).
@@ -95,6 +116,7 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
     auto r = finding("E5", metric, gap <= tol, gap);
     r.detail = base(b, {{name(PolicyId::H2O), c.at(name(PolicyId::H2O))},
                         {name(PolicyId::Lookahead), c.at(name(PolicyId::Lookahead))}});
+    paired(r, b, {{name(PolicyId::H2O), name(PolicyId::Lookahead)}});
     out.push_back(std::move(r));
   });
   // E6: each pattern falls short of the full cache (loss > tol) and is comparable to it once heavy
@@ -110,6 +132,7 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
                           {mixed, c.at(mixed)},
                           {"pattern_falls_short", plain > tol},
                           {"heavy_hitters_recover", with <= tol}});
+      paired(r, b, {{pattern, full_row}, {mixed, full_row}, {mixed, pattern}});
       out.push_back(std::move(r));
     });
   }
@@ -142,6 +165,11 @@ std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m) {
                         {"each_alone_falls_short", alone_short},
                         {"together_comparable", together},
                         {"heavy_beats_local", heavy_first}});
+    paired(r, b,
+           {{name(PolicyId::Heavy), full_row},
+            {name(PolicyId::Window), full_row},
+            {name(PolicyId::H2O), full_row},
+            {name(PolicyId::Heavy), name(PolicyId::Window)}});
     out.push_back(std::move(r));
   });
   return out;
@@ -179,14 +207,28 @@ void add_paper_experiments(Report& out, const std::vector<CheckRecord>& records)
     heading += "; loss: vs the full cache " + first.value("metric", std::string()) + ", comparable within " +
                fmt(first.value("tolerance", 0.0));
   out.line(heading + "):");
-  Table& t = out.table({"claim", "variant", "budget", "paper holds", "metric", "rows"});
+  const bool with_paired =
+      std::any_of(records.begin(), records.end(), [](const CheckRecord& r) { return r.detail.contains("paired"); });
+  std::vector<std::string> head = {"claim", "variant", "budget", "paper holds", "metric", "rows"};
+  if (with_paired) head.push_back("paired sign tests (p)");
+  Table& t = out.table(head);
   for (const CheckRecord& r : records) {
     std::string rows;
     for (const auto& [key, value] : r.detail.items())
       if (value.is_number_float() && key != "budget" && key != "tolerance")
         rows.append(rows.empty() ? "" : ", ").append(key + " " + fmt(value.get<double>()));
-    t.row({r.id, r.variant, r.detail.value("budget_label", std::string()), r.holds ? "yes" : "no", decimal(r.metric),
-           rows});
+    std::vector<Cell> cells = {
+        r.id, r.variant, r.detail.value("budget_label", std::string()), r.holds ? "yes" : "no", decimal(r.metric),
+        rows};
+    if (with_paired) {
+      std::string tests;
+      for (const nlohmann::json& p : r.detail.value("paired", nlohmann::json::array()))
+        tests.append(tests.empty() ? "" : ", ")
+            .append(p.at("row").get<std::string>() + " vs " + p.at("against").get<std::string>() + " " +
+                    fmt(p.at("p_value").get<double>()));
+      cells.push_back(tests);
+    }
+    t.row(std::move(cells));
   }
 }
 

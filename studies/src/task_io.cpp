@@ -144,6 +144,8 @@ nlohmann::json task_outcomes_json(std::span<const TaskOutcome> outcomes) {
   return a;
 }
 
+static_assert(kFullCacheRow == kLoopFullRow, "the paper's claims name the full cache's row as tasks run does");
+
 std::vector<CheckRecord> task_paper_experiments(const TaskEvalResult& r) {
   if (r.protocol != TaskProtocol::Streaming) return {};
   // Per shot count: (row, budget) -> score sum, count.
@@ -163,6 +165,19 @@ std::vector<CheckRecord> task_paper_experiments(const TaskEvalResult& r) {
     m.full = full->second.first / full->second.second;
     for (const auto& [key, value] : cell)
       if (key.first != kFullCacheRow) m.rows.push_back({key.first, key.second, value.first / value.second});
+    TaskEvalResult same_shots;  // the claims compare rows on this shot count's instances
+    same_shots.protocol = r.protocol;
+    for (const TaskOutcome& o : r.outcomes)
+      if (o.shots == shots) same_shots.outcomes.push_back(o);
+    m.paired = [&same_shots](const std::string& row, double budget, const std::string& against,
+                             double against_budget) -> std::optional<PairedTest> {
+      try {
+        const TaskComparison c = compare_task_rows(same_shots, row, budget, against, against_budget);
+        return PairedTest{.instances = c.instances, .better = c.better, .worse = c.worse, .p_value = c.p_value};
+      } catch (const Error&) {  // merged runs whose rows answered different instances: no pairs
+        return std::nullopt;
+      }
+    };
     for (auto& rec : paper_experiment_records(m)) out.push_back(std::move(rec));
   }
   return out;

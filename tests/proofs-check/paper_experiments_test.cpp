@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <string>
+#include <vector>
 
 #include "kvo/core/error.hpp"
 #include "kvo/core/policy_registry.hpp"
@@ -49,4 +51,41 @@ TEST(PaperExperiments, RefusesANonPositiveFullPerplexityOrANegativeTolerance) {
   m.full = 10.0;
   m.tolerance = -0.1;
   EXPECT_THROW(paper_experiment_records(m), Error);
+}
+
+TEST(PaperExperiments, PairedOutcomesAddTheSignTestOfEachComparisonTheClaimMakes) {
+  LoopMeasurements m;
+  m.metric = LoopMetric::Accuracy;
+  m.full = 0.8;
+  for (PolicyId row : {PolicyId::AntiH2O, PolicyId::Random, PolicyId::Heavy, PolicyId::Window, PolicyId::H2O})
+    m.rows.push_back({policy_name(row), 0.2, 0.3});
+  std::vector<std::string> asked;
+  m.paired = [&](const std::string& row, double budget, const std::string& against,
+                 double against_budget) -> std::optional<PairedTest> {
+    asked.push_back(row + "@" + std::to_string(budget) + " vs " + against + "@" + std::to_string(against_budget));
+    if (against == policy_name(PolicyId::Window)) return std::nullopt;  // no shared instance: left out
+    return PairedTest{.instances = 40, .better = 3, .worse = 9, .p_value = 0.146};
+  };
+  const auto rs = paper_experiment_records(m);
+  ASSERT_EQ(rs.size(), 2u);  // E4 and E9 at 20%
+  const std::string full(kLoopFullRow), anti = policy_name(PolicyId::AntiH2O), rnd = policy_name(PolicyId::Random);
+  const nlohmann::json& e4 = rs[0].detail.at("paired");
+  ASSERT_EQ(e4.size(), 1u);
+  EXPECT_EQ(e4[0].at("row"), anti);
+  EXPECT_EQ(e4[0].at("against"), rnd);
+  EXPECT_EQ(e4[0].at("better"), 3);
+  EXPECT_EQ(e4[0].at("worse"), 9);
+  EXPECT_EQ(e4[0].at("instances"), 40);
+  EXPECT_DOUBLE_EQ(e4[0].at("p_value").get<double>(), 0.146);
+  // E9: each row against the full cache (at budget 1), then heavy against window, which found no pairs.
+  const nlohmann::json& e9 = rs[1].detail.at("paired");
+  ASSERT_EQ(e9.size(), 3u);
+  for (const nlohmann::json& p : e9) EXPECT_EQ(p.at("against"), full);
+  EXPECT_EQ(asked.back(), policy_name(PolicyId::Heavy) + "@" + std::to_string(0.2) + " vs " +
+                              policy_name(PolicyId::Window) + "@" + std::to_string(0.2));
+  EXPECT_EQ(asked[1],
+            policy_name(PolicyId::Heavy) + "@" + std::to_string(0.2) + " vs " + full + "@" + std::to_string(1.0));
+  // Without a comparator (perplexity) the records have no "paired".
+  m.paired = nullptr;
+  for (const auto& r : paper_experiment_records(m)) EXPECT_FALSE(r.detail.contains("paired"));
 }

@@ -1,7 +1,8 @@
 """bench/paper_findings.py (the tables of docs/findings.md section 12) on a hand-made study whose
 every figure is known: task runs split by budget are merged (an instance the full cache answered in
 both runs counts once), each table's rows are those its claim's records measured, the few-shot runs
-make one table ordered by shots, and every run's findings are listed."""
+make one table ordered by shots (the runs' .txt tables beside them are not read), the claims' paired
+sign tests follow their tables, and every run's findings are listed."""
 
 import json
 import os
@@ -19,10 +20,16 @@ def outcome(instance, row, budget, score, shots=0):
     return {"instance": instance, "row": row, "budget": budget, "score": score, "shots": shots}
 
 
-def finding(claim, budget_label, holds, metric, rows=()):
+def finding(claim, budget_label, holds, metric, rows=(), paired=()):
     detail = {"budget_label": budget_label, "budget": 0.5, "metric": "accuracy", "full": 1.0, "tolerance": 0.05}
     detail.update({row: 0.5 for row in rows})
+    if paired:
+        detail["paired"] = list(paired)
     return {"id": claim, "variant": "accuracy", "holds": holds, "metric": metric, "detail": detail}
+
+
+def sign_test(row, against, instances, better, worse, p):
+    return {"row": row, "against": against, "instances": instances, "better": better, "worse": worse, "p_value": p}
 
 
 def write(path, outcomes, findings=()):
@@ -36,7 +43,7 @@ def test_tables_of_a_known_study(tmp_path):
     write(
         tmp_path / "tasks-50.json",
         full + [outcome(f"i{x}", H2O, 0.5, float(x < 3)) for x in range(4)],
-        [finding("E5", "50%", False, 0.25, [H2O, OTHER])],
+        [finding("E5", "50%", False, 0.25, [H2O, OTHER], [sign_test(H2O, OTHER, 4, 0, 2, 0.5)])],
     )
     for shots, right in ((10, 2), (5, 1)):
         outs = [outcome(f"s{x}", "full-cache", 1.0, 1.0, shots) for x in range(2)]
@@ -46,6 +53,8 @@ def test_tables_of_a_known_study(tmp_path):
             outs,
             [finding("E7", "20%", right == 2, 0.5 * (2 - right), [H2O])],
         )
+        # The study keeps each run's table beside its JSON: not a run.
+        (tmp_path / f"tasks-shots{shots}.txt").write_text("the run's own table\n")
     out = subprocess.run([sys.executable, SCRIPT, str(tmp_path)], check=True, capture_output=True, text=True).stdout
     assert "Accuracy: `kvoracle tasks run`, 4 instances, dynamic protocol, full cache 1.000." in out
     # E5's table has the two rows its record measured (the other one ran at no budget: dashes); the
@@ -57,6 +66,9 @@ def test_tables_of_a_known_study(tmp_path):
     assert "| 5 | 2 | 1.000 | 0.500 | 0.500 |" in out and "| 10 | 2 | 1.000 | 1.000 | 1.000 |" in out
     assert out.index("| 5 | 2 |") < out.index("| 10 | 2 |")
     assert "| E5 | accuracy | 50% | no | 0.250 |" in out
+    # The sign tests a record carries follow its claim's table.
+    assert f"| `{H2O}` against `{OTHER}` | 50% | 4 | 0 | 2 | 0.5 |" in out
+    assert out.index("(E5)") < out.index(f"| `{H2O}` against `{OTHER}`") < out.index("Table 4 (E7)")
     assert "| E7 | accuracy | 20% | yes | 0.000 |" in out and "| E7 | accuracy | 20% | no | 0.500 |" in out
 
 

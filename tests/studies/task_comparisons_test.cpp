@@ -102,3 +102,40 @@ TEST(TaskComparisons, NothingWithoutTheFullCacheAndRefusedWithoutSharedInstances
     EXPECT_NE(std::string(e.what()).find("share no instance"), std::string::npos) << e.what();
   }
 }
+
+TEST(TaskComparisons, ThePapersClaimsCarryTheirSignTestsPerShotCount) {
+  // Plain instances: h2o (the run's row) against lookahead, right on instances 0..16; few-shot
+  // instances (5 shots, their own ids) where h2o misses 2 of 6 the full cache answers.
+  TaskEvalResult r = streaming_run();
+  for (int i = 0; i < 20; ++i)
+    r.outcomes.push_back(outcome(i, i < 10 ? "niah" : "passkey", "lookahead", 0.2, i < 17 ? 1.0 : 0.0));
+  for (int i = 0; i < 6; ++i) {
+    TaskOutcome full = outcome(100 + i, "niah", std::string(kFullCacheRow), 1.0, 1.0), h2o = full;
+    h2o.row = "h2o";
+    h2o.budget = 0.2;
+    h2o.score = i < 4 ? 1.0 : 0.0;
+    full.shots = h2o.shots = 5;
+    r.outcomes.push_back(full);
+    r.outcomes.push_back(h2o);
+  }
+  const std::vector<CheckRecord> records = task_paper_experiments(r);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].id, "E5");
+  const TaskComparison e5 = compare_task_rows(r, "h2o", 0.2, "lookahead", 0.2);
+  const nlohmann::json& p5 = records[0].detail.at("paired").at(0);
+  EXPECT_EQ(p5.at("row"), "h2o");
+  EXPECT_EQ(p5.at("against"), "lookahead");
+  EXPECT_EQ(p5.at("instances"), 20);
+  EXPECT_EQ(p5.at("better"), e5.better);
+  EXPECT_EQ(p5.at("worse"), e5.worse);
+  EXPECT_DOUBLE_EQ(p5.at("p_value").get<double>(), e5.p_value);
+  EXPECT_EQ(records[1].id, "E7");  // on the 6 five-shot instances only
+  const nlohmann::json& p7 = records[1].detail.at("paired").at(0);
+  EXPECT_EQ(p7.at("against"), std::string(kFullCacheRow));
+  EXPECT_EQ(p7.at("instances"), 6);
+  EXPECT_EQ(p7.at("worse"), 2);
+  EXPECT_DOUBLE_EQ(p7.at("p_value").get<double>(), sign_test_p(0, 2));
+  const std::string text = task_report(r).text();
+  EXPECT_NE(text.find("paired sign tests (p)"), std::string::npos) << text;
+  EXPECT_NE(text.find("h2o vs lookahead"), std::string::npos) << text;
+}

@@ -5,6 +5,8 @@
 // heavy hitters and recent tokens alone and together). One finding record per claim (and pattern) and budget whose rows
 // were all measured. E10 (the diversity of generated text) compares word statistics instead.
 #pragma once
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +25,19 @@ struct LoopRow {
   double value = 0.0;
 };
 
+// Two rows compared instance by instance (tasks run answers every row on the same instances): where
+// the row scores above / below the other, and the exact two-sided sign test of those counts.
+struct PairedTest {
+  int instances = 0, better = 0, worse = 0;
+  double p_value = 1.0;
+};
+// The full cache's row in paired comparisons (the name tasks run gives it; studies asserts the two agree).
+inline constexpr std::string_view kLoopFullRow = "full-cache";
+// The paired test of `row` at `budget` against `against` at `against_budget` (kLoopFullRow at 1);
+// nullopt when the two share no instance.
+using PairedComparator = std::function<std::optional<PairedTest>(const std::string& row, double budget,
+                                                                 const std::string& against, double against_budget)>;
+
 struct LoopMeasurements {
   LoopMetric metric = LoopMetric::Perplexity;
   double full = 0.0;          // the full cache's value
@@ -37,14 +52,21 @@ struct LoopMeasurements {
   // E7: the instances open with this many worked examples. Above 0 only E7 is judged (h2o
   // comparable to the full cache on few-shot inputs); at 0 every other claim.
   int shots = 0;
+  // Where the rows were measured on the same instances (accuracy): each record lists the sign test of
+  // every comparison its claim makes in detail["paired"] (row, against, instances, better, worse,
+  // p_value), so that a reader sees which of its differences a study of that size resolves.
+  PairedComparator paired;
 };
 
 // A row's loss against the full cache: value / full - 1 (perplexity), full - value (accuracy).
 double loop_loss(const LoopMeasurements& m, double value);
 
 // The records of E4, E5, E6, E8 and E9, or of E7 on few-shot measurements (docs/checks.md), for every budget below 1 at
-// which their rows are present, in that order; none when a claim's rows are missing. kvo::Error for a full value that
-// is not positive (perplexity) or a tolerance below 0.
+// which their rows are present, in that order; none when a claim's rows are missing. With m.paired,
+// the comparisons: E4 anti-h2o against random; E5 h2o against lookahead; E6 the pattern and its
+// heavy-hitter variant against the full cache, and the variant against the pattern; E7 h2o against
+// the full cache; E9 heavy, window and h2o against the full cache, and heavy against window. kvo::Error for a full
+// value that is not positive (perplexity) or a tolerance below 0.
 std::vector<CheckRecord> paper_experiment_records(const LoopMeasurements& m);
 
 // E10 (§5.3 Q4, Appendix C): whether h2o's greedy continuations are at least as diverse as the
