@@ -4,12 +4,19 @@ per policy and budget), OUTDIR/tasks.json (or several tasks-*.json, merged) and 
 (kvoracle tasks run --json: outcomes per instance) and OUTDIR/diversity.json (kvoracle eval diversity --json), with the findings every
 run computed (their "paper_experiments" records, docs/checks.md#e4).
 
-Usage: paper_findings.py OUTDIR"""
+`--check DOC` prints nothing and fails when the document lacks a row of the claims' tables, of the
+comparisons between policies or of the few-shot table (the rows the docs quote).
 
+Usage: paper_findings.py OUTDIR [--check DOC]"""
+
+import argparse
 import collections
 import json
 import os
+import pathlib
 import sys
+
+from doc_rows import check_rows
 
 # Each table: its title, the claim whose records name its rows (in the records' order), and whether
 # the reference row (the policy the E5 and E9 records share, h2o) joins them, last. Row names come from the records' detail,
@@ -61,6 +68,34 @@ def print_sign_tests(records):
             f"| `{t['row']}` against {against} | {label} | {t['instances']} | {t['better']} | {t['worse']} | "
             f"{t['p_value']:.2g} |"
         )
+
+
+def comparisons_side_by_side(records):
+    """The table of the claims' sign tests between two policies (not against the full cache), one line
+    per comparison with every budget beside the others."""
+    cells, budgets = {}, []
+    for r in records:
+        budget = r["detail"]["budget_label"]
+        for t in r["detail"].get("paired", []):
+            if t["against"] == "full-cache":
+                continue
+            cells[(r["id"], t["row"], t["against"])] = cells.get((r["id"], t["row"], t["against"]), {})
+            cells[(r["id"], t["row"], t["against"])][budget] = t
+            if budget not in budgets:
+                budgets.append(budget)
+    if not cells:
+        return []
+    lines = [
+        "| claim | comparison | " + " | ".join(f"{b}: better / worse | p" for b in budgets) + " |",
+        "|---|---|" + "---:|---:|" * len(budgets),
+    ]
+    for (claim, row, against), by_budget in cells.items():
+        parts = []
+        for b in budgets:
+            t = by_budget.get(b)
+            parts += [f"{t['better']} / {t['worse']}", f"{t['p_value']:.2g}"] if t else ["–", "–"]
+        lines.append(f"| {claim} | `{row}` against `{against}` | " + " | ".join(parts) + " |")
+    return lines
 
 
 def load(path):
@@ -117,6 +152,14 @@ def merged(paths):
 
 
 def main(out):
+    """Print the section's tables; return the rows the docs quote (the claims' tables, the comparisons
+    between policies, the few-shot table)."""
+    quoted = []
+
+    def row_line(line):
+        print(line)
+        quoted.append(line)
+
     ev = load(os.path.join(out, "eval.json"))
     # tasks.json, or one file per run: tasks-*.json (the few-shot runs are tasks-shots*.json)
     task_files = [
@@ -152,15 +195,22 @@ def main(out):
             cells += [f"{full_ppl:.2f}"] * len(e_budgets)
         if tr:
             cells += [f"{full_acc:.3f}"] * len(t_budgets)
-        print("| " + " | ".join(cells) + " |")
+        row_line("| " + " | ".join(cells) + " |")
         for row in rows:
             cells = [f"`{row}`"]
             if ev:
                 cells += [f"{e_values[(row, b)]:.2f}" if (row, b) in e_values else "–" for b in e_budgets]
             if tr:
                 cells += [f"{t_values[(row, b)]:.3f}" if (row, b) in t_values else "–" for b in t_budgets]
-            print("| " + " | ".join(cells) + " |")
+            row_line("| " + " | ".join(cells) + " |")
         print_sign_tests([r for r in records if r["id"] == claim])
+    side_by_side = comparisons_side_by_side([r for r in records if r["id"] in {c for _, c, _ in TABLES}])
+    if side_by_side:
+        print("\n**The claims' comparisons between policies** (paired sign tests, every budget)\n")
+        print(side_by_side[0])
+        print(side_by_side[1])
+        for line in side_by_side[2:]:
+            row_line(line)
     q = load(os.path.join(out, "eval-int4.json"))
     if q:
         values, budgets, full_ppl = eval_values(q)
@@ -189,7 +239,7 @@ def main(out):
             values, _, full_acc, n = task_values(run)
             k = run["outcomes"][0].get("shots", 0)
             cells = [f"{values.get((row, b), float('nan')):.3f}" for b in budgets]
-            print(f"| {k} | {n} | {full_acc:.3f} | " + " | ".join(cells) + " |")
+            row_line(f"| {k} | {n} | {full_acc:.3f} | " + " | ".join(cells) + " |")
         print_sign_tests([r for run in shot_runs for r in run.get("paper_experiments", []) if r["id"] == "E7"])
     div = load(os.path.join(out, "diversity.json"))
     if div:
@@ -213,9 +263,21 @@ def main(out):
             d = r["detail"]
             holds = "yes" if r["holds"] else "no"
             print(f"| {r['id']} | {r['variant']} | {d['budget_label']} | {holds} | {r['metric']:.3f} |")
+    return quoted
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
-        sys.exit(print(__doc__.strip().splitlines()[-1], file=sys.stderr) or 2)
-    main(sys.argv[1])
+    parser = argparse.ArgumentParser(usage=__doc__.strip().splitlines()[-1].removeprefix("Usage: "))
+    parser.add_argument("out", type=pathlib.Path)
+    parser.add_argument("--check", type=pathlib.Path, help="fail when a quoted row is not in this document")
+    args = parser.parse_args()
+    if not args.out.is_dir():
+        parser.error(f"{args.out}: not a study's folder")
+    if args.check is None:
+        main(args.out)
+    else:
+        with open(os.devnull, "w") as quiet:
+            stdout, sys.stdout = sys.stdout, quiet
+            rows = main(args.out)
+            sys.stdout = stdout
+        sys.exit(check_rows(rows, args.check, f"the study {args.out}"))

@@ -77,14 +77,18 @@ TEST(PaperExperiments, PairedOutcomesAddTheSignTestOfEachComparisonTheClaimMakes
   EXPECT_EQ(e4[0].at("worse"), 9);
   EXPECT_EQ(e4[0].at("instances"), 40);
   EXPECT_DOUBLE_EQ(e4[0].at("p_value").get<double>(), 0.146);
-  // E9: each row against the full cache (at budget 1), then heavy against window, which found no pairs.
+  // E9: each row against the full cache (at budget 1), heavy against window, then h2o against each
+  // alone; the two against window found no pairs.
   const nlohmann::json& e9 = rs[1].detail.at("paired");
-  ASSERT_EQ(e9.size(), 3u);
-  for (const nlohmann::json& p : e9) EXPECT_EQ(p.at("against"), full);
-  EXPECT_EQ(asked.back(), policy_name(PolicyId::Heavy) + "@" + std::to_string(0.2) + " vs " +
-                              policy_name(PolicyId::Window) + "@" + std::to_string(0.2));
-  EXPECT_EQ(asked[1],
-            policy_name(PolicyId::Heavy) + "@" + std::to_string(0.2) + " vs " + full + "@" + std::to_string(1.0));
+  ASSERT_EQ(e9.size(), 4u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(e9[i].at("against"), full);
+  EXPECT_EQ(e9[3].at("row"), policy_name(PolicyId::H2O));
+  EXPECT_EQ(e9[3].at("against"), policy_name(PolicyId::Heavy));
+  const auto at = [](PolicyId p, double b) { return policy_name(p) + "@" + std::to_string(b); };
+  ASSERT_EQ(asked.size(), 7u);  // E4's one, E9's six
+  EXPECT_EQ(asked[4], at(PolicyId::Heavy, 0.2) + " vs " + at(PolicyId::Window, 0.2));
+  EXPECT_EQ(asked.back(), at(PolicyId::H2O, 0.2) + " vs " + at(PolicyId::Window, 0.2));
+  EXPECT_EQ(asked[1], at(PolicyId::Heavy, 0.2) + " vs " + full + "@" + std::to_string(1.0));
   // Without a comparator (perplexity) the records have no "paired".
   m.paired = nullptr;
   for (const auto& r : paper_experiment_records(m)) EXPECT_FALSE(r.detail.contains("paired"));

@@ -74,4 +74,42 @@ def test_tables_of_a_known_study(tmp_path):
 
 def test_usage_without_a_directory():
     r = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True)
-    assert r.returncode == 2 and "Usage: paper_findings.py OUTDIR" in r.stderr
+    assert r.returncode == 2 and "usage: paper_findings.py OUTDIR" in r.stderr
+
+
+def test_comparisons_between_policies_side_by_side_and_the_docs_check(tmp_path):
+    full = [outcome(f"i{x}", "full-cache", 1.0, 1.0) for x in range(4)]
+    rows = [outcome(f"i{x}", r, b, 0.5) for x in range(4) for r in (H2O, OTHER) for b in (0.2, 0.5)]
+    e5 = [
+        finding(
+            "E5",
+            label,
+            False,
+            0.5,
+            [H2O, OTHER],
+            [sign_test(H2O, OTHER, 4, 1, 3, p), sign_test(H2O, "full-cache", 4, 0, 4, 0.125)],
+        )
+        for label, p in (("20%", 0.625), ("50%", 0.0001234))
+    ]
+    write(tmp_path / "tasks.json", full + rows, e5)
+    out = subprocess.run([sys.executable, SCRIPT, str(tmp_path)], check=True, capture_output=True, text=True).stdout
+    # One line per comparison between two policies, every budget beside the others; the comparisons
+    # against the full cache stay in the claim's own table only.
+    line = f"| E5 | `{H2O}` against `{OTHER}` | 1 / 3 | 0.62 | 1 / 3 | 0.00012 |"
+    assert "| claim | comparison | 20%: better / worse | p | 50%: better / worse | p |" in out and line in out
+    assert "| E5 | `" + H2O + "` against `full-cache`" not in out
+    # --check passes on a document that quotes the claim's table and that line, and names each
+    # missing row otherwise.
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        f"| full cache | 1.000 | 1.000 |\n  | `{H2O}` | 0.500 | 0.500 |\n| `{OTHER}` | 0.500 | 0.500 |\n{line}\n"
+    )
+    check = [sys.executable, SCRIPT, str(tmp_path), "--check", str(doc)]
+    ok = subprocess.run(check, capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout == "", ok.stdout
+    doc.write_text(doc.read_text().replace("1 / 3 | 0.62", "1 / 3 | 0.63"))
+    bad = subprocess.run(check, capture_output=True, text=True)
+    assert (
+        bad.returncode == 1
+        and bad.stdout.strip() == f"{doc}: the row is missing or differs from the study {tmp_path}: {line}"
+    )
