@@ -11,6 +11,7 @@ Usage: paper_findings.py OUTDIR [--check DOC]"""
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import pathlib
@@ -79,8 +80,7 @@ def comparisons_side_by_side(records):
         for t in r["detail"].get("paired", []):
             if t["against"] == "full-cache":
                 continue
-            cells[(r["id"], t["row"], t["against"])] = cells.get((r["id"], t["row"], t["against"]), {})
-            cells[(r["id"], t["row"], t["against"])][budget] = t
+            cells.setdefault((r["id"], t["row"], t["against"]), {})[budget] = t
             if budget not in budgets:
                 budgets.append(budget)
     if not cells:
@@ -276,8 +276,6 @@ if __name__ == "__main__":
     if args.check is None:
         main(args.out)
     else:
-        with open(os.devnull, "w") as quiet:
-            stdout, sys.stdout = sys.stdout, quiet
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
             rows = main(args.out)
-            sys.stdout = stdout
         sys.exit(check_rows(rows, args.check, f"the study {args.out}"))
