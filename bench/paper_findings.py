@@ -4,8 +4,12 @@ per policy and budget), OUTDIR/tasks.json (or several tasks-*.json, merged) and 
 (kvoracle tasks run --json: outcomes per instance) and OUTDIR/diversity.json (kvoracle eval diversity --json), with the findings every
 run computed (their "paper_experiments" records, docs/checks.md#e4).
 
+Where a few-shot run's instances are the ablation run's with shots before them, their rows are also
+compared pair by pair with the same rows on the same contexts without shots.
+
 `--check DOC` prints nothing and fails when the document lacks a row of the claims' tables, of the
-comparisons between policies or of the few-shot table (the rows the docs quote).
+comparisons between policies, of the few-shot table or of its comparison without shots (the rows
+the docs quote).
 
 Usage: paper_findings.py OUTDIR [--check DOC]"""
 
@@ -18,6 +22,7 @@ import pathlib
 import sys
 
 from doc_rows import check_rows
+from scipy import stats
 
 # Each table: its title, the claim whose records name its rows (in the records' order), and whether
 # the reference row (the policy the E5 and E9 records share, h2o) joins them, last. Row names come from the records' detail,
@@ -98,6 +103,45 @@ def comparisons_side_by_side(records):
     return lines
 
 
+def scores_by_row(run):
+    """{(row, budget): {instance: score}} of one run (the full cache's budget is 1)."""
+    scores = {}
+    for o in run["outcomes"]:
+        budget = 1.0 if o["row"] == "full-cache" else o["budget"]
+        scores.setdefault((o["row"], budget), {})[o["instance"]] = o["score"]
+    return scores
+
+
+def shots_against_none(plain, shot_runs):
+    """The rows of a few-shot run against the same rows without shots, on the same contexts: `tasks
+    generate --shots N` names each instance as its 0-shot instance of the same seed, with "-sN"
+    appended, so the instances whose names match pair. One line per (shots, row, budget): the pairs,
+    both mean scores, the instances scoring better and worse with shots, and the exact two-sided
+    sign test (scipy's binomial test, which the suite's own sign test equals:
+    tests/python/test_paired_power.py)."""
+    without = scores_by_row(plain)
+    lines = []
+    for run in shot_runs:
+        k = run["outcomes"][0].get("shots", 0)
+        for key, with_shots in scores_by_row(run).items():
+            base = without.get(key, {})
+            pairs = [
+                (base[i.removesuffix(f"-s{k}")], s) for i, s in with_shots.items() if i.removesuffix(f"-s{k}") in base
+            ]
+            if not pairs:
+                continue
+            better = sum(b > a for a, b in pairs)
+            worse = sum(b < a for a, b in pairs)
+            p = stats.binomtest(min(better, worse), better + worse).pvalue if better + worse else 1.0
+            row = "full cache" if key[0] == "full-cache" else f"`{key[0]}`"
+            budget = "–" if key[0] == "full-cache" else percent(key[1])
+            lines.append(
+                f"| {k} | {row} | {budget} | {len(pairs)} | {sum(a for a, _ in pairs) / len(pairs):.3f} | "
+                f"{sum(b for _, b in pairs) / len(pairs):.3f} | {better} / {worse} | {p:.2g} |"
+            )
+    return lines
+
+
 def load(path):
     if not os.path.exists(path):
         return None
@@ -153,7 +197,7 @@ def merged(paths):
 
 def main(out):
     """Print the section's tables; return the rows the docs quote (the claims' tables, the comparisons
-    between policies, the few-shot table)."""
+    between policies, the few-shot table and its comparison without shots)."""
     quoted = []
 
     def row_line(line):
@@ -241,6 +285,13 @@ def main(out):
             cells = [f"{values.get((row, b), float('nan')):.3f}" for b in budgets]
             row_line(f"| {k} | {n} | {full_acc:.3f} | " + " | ".join(cells) + " |")
         print_sign_tests([r for run in shot_runs for r in run.get("paper_experiments", []) if r["id"] == "E7"])
+        paired = shots_against_none(tr, shot_runs) if tr else []
+        if paired:
+            print("\n**The same contexts without shots** (paired sign tests)\n")
+            print("| shots | row | budget | instances | without shots | with shots | better / worse | p |")
+            print("|---:|---|---:|---:|---:|---:|---:|---:|")
+            for line in paired:
+                row_line(line)
     div = load(os.path.join(out, "diversity.json"))
     if div:
         print(

@@ -2,7 +2,8 @@
 every figure is known: task runs split by budget are merged (an instance the full cache answered in
 both runs counts once), each table's rows are those its claim's records measured, the few-shot runs
 make one table ordered by shots (the runs' .txt tables beside them are not read), the claims' paired
-sign tests follow their tables, and every run's findings are listed."""
+sign tests follow their tables, every run's findings are listed, and a few-shot run's rows are
+compared pair by pair with the same contexts without shots."""
 
 import json
 import os
@@ -113,3 +114,22 @@ def test_comparisons_between_policies_side_by_side_and_the_docs_check(tmp_path):
         bad.returncode == 1
         and bad.stdout.strip() == f"{doc}: the row is missing or differs from the study {tmp_path}: {line}"
     )
+
+
+def test_few_shot_rows_against_the_same_contexts_without_shots(tmp_path):
+    # The ablation run answered i0..i3; the five-shot run answered the same contexts (i0-s5..i3-s5)
+    # and one more (i4-s5), which pairs with nothing.
+    plain = [outcome(f"i{x}", "full-cache", 1.0, float(x < 3)) for x in range(4)]
+    plain += [outcome(f"i{x}", H2O, 0.2, float(x == 3)) for x in range(4)]
+    write(tmp_path / "tasks.json", plain)
+    shot = [outcome(f"i{x}-s5", "full-cache", 1.0, 1.0, 5) for x in range(5)]
+    shot += [outcome(f"i{x}-s5", H2O, 0.2, float(x < 3), 5) for x in range(5)]
+    write(tmp_path / "tasks-shots5.json", shot)
+    out = subprocess.run([sys.executable, SCRIPT, str(tmp_path)], check=True, capture_output=True, text=True).stdout
+    # Full cache: 3/4 without, 4/4 with (i3 better). h2o: i0..i2 better, i3 worse: 3 / 1, p = 0.625.
+    assert "| 5 | full cache | – | 4 | 0.750 | 1.000 | 1 / 0 | 1 |" in out
+    assert f"| 5 | `{H2O}` | 20% | 4 | 0.250 | 0.750 | 3 / 1 | 0.62 |" in out
+    # Renamed contexts pair with nothing: no table.
+    write(tmp_path / "tasks.json", [dict(o, instance="other-" + o["instance"]) for o in plain])
+    out = subprocess.run([sys.executable, SCRIPT, str(tmp_path)], check=True, capture_output=True, text=True).stdout
+    assert "without shots" not in out and "| 5 | 5 | 1.000 |" in out
