@@ -4,12 +4,13 @@ per policy and budget), OUTDIR/tasks.json (or several tasks-*.json, merged) and 
 (kvoracle tasks run --json: outcomes per instance) and OUTDIR/diversity.json (kvoracle eval diversity --json), with the findings every
 run computed (their "paper_experiments" records, docs/checks.md#e4).
 
-Where a few-shot run's instances are the ablation run's with shots before them, their rows are also
-compared pair by pair with the same rows on the same contexts without shots.
+Each few-shot run's rows are also shown by the needle's depth, and, where its instances are the
+ablation run's with shots before them, compared pair by pair with the same rows on the same
+contexts without shots.
 
 `--check DOC` prints nothing and fails when the document lacks a row of the claims' tables, of the
-comparisons between policies, of the few-shot table or of its comparison without shots (the rows
-the docs quote).
+comparisons between policies or of the few-shot tables, by depth and without shots included: the
+rows the docs quote.
 
 Usage: paper_findings.py OUTDIR [--check DOC]"""
 
@@ -142,6 +143,30 @@ def shots_against_none(plain, shot_runs):
     return lines
 
 
+def by_depth(run):
+    """The depths of a few-shot run's needles and one line per (row, budget): per depth, the score
+    summed over the instances there (the instances answered, for 0/1 scores) of their count and the
+    mean share of (layer, KV head) units that held the needle; None when the outcomes carry no depth."""
+    if any("depth" not in o for o in run["outcomes"]):
+        return None
+    k = run["outcomes"][0].get("shots", 0)
+    depths = sorted({o["depth"] for o in run["outcomes"]})
+    cells = {}
+    for o in run["outcomes"]:
+        budget = 1.0 if o["row"] == "full-cache" else o["budget"]
+        cell = cells.setdefault((o["row"], budget), {}).setdefault(o["depth"], [0, 0, 0.0])
+        cell[0] += o["score"]
+        cell[1] += 1
+        cell[2] += o.get("needles_held", 0.0)
+    lines = []
+    for (row, budget), at in cells.items():
+        name = "full cache" if row == "full-cache" else f"`{row}`"
+        shown = "–" if row == "full-cache" else percent(budget)
+        parts = [f"{at[d][0]:g} / {at[d][1]}, {at[d][2] / at[d][1]:.3f}" if d in at else "–" for d in depths]
+        lines.append(f"| {k} | {name} | {shown} | " + " | ".join(parts) + " |")
+    return depths, lines
+
+
 def load(path):
     if not os.path.exists(path):
         return None
@@ -197,7 +222,7 @@ def merged(paths):
 
 def main(out):
     """Print the section's tables; return the rows the docs quote (the claims' tables, the comparisons
-    between policies, the few-shot table and its comparison without shots)."""
+    between policies, the few-shot tables)."""
     quoted = []
 
     def row_line(line):
@@ -285,6 +310,16 @@ def main(out):
             cells = [f"{values.get((row, b), float('nan')):.3f}" for b in budgets]
             row_line(f"| {k} | {n} | {full_acc:.3f} | " + " | ".join(cells) + " |")
         print_sign_tests([r for run in shot_runs for r in run.get("paper_experiments", []) if r["id"] == "E7"])
+        for run in shot_runs:
+            depth_rows = by_depth(run)
+            if not depth_rows:
+                continue
+            depths, lines = depth_rows
+            print("\n**By the needle's depth** (answered / instances, mean share of units holding the needle)\n")
+            print("| shots | row | budget | " + " | ".join(f"depth {d:g}" for d in depths) + " |")
+            print("|---:|---|---:|" + "---:|" * len(depths))
+            for line in lines:
+                row_line(line)
         paired = shots_against_none(tr, shot_runs) if tr else []
         if paired:
             print("\n**The same contexts without shots** (paired sign tests)\n")

@@ -133,3 +133,23 @@ def test_few_shot_rows_against_the_same_contexts_without_shots(tmp_path):
     write(tmp_path / "tasks.json", [dict(o, instance="other-" + o["instance"]) for o in plain])
     out = subprocess.run([sys.executable, SCRIPT, str(tmp_path)], check=True, capture_output=True, text=True).stdout
     assert "without shots" not in out and "| 5 | 5 | 1.000 |" in out
+
+
+def test_few_shot_rows_by_the_needles_depth(tmp_path):
+    # Two depths, two instances each; h2o answers only at depth 1, holding the needle in every unit
+    # there and in a quarter of them at depth 0.
+    outs = []
+    for x, depth in enumerate((0, 0, 1, 1)):
+        outs.append(dict(outcome(f"i{x}-s5", "full-cache", 1.0, 1.0, 5), depth=depth, needles_held=1.0))
+        outs.append(
+            dict(outcome(f"i{x}-s5", H2O, 0.2, float(depth == 1), 5), depth=depth, needles_held=0.25 + 0.75 * depth)
+        )
+    write(tmp_path / "tasks-shots5.json", outs)
+    out = subprocess.run([sys.executable, SCRIPT, str(tmp_path)], check=True, capture_output=True, text=True).stdout
+    assert "| shots | row | budget | depth 0 | depth 1 |" in out
+    assert "| 5 | full cache | – | 2 / 2, 1.000 | 2 / 2, 1.000 |" in out
+    assert f"| 5 | `{H2O}` | 20% | 0 / 2, 0.250 | 2 / 2, 1.000 |" in out
+    # Outcomes without depths (older runs): no such table.
+    write(tmp_path / "tasks-shots5.json", [{k: v for k, v in o.items() if k != "depth"} for o in outs])
+    out = subprocess.run([sys.executable, SCRIPT, str(tmp_path)], check=True, capture_output=True, text=True).stdout
+    assert "By the needle's depth" not in out and "| 5 | 4 | 1.000 |" in out
