@@ -8,6 +8,7 @@
 #include "kvo/core/atomic_file.hpp"
 #include "kvo/core/error.hpp"
 #include "kvo/core/progress.hpp"
+#include "kvo/model/compute_threads.hpp"
 #include "kvo/scaleout/team.hpp"
 #include "kvo/version.hpp"
 
@@ -19,7 +20,9 @@ Cli::Cli() {
   // Bad input: one line on stderr, no usage dump.
   app.failure_message(
       [](const CLI::App*, const CLI::Error& e) { return "kvoracle: error: " + std::string(e.what()) + "\n"; });
-  app.add_option("--threads,-j", global.threads, "worker threads (default: all cores)");
+  app.add_option("--threads,-j", global.threads,
+                 "worker threads, the model's matrix products included (default: all cores, under MPI the "
+                 "rank's share; the model's follow OMP_NUM_THREADS when it is set)");
   app.add_flag("--quiet,-q", global.quiet, "no progress bar");
   auto reg = [&](Runner (*add)(CLI::App&, const Global&)) {
     const size_t before = app.get_subcommands({}).size();
@@ -97,6 +100,11 @@ int run_cli(int argc, const char* const* argv) {
       }
     }
   }
+  // The model's matrix products and per-head loops run on OpenMP's threads, which count every core
+  // of the machine unless told otherwise: -j tells them; without it OMP_NUM_THREADS does, or else the
+  // rank's share of the cores, so that ranks x threads never exceeds the cores.
+  if (cli.app.count("--threads") > 0 || std::getenv("OMP_NUM_THREADS") == nullptr)
+    model::set_compute_threads(cli.global.threads > 0 ? cli.global.threads : team.default_threads());
   auto say = [&](const std::string& what) { std::cerr << "kvoracle: error: " << what << '\n'; };
   auto fail = [&](const std::string& what, int status) {
     if (!spread) {

@@ -173,6 +173,15 @@ python3 -c "import json,sys; c=json.load(open(sys.argv[1]))[\"outcomes\"]; asser
 "$K" policies | grep -q h2o-paper
 "$K" policies | grep -q "equal attention of the current query: the oldest token leaves first"
 "$K" replay --help | grep -q -- --budget
+# -j sets the model's OpenMP threads, over OMP_NUM_THREADS; without -j, OMP_NUM_THREADS holds. The
+# OpenMP runtime itself reports the size of each team it forms (OMP_DISPLAY_AFFINITY; none for one).
+teams() {  # teams OMP_NUM_THREADS CMD...: the team sizes CMD's parallel loops had, "omp-team-of-N " each
+  env OMP_NUM_THREADS="$1" OMP_DISPLAY_AFFINITY=TRUE OMP_AFFINITY_FORMAT='omp-team-of-%N' "${@:2}" 2>&1 |
+    grep -o 'omp-team-of-[0-9]*' | sort -u | tr '\n' ' '
+}
+test "$(teams 1 "$K" -q -j 2 generate -n 1 "The pass key is")" = "omp-team-of-2 "
+test "$(teams 2 "$K" -q -j 1 generate -n 1 "The pass key is")" = ""
+test "$(teams 2 "$K" -q generate -n 1 "The pass key is")" = "omp-team-of-2 "
 python3 - "$dir" <<'PY'
 import json, sys
 d = sys.argv[1]
