@@ -2,7 +2,8 @@
 # What the long studies (bench/tasks-study, bench/paper-study, bench/paper-tasks-study) share,
 # sourced after `out` is set: the -march=native CLI in $k (or KVO_CLI when set), `launch` (mpirun
 # -n RANKS when RANKS is set) and `threads` (-j THREADS when THREADS is set) for kvoracle's own
-# arguments, and `measure`, which runs a command under GNU time.
+# arguments, `py` (the Python that runs the tables' scripts) and `measure`, which runs a command
+# under GNU time.
 : "${out:?set out before sourcing study-lib.sh}"
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [ -z "${KVO_CLI:-}" ]; then
@@ -10,8 +11,13 @@ if [ -z "${KVO_CLI:-}" ]; then
   KVO_TARGETS=kvoracle "$root/scripts/build" "$root/build-native" -DKVO_NATIVE=ON >/dev/null
   KVO_CLI="$root/build-native/apps/kvoracle/kvoracle"
 fi
-# shellcheck disable=SC2034 # k, launch and threads are the sourcing script's
+# shellcheck disable=SC2034 # k, launch, threads and py are the sourcing script's
 k=$KVO_CLI
+# The tables' scripts need the project's Python packages (scipy): its virtual environment, which
+# scripts/setup-deps makes, when there is one.
+py=python3
+# shellcheck disable=SC2034
+if [[ -x $root/.venv/bin/python ]]; then py=$root/.venv/bin/python; fi
 launch=()
 if [[ -n ${RANKS:-} ]]; then
   launch=(mpirun -n "$RANKS" --oversubscribe)

@@ -100,9 +100,9 @@ int run_cli(int argc, const char* const* argv) {
       }
     }
   }
-  // The model's matrix products and per-head loops run on OpenMP's threads, which count every core
-  // of the machine unless told otherwise: -j tells them; without it OMP_NUM_THREADS does, or else the
-  // rank's share of the cores, so that ranks x threads never exceeds the cores.
+  // The model's matrix products and per-head loops run on OpenMP's threads, left alone one per CPU
+  // the process may run on: -j sets them; without it OMP_NUM_THREADS does, or else -j's default (the
+  // rank's share of the node's cores), so that the ranks of a node share its cores.
   if (cli.app.count("--threads") > 0 || std::getenv("OMP_NUM_THREADS") == nullptr)
     model::set_compute_threads(cli.global.threads > 0 ? cli.global.threads : team.default_threads());
   auto say = [&](const std::string& what) { std::cerr << "kvoracle: error: " << what << '\n'; };
