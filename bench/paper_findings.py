@@ -68,7 +68,7 @@ def print_sign_tests(records):
     print("\n| comparison | budget | instances | better | worse | p (sign test) |")
     print("|---|---:|---:|---:|---:|---:|")
     for r, t in tests:
-        against = "full cache" if t["against"] == "full-cache" else f"`{t['against']}`"
+        against = row_name(t["against"])
         shots = r["detail"].get("shots")
         label = r["detail"]["budget_label"] + (f", {shots} shots" if shots else "")
         print(
@@ -104,12 +104,27 @@ def comparisons_side_by_side(records):
     return lines
 
 
+def outcome_key(o):
+    """An outcome's (row, budget): the full cache's budget is 1, whatever the run wrote."""
+    return o["row"], 1.0 if o["row"] == "full-cache" else o["budget"]
+
+
+def row_name(row):
+    """A row as the tables name it: "full cache", or the policy in backquotes."""
+    return "full cache" if row == "full-cache" else f"`{row}`"
+
+
+def row_cells(key):
+    """The row and budget cells of (row, budget): the full cache's budget is a dash."""
+    row, budget = key
+    return row_name(row), "–" if row == "full-cache" else percent(budget)
+
+
 def scores_by_row(run):
     """{(row, budget): {instance: score}} of one run (the full cache's budget is 1)."""
     scores = {}
     for o in run["outcomes"]:
-        budget = 1.0 if o["row"] == "full-cache" else o["budget"]
-        scores.setdefault((o["row"], budget), {})[o["instance"]] = o["score"]
+        scores.setdefault(outcome_key(o), {})[o["instance"]] = o["score"]
     return scores
 
 
@@ -126,16 +141,14 @@ def shots_against_none(plain, shot_runs):
         k = run["outcomes"][0].get("shots", 0)
         for key, with_shots in scores_by_row(run).items():
             base = without.get(key, {})
-            pairs = [
-                (base[i.removesuffix(f"-s{k}")], s) for i, s in with_shots.items() if i.removesuffix(f"-s{k}") in base
-            ]
+            plain_names = {i: i.removesuffix(f"-s{k}") for i in with_shots}
+            pairs = [(base[plain_names[i]], s) for i, s in with_shots.items() if plain_names[i] in base]
             if not pairs:
                 continue
             better = sum(b > a for a, b in pairs)
             worse = sum(b < a for a, b in pairs)
             p = stats.binomtest(min(better, worse), better + worse).pvalue if better + worse else 1.0
-            row = "full cache" if key[0] == "full-cache" else f"`{key[0]}`"
-            budget = "–" if key[0] == "full-cache" else percent(key[1])
+            row, budget = row_cells(key)
             lines.append(
                 f"| {k} | {row} | {budget} | {len(pairs)} | {sum(a for a, _ in pairs) / len(pairs):.3f} | "
                 f"{sum(b for _, b in pairs) / len(pairs):.3f} | {better} / {worse} | {p:.2g} |"
@@ -153,15 +166,13 @@ def by_depth(run):
     depths = sorted({o["depth"] for o in run["outcomes"]})
     cells = {}
     for o in run["outcomes"]:
-        budget = 1.0 if o["row"] == "full-cache" else o["budget"]
-        cell = cells.setdefault((o["row"], budget), {}).setdefault(o["depth"], [0, 0, 0.0])
+        cell = cells.setdefault(outcome_key(o), {}).setdefault(o["depth"], [0, 0, 0.0])
         cell[0] += o["score"]
         cell[1] += 1
         cell[2] += o.get("needles_held", 0.0)
     lines = []
-    for (row, budget), at in cells.items():
-        name = "full cache" if row == "full-cache" else f"`{row}`"
-        shown = "–" if row == "full-cache" else percent(budget)
+    for key, at in cells.items():
+        name, shown = row_cells(key)
         parts = [f"{at[d][0]:g} / {at[d][1]}, {at[d][2] / at[d][1]:.3f}" if d in at else "–" for d in depths]
         lines.append(f"| {k} | {name} | {shown} | " + " | ".join(parts) + " |")
     return depths, lines
@@ -197,7 +208,7 @@ def task_values(tr):
     sums = collections.defaultdict(lambda: [0.0, 0])
     seen = set()
     for o in tr["outcomes"]:
-        key = (o["row"], 1.0 if o["row"] == "full-cache" else o["budget"])
+        key = outcome_key(o)
         if (key, o["instance"]) in seen:
             continue
         seen.add((key, o["instance"]))
@@ -336,7 +347,7 @@ def main(out):
         print("| row | budget | distinct-1 | distinct-2 | distinct-3 | 4-gram repetition |")
         print("|---|---:|---:|---:|---:|---:|")
         for r in [div["full"]] + div["rows"]:
-            name = "full cache" if r["row"] == "full-cache" else f"`{r['row']}`"
+            name = row_name(r["row"])
             print(
                 f"| {name} | {percent(r['budget'])} | {r['distinct1']:.3f} | {r['distinct2']:.3f} | "
                 f"{r['distinct3']:.3f} | {r['repetition4']:.3f} |"

@@ -15,9 +15,8 @@ fi
 k=$KVO_CLI
 # The tables' scripts need the project's Python packages (scipy): its virtual environment, which
 # scripts/setup-deps makes, when there is one.
-py=python3
-# shellcheck disable=SC2034
-if [[ -x $root/.venv/bin/python ]]; then py=$root/.venv/bin/python; fi
+py=$root/.venv/bin/python
+[[ -x $py ]] || py=python3
 launch=()
 if [[ -n ${RANKS:-} ]]; then
   launch=(mpirun -n "$RANKS" --oversubscribe)
